@@ -1,0 +1,23 @@
+/*
+ * base/mem — see mem.h.
+ */
+#include "base/mem.h"
+#include "base/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void *sprig_calloc_aligned(size_t n, size_t size)
+{
+    size_t bytes;
+    if (sprig_mul_ovf(n, size, &bytes)) return NULL;
+    if (bytes == 0) bytes = SPRIG_ALIGN;
+    size_t rounded;
+    if (sprig_add_ovf(bytes, SPRIG_ALIGN - 1, &rounded)) return NULL;
+    rounded &= ~(size_t)(SPRIG_ALIGN - 1);
+    void *p = aligned_alloc(SPRIG_ALIGN, rounded);
+    if (p) memset(p, 0, rounded);
+    return p;
+}
+
+void sprig_free_aligned(void *p) { free(p); }

@@ -1,0 +1,19 @@
+/*
+ * base/mem — aligned allocation with overflow-checked sizes.
+ *
+ * Kernels want 64-byte aligned buffers (one cache line, one AVX-512
+ * register). Every size that comes from a file or an argument goes through
+ * the checked helpers so a hostile count cannot wrap an allocation.
+ */
+#ifndef SPRIG_BASE_MEM_H
+#define SPRIG_BASE_MEM_H
+
+#include <stddef.h>
+
+#define SPRIG_ALIGN 64
+
+/* 64-byte aligned, zero-filled; NULL on failure or when n*size overflows. */
+void *sprig_calloc_aligned(size_t n, size_t size);
+void  sprig_free_aligned(void *p);
+
+#endif

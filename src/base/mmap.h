@@ -1,0 +1,23 @@
+/*
+ * base/mmap — read-only whole-file mapping.
+ *
+ * Model files are mapped, never read into the heap: tensors are views into
+ * the mapping. Empty files and non-regular files are refused by name.
+ */
+#ifndef SPRIG_BASE_MMAP_H
+#define SPRIG_BASE_MMAP_H
+
+#include "base/err.h"
+
+typedef struct sprig_map {
+    const uint8_t *data;
+    size_t size;
+} sprig_map;
+
+sprig_status sprig_map_file(const char *path, sprig_map *m, sprig_error *err);
+void         sprig_unmap(sprig_map *m);
+
+/* Read a whole (small) file into a malloc'd buffer, NUL-terminated. */
+sprig_status sprig_read_file(const char *path, char **out, size_t *len, size_t max_len, sprig_error *err);
+
+#endif
