@@ -1,0 +1,83 @@
+/*
+ * kv — the KV cache interface: one vtable, one file per cache kind.
+ *
+ * A cache holds, per layer, one key row and one value row (n_kv_head*hd
+ * elements each) per slot. Slots [0, len) are committed history. A forward of
+ * n tokens writes slots [len, len+n) of every layer with sprig_kv_write and
+ * then commits them with sprig_kv_commit, so attention during the forward can
+ * see the pending rows.
+ *
+ * Rollback after speculative verification:
+ *  - trim(n): drop the last n committed slots (chain rollback).
+ *  - gather_positions(slots[]): keep exactly those slots (strictly increasing,
+ *    < len) and close up, reindexing EVERY per-slot buffer. Identity is a
+ *    no-op; a prefix selection equals trim.
+ *  - gather_within_tail(tail_len, kept[]): the cheap per-round form; keeps
+ *    offsets kept[] (strictly increasing, < tail_len) of the last tail_len
+ *    slots, compacting only the tail in place (cost ~ the verify block, not
+ *    the context; the allocation is kept). Equals gather_positions said in
+ *    absolute terms.
+ *  - A cache that cannot gather refuses with SPRIG_E_REFUSED and a reason
+ *    naming the cause; can_gather() asks first. A refusal is a contract: the
+ *    caller must not draft a tree this round.
+ */
+#ifndef SPRIG_KV_KV_H
+#define SPRIG_KV_KV_H
+
+#include "base/err.h"
+
+typedef struct sprig_kv sprig_kv;
+
+struct sprig_kv_params {
+    int n_layer;
+    int n_ctx;          /* slots */
+    int kv_dim;         /* n_kv_head * head_dim, elements per row */
+    int type;           /* SPRIG_TYPE_F32 or SPRIG_TYPE_F16 */
+};
+
+/* Where attention reads one layer: slot j's key at k + j*stride elements. */
+typedef struct sprig_kv_view {
+    const void *k, *v;
+    int type;
+    int64_t stride;
+} sprig_kv_view;
+
+/* One vtable per cache kind. Optional slots may be NULL (= refuse). */
+struct sprig_kv_vt {
+    const char *kind;
+    void (*destroy)(sprig_kv *kv);
+    void (*write)(sprig_kv *kv, int layer, int n, const float *k, const float *v);   /* at [len, len+n) */
+    sprig_kv_view (*view)(const sprig_kv *kv, int layer);
+    sprig_status (*trim)(sprig_kv *kv, int n, sprig_error *err);
+    bool (*can_gather)(const sprig_kv *kv, char *reason, size_t cap);
+    sprig_status (*gather_positions)(sprig_kv *kv, const int *slots, int n, sprig_error *err);
+    sprig_status (*gather_within_tail)(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err);
+};
+
+/* Common header every kind embeds first. */
+struct sprig_kv {
+    const struct sprig_kv_vt *vt;
+    struct sprig_kv_params p;
+    int len;            /* committed slots */
+};
+
+sprig_kv *sprig_kv_create_dense(const struct sprig_kv_params *p, sprig_error *err);
+void      sprig_kv_free(sprig_kv *kv);
+
+static inline int sprig_kv_len(const sprig_kv *kv) { return kv->len; }
+static inline int sprig_kv_capacity(const sprig_kv *kv) { return kv->p.n_ctx; }
+
+/* Write n pending rows of one layer (k, v: [n][kv_dim] f32) at [len, len+n).
+ * Precondition: len + n <= capacity (the caller checked). */
+void          sprig_kv_write(sprig_kv *kv, int layer, int n, const float *k, const float *v);
+sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer);
+/* len += n after every layer was written. */
+void          sprig_kv_commit(sprig_kv *kv, int n);
+
+sprig_status sprig_kv_trim(sprig_kv *kv, int n, sprig_error *err);
+bool         sprig_kv_can_gather(const sprig_kv *kv, char *reason, size_t cap);
+sprig_status sprig_kv_gather_positions(sprig_kv *kv, const int *slots, int n, sprig_error *err);
+sprig_status sprig_kv_gather_within_tail(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err);
+void         sprig_kv_clear(sprig_kv *kv);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * tensor/matmul — weight x activations for a batch of n rows (n = 1..64+).
+ *
+ * y[r][o] = sum_k W[o][k] * x[r][k] for every activation row r, where W is
+ * a GGUF matrix with ne = [n_in, n_out] (row-major (n_out, n_in)).
+ *
+ * Contract (the reason this file exists):
+ *  - Each weight tile is read once and applied to all n rows (register
+ *    blocking across rows): a batch of 8 costs little more than one row while
+ *    decoding is memory-bound. That is what makes verifying a tree cheap.
+ *  - Numerics do not depend on n, on which rows are batched together, or on
+ *    the thread count: y[r][o] is computed by the same sequence of roundings
+ *    whatever else is in the batch. Float weights accumulate
+ *    acc = fmaf(W[o][k], x[r][k], acc) for k = 0..n_in-1 in order. Q8_0/Q4_0
+ *    weights use activations quantized ONCE per input to int8 blocks of 32
+ *    (da = amax/127, q = nearest-even(x/da... as x * (1/da))), an exact int32
+ *    dot per block, then acc = fmaf((float)isum, dw * da, acc) block by block.
+ *    The plain-C reference computes exactly this, so every SIMD kernel must
+ *    equal it bit for bit.
+ *  - Kernels (AVX-512 VNNI/BF16, AVX2, reference) are chosen once at run time
+ *    from CPUID; SPRIG_NO_SIMD=1 forces the reference.
+ *  - No allocation per call: the caller provides the activation scratch.
+ */
+#ifndef SPRIG_TENSOR_MATMUL_H
+#define SPRIG_TENSOR_MATMUL_H
+
+#include "base/err.h"
+#include "base/pool.h"
+#include "tensor/types.h"
+
+/* A weight matrix prepared for the kernels. */
+typedef struct sprig_weight {
+    int      type;         /* storage type: F32, F16, BF16, Q8_0 or Q4_0 */
+    int64_t  n_in;         /* K = ne[0] */
+    int64_t  n_out;        /* N = ne[1] */
+    const void *raw;       /* GGUF rows (usually a view into the mmap): row o at raw + o*row_bytes */
+    size_t   row_bytes;
+    void    *packed;       /* kernel-specific layout, owned; NULL when the reference path runs */
+    size_t   packed_bytes;
+    int      kernel;       /* which kernel family packed it (internal) */
+} sprig_weight;
+
+/* Prepare `w` over raw GGUF data (kept as a view, not copied) and build the
+ * packed layout for the selected kernels. Fails with a message naming `name`
+ * for unsupported types or shapes. */
+sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, const void *raw,
+                               int64_t n_in, int64_t n_out, sprig_error *err);
+void sprig_weight_free(sprig_weight *w);
+
+/* Dequantize row o of W into out[n_in] (embedding lookup). */
+void sprig_weight_row_f32(const sprig_weight *w, int64_t o, float *out);
+
+/* Activations shared by several matmuls (Q, K, V read the same normed x).
+ * The int8 form is built on first use by a quantized weight and reused. */
+typedef struct sprig_act {
+    const float *x;        /* [n][k] row-major, row stride k */
+    int      n;
+    int64_t  k;
+    void    *scratch;      /* sprig_act_scratch_bytes(max_n, max_k) bytes, 64-aligned */
+    size_t   scratch_bytes;
+    bool     q8_ready;     /* internal */
+} sprig_act;
+
+size_t sprig_act_scratch_bytes(int max_n, int64_t max_k);
+void   sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scratch, size_t scratch_bytes);
+
+/* y[i] ([a->n][w[i]->n_out]) = a->x W[i]^T for m weights that share the
+ * input, as ONE pool dispatch (output columns of all m split across threads).
+ * All w[i]->n_in must equal a->k. */
+void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y);
+
+/* The plain-C reference on the raw GGUF rows (the spec; used by tests and SPRIG_NO_SIMD). */
+void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y);
+
+/* Name of the selected kernel family ("avx512-vnni", "avx2", "reference"). */
+const char *sprig_kernels_name(void);
+/* Force a family for tests/benchmarks: "reference", "avx2", "avx512"; false if unavailable. */
+bool sprig_kernels_force(const char *family);
+
+/* CPU features found by CPUID. */
+struct sprig_cpu_features { bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16; };
+const struct sprig_cpu_features *sprig_cpu_features(void);
+
+#endif
