@@ -1,0 +1,24 @@
+/*
+ * tools/cli.h — the `sprig` command's subcommands and small shared helpers
+ * for argument parsing. Only tools/ may call exit(); subcommands return the
+ * process exit status (0 ok, 1 runtime failure, 2 bad usage).
+ */
+#ifndef SPRIG_TOOLS_CLI_H
+#define SPRIG_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+int sprig_cmd_run(int argc, char **argv);
+int sprig_cmd_bench(int argc, char **argv);
+int sprig_cmd_gguf(int argc, char **argv);
+int sprig_cmd_convert(int argc, char **argv);
+int sprig_cmd_mkmodel(int argc, char **argv);
+
+/* Strict number parsing for flag values: the whole string must parse and be
+ * within [lo, hi]; on failure print "sprig <cmd>: <flag>: <why>" to stderr and
+ * return false. */
+bool cli_parse_int(const char *cmd, const char *flag, const char *s, long long lo, long long hi, long long *out);
+bool cli_parse_float(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+
+#endif
