@@ -1,0 +1,44 @@
+/*
+ * model/arch — the architecture table.
+ *
+ * One row per architecture: the GGUF `general.architecture` value (also the
+ * metadata key prefix), the RoPE pairing, the tensors it needs with their
+ * expected shapes, and its forward function. Adding an architecture means
+ * adding a row and a forward file, not editing switches.
+ */
+#ifndef SPRIG_MODEL_ARCH_H
+#define SPRIG_MODEL_ARCH_H
+
+#include "model/model.h"
+
+/* Symbolic dimensions resolved against the hyper-parameters. */
+enum sprig_dim { SPRIG_D_NONE = 0, SPRIG_D_DIM, SPRIG_D_QDIM, SPRIG_D_KVDIM, SPRIG_D_FF, SPRIG_D_VOCAB };
+
+/* Where a tensor binds: a norm vector (copied to owned f32) or a matrix (sprig_weight). */
+enum sprig_bind { SPRIG_BIND_NORM, SPRIG_BIND_MATRIX };
+
+struct sprig_tensor_spec {
+    const char *name;       /* "blk.%d.attn_q.weight" for per-layer tensors */
+    bool per_layer;
+    bool required;
+    enum sprig_bind bind;
+    enum sprig_dim ne0, ne1;   /* ne1 == SPRIG_D_NONE: a vector */
+    size_t offset;          /* offsetof into sprig_model (global) or struct sprig_layer (per layer) */
+};
+
+typedef sprig_status (*sprig_forward_fn)(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+
+struct sprig_arch {
+    const char *name;
+    int rope_mode;
+    const struct sprig_tensor_spec *tensors;
+    int n_tensors;
+    sprig_forward_fn forward;
+};
+
+const struct sprig_arch *sprig_arch_find(const char *name, size_t len);
+
+/* Forward functions, one file per architecture. */
+sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * model/context — a forward context: the KV cache and every scratch buffer a
+ * forward of up to n_batch tokens needs, allocated once so the decode and
+ * speculation loops never allocate. Also the generic forward entry points
+ * (argument validation, chunked prefill) in front of the architecture's
+ * forward function.
+ */
+#include "model/internal.h"
+#include "base/mem.h"
+#include "tensor/attention.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sprig_ctx_free(sprig_ctx *c)
+{
+    if (!c) return;
+    sprig_kv_free(c->kv);
+    float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->attn_scratch };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sprig_free_aligned(*bufs[i]);
+    sprig_free_aligned(c->pos);
+    sprig_free_aligned(c->rows);
+    sprig_free_aligned(c->act);
+    free(c);
+}
+
+sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
+                              sprig_ctx **out, sprig_error *err)
+{
+    *out = NULL;
+    const struct sprig_hparams *hp = &m->hp;
+    int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    int n_batch = p && p->n_batch > 0 ? p->n_batch : 64;
+    int kv_type = p ? p->kv_type : SPRIG_TYPE_F32;
+    if (n_ctx < 1 || n_ctx > (1 << 24))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d is out of range [1, %d]", n_ctx, 1 << 24);
+    if (n_batch < 1 || n_batch > 4096)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d is out of range [1, 4096]", n_batch);
+    if (kv_type != SPRIG_TYPE_F32 && kv_type != SPRIG_TYPE_F16)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv type: %s is not supported (f32, f16)", sprig_type_name(kv_type));
+    if (n_batch > n_ctx) n_batch = n_ctx;
+
+    sprig_ctx *c = calloc(1, sizeof *c);
+    if (!c) return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory");
+    c->m = m;
+    c->pool = pool;
+    c->n_batch = n_batch;
+    c->n_ctx = n_ctx;
+    int qdim = hp->n_head * hp->head_dim, kvdim = hp->n_kv_head * hp->head_dim;
+    struct sprig_kv_params kp = { .n_layer = hp->n_layer, .n_ctx = n_ctx, .kv_dim = kvdim, .type = kv_type };
+    sprig_status st = SPRIG_OK;
+    c->kv = sprig_kv_create_dense(&kp, err);
+    if (!c->kv) { st = err ? err->code : SPRIG_E_NOMEM; goto fail; }
+    size_t B = (size_t)n_batch;
+    struct { float **p; size_t n; } fb[] = {
+        { &c->x, B * hp->dim }, { &c->xn, B * hp->dim }, { &c->q, B * qdim }, { &c->k, B * kvdim },
+        { &c->v, B * kvdim }, { &c->att, B * qdim }, { &c->tmp, B * hp->dim }, { &c->gate, B * hp->n_ff },
+        { &c->up, B * hp->n_ff }, { &c->hid, B * hp->dim },
+    };
+    for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
+        *fb[i].p = sprig_calloc_aligned(fb[i].n, sizeof(float));
+        if (!*fb[i].p) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for scratch"); goto fail; }
+    }
+    c->pos = sprig_calloc_aligned(B, sizeof(int32_t));
+    c->rows = sprig_calloc_aligned(B, sizeof(int32_t));
+    int64_t kmax = hp->dim;
+    if (hp->n_ff > kmax) kmax = hp->n_ff;
+    if (qdim > kmax) kmax = qdim;
+    c->act_bytes = sprig_act_scratch_bytes(n_batch, kmax);
+    c->act = sprig_calloc_aligned(c->act_bytes, 1);
+    c->attn_floats = sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, sprig_pool_size(pool));
+    c->attn_scratch = sprig_calloc_aligned(c->attn_floats, sizeof(float));
+    if (!c->pos || !c->rows || !c->act || !c->attn_scratch) {
+        st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for scratch (n_ctx %d, n_batch %d)", n_ctx, n_batch);
+        goto fail;
+    }
+    *out = c;
+    return SPRIG_OK;
+fail:
+    sprig_ctx_free(c);
+    return st;
+}
+
+const sprig_model *sprig_ctx_model(const sprig_ctx *c) { return c->m; }
+sprig_kv *sprig_ctx_kv(sprig_ctx *c) { return c->kv; }
+sprig_pool *sprig_ctx_pool(sprig_ctx *c) { return c->pool; }
+int sprig_ctx_n_batch(const sprig_ctx *c) { return c->n_batch; }
+int sprig_ctx_n_ctx(const sprig_ctx *c) { return c->n_ctx; }
+
+sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    int len = sprig_kv_len(c->kv);
+    if (f->n < 1 || f->n > c->n_batch)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: batch of %d tokens is out of range [1, %d]", f->n, c->n_batch);
+    if (len + f->n > c->n_ctx)
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "forward: %d cached + %d new tokens exceed the context of %d", len, f->n, c->n_ctx);
+    if (f->n_out < 0 || f->n_out > f->n)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: n_out %d is out of range [0, %d]", f->n_out, f->n);
+    for (int i = 0; i < f->n; i++) {
+        if (f->tokens[i] < 0 || f->tokens[i] >= hp->n_vocab)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: token %d at batch row %d is outside the vocabulary [0, %d)",
+                             f->tokens[i], i, hp->n_vocab);
+        if (f->pos && (f->pos[i] < 0 || f->pos[i] > (1 << 24)))
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: position %d at batch row %d is out of range", f->pos[i], i);
+    }
+    if (f->out_rows)
+        for (int i = 0; i < f->n_out; i++)
+            if (f->out_rows[i] < 0 || f->out_rows[i] >= f->n)
+                return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: out_rows[%d] = %d is outside the batch of %d", i, f->out_rows[i], f->n);
+    return c->m->arch->forward(c, f, err);
+}
+
+sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err)
+{
+    if (n < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill: no tokens");
+    if ((int64_t)sprig_kv_len(c->kv) + n > c->n_ctx)
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "prefill: %d cached + %d new tokens exceed the context of %d",
+                         sprig_kv_len(c->kv), n, c->n_ctx);
+    for (int done = 0; done < n;) {
+        int chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        bool last = done + chunk == n;
+        struct sprig_fwd f = {
+            .n = chunk, .tokens = tokens + done, .n_out = last && (logits || hidden) ? 1 : 0,
+            .logits = last ? logits : NULL, .hidden = last ? hidden : NULL,
+        };
+        sprig_status st = sprig_forward(c, &f, err);
+        if (st) return st;
+        done += chunk;
+    }
+    return SPRIG_OK;
+}

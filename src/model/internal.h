@@ -1,0 +1,36 @@
+/*
+ * model/internal — the forward context's layout, shared by the context
+ * allocator (model/context.c) and the per-architecture forward files.
+ * Not part of any public interface.
+ */
+#ifndef SPRIG_MODEL_INTERNAL_H
+#define SPRIG_MODEL_INTERNAL_H
+
+#include "model/arch.h"
+
+struct sprig_ctx {
+    const sprig_model *m;
+    sprig_pool *pool;         /* not owned */
+    sprig_kv *kv;             /* owned */
+    int n_batch;
+    int n_ctx;
+    /* scratch, sized for n_batch rows (B) */
+    float *x;                 /* [B][dim]   residual stream */
+    float *xn;                /* [B][dim]   normed input of a block */
+    float *q;                 /* [B][n_head*hd] */
+    float *k;                 /* [B][n_kv_head*hd] */
+    float *v;                 /* [B][n_kv_head*hd] */
+    float *att;               /* [B][n_head*hd] attention output */
+    float *tmp;               /* [B][dim]   projection output */
+    float *gate;              /* [B][n_ff] */
+    float *up;                /* [B][n_ff] */
+    float *hid;               /* [B][dim]   gathered final rows */
+    int32_t *pos;             /* [B] */
+    int32_t *rows;            /* [B] */
+    void *act;                /* activation quantization scratch */
+    size_t act_bytes;
+    float *attn_scratch;
+    size_t attn_floats;
+};
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * model/model — loading a model: GGUF -> architecture row -> validated
+ * hyper-parameters -> tensors bound by name with their shapes checked ->
+ * tokenizer. Everything in the file is hostile until checked; every error
+ * names the file and the key or tensor.
+ */
+#include "model/arch.h"
+#include "base/log.h"
+#include "tensor/ops.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- hparams */
+
+struct hp_key {
+    const char *suffix;     /* appended to "<arch>." */
+    size_t offset;          /* into struct sprig_hparams (int fields) */
+    bool required;
+    long lo, hi;
+};
+
+#define HP(sfx, field, req, lo, hi) { sfx, offsetof(struct sprig_hparams, field), req, lo, hi }
+static const struct hp_key int_keys[] = {
+    HP("embedding_length",        dim,         true,  1, 65536),
+    HP("block_count",             n_layer,     true,  1, SPRIG_MAX_LAYERS),
+    HP("feed_forward_length",     n_ff,        true,  1, 1 << 20),
+    HP("attention.head_count",    n_head,      true,  1, 1024),
+    HP("attention.head_count_kv", n_kv_head,   false, 1, 1024),
+    HP("context_length",          n_ctx_train, false, 1, 1 << 24),
+    HP("rope.dimension_count",    n_rot,       false, 2, 4096),
+};
+#undef HP
+
+static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(g);
+    char key[128];
+    memset(hp, 0, sizeof *hp);
+    hp->n_ctx_train = 2048;
+    hp->eps = 1e-5f;
+    hp->rope_theta = 10000.0f;
+    hp->rope_mode = a->rope_mode;
+    hp->n_kv_head = -1;
+    hp->n_rot = -1;
+    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
+        const struct hp_key *k = &int_keys[i];
+        snprintf(key, sizeof key, "%s.%s", a->name, k->suffix);
+        int64_t kv = sprig_gguf_find_kv(g, key);
+        if (kv >= 0 && sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR)
+            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is a per-layer array; sprig needs one value for all layers", path, key);
+        int64_t v = -1;
+        sprig_status st = sprig_gguf_get_i64(g, key, &v, k->required, err);
+        if (st) return st;
+        if (kv < 0) continue;
+        if (v < k->lo || v > k->hi)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [%ld, %ld]", path, key, (long long)v, k->lo, k->hi);
+        *(int *)((char *)hp + k->offset) = (int)v;
+    }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a->name);
+    sprig_status st = sprig_gguf_get_f32(g, key, &hp->eps, true, err);
+    if (st) return st;
+    if (!(hp->eps > 0 && hp->eps < 1))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g is out of range (0, 1)", path, key, (double)hp->eps);
+    snprintf(key, sizeof key, "%s.rope.freq_base", a->name);
+    if ((st = sprig_gguf_get_f32(g, key, &hp->rope_theta, false, err))) return st;
+    if (!(hp->rope_theta > 1 && hp->rope_theta < 1e12f))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g is out of range (1, 1e12)", path, key, (double)hp->rope_theta);
+
+    if (hp->n_kv_head < 0) hp->n_kv_head = hp->n_head;
+    if (hp->dim % hp->n_head)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d", path, hp->dim, hp->n_head);
+    if (hp->n_head % hp->n_kv_head)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: head_count %d is not a multiple of head_count_kv %d", path, hp->n_head, hp->n_kv_head);
+    hp->head_dim = hp->dim / hp->n_head;
+    if (hp->head_dim % 2)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: head dimension %d is odd; RoPE needs pairs", path, hp->head_dim);
+    if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
+    if (hp->n_rot % 2 || hp->n_rot > hp->head_dim)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.rope.dimension_count = %d must be even and at most the head dimension %d",
+                         path, a->name, hp->n_rot, hp->head_dim);
+    return SPRIG_OK;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+static int64_t dim_value(const struct sprig_hparams *hp, enum sprig_dim d)
+{
+    switch (d) {   /* five symbolic sizes; a table would need the hparams anyway */
+    case SPRIG_D_DIM:   return hp->dim;
+    case SPRIG_D_QDIM:  return (int64_t)hp->n_head * hp->head_dim;
+    case SPRIG_D_KVDIM: return (int64_t)hp->n_kv_head * hp->head_dim;
+    case SPRIG_D_FF:    return hp->n_ff;
+    case SPRIG_D_VOCAB: return hp->n_vocab;
+    case SPRIG_D_NONE:  return 1;
+    }
+    return -1;
+}
+
+static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(m->gguf);
+    char name[128];
+    if (s->per_layer) snprintf(name, sizeof name, s->name, layer);
+    else snprintf(name, sizeof name, "%s", s->name);
+    const sprig_gguf_tensor *t = sprig_gguf_find_tensor(m->gguf, name);
+    if (!t) {
+        if (s->required) return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor '%s'", path, name);
+        return SPRIG_OK;
+    }
+    int64_t e0 = dim_value(&m->hp, s->ne0), e1 = dim_value(&m->hp, s->ne1);
+    int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
+    bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
+    if (!ok || (t->n_dims != want_dims && !(t->n_dims == 2 && want_dims == 1 && t->ne[1] == 1))) {
+        if (want_dims == 1)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld]", path, name,
+                             (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)e0);
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]", path, name,
+                         (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], (long long)e0, (long long)e1);
+    }
+    const struct sprig_type_traits *tt = sprig_type_traits(t->type);
+    if (!tt || !tt->can_compute)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' has type %s, which sprig cannot compute (f32, f16, bf16, q8_0, q4_0)",
+                         path, name, sprig_type_name(t->type));
+    m->n_params += e0 * e1;
+    void *dst = (char *)base + s->offset;
+    if (s->bind == SPRIG_BIND_NORM) {
+        float *v = malloc((size_t)e0 * sizeof(float));
+        if (!v) return sprig_err(err, SPRIG_E_NOMEM, "%s: tensor '%s': out of memory", path, name);
+        tt->to_f32(t->data, v, e0);
+        *(float **)dst = v;
+        return SPRIG_OK;
+    }
+    sprig_weight *w = dst;
+    if (!strcmp(name, "token_embd.weight")) {
+        /* Only rows are looked up: keep the view, no packed copy. */
+        memset(w, 0, sizeof *w);
+        w->type = t->type;
+        w->n_in = e0;
+        w->n_out = e1;
+        w->raw = t->data;
+        if (!sprig_row_bytes(t->type, e0, &w->row_bytes))
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s': bad row size", path, name);
+        return SPRIG_OK;
+    }
+    sprig_status st = sprig_weight_init(w, name, t->type, t->data, e0, e1, err);
+    if (st) return st;
+    m->weight_bytes += t->nbytes;
+    return SPRIG_OK;
+}
+
+void sprig_model_free(sprig_model *m)
+{
+    if (!m) return;
+    if (m->layers) {
+        for (int l = 0; l < m->hp.n_layer; l++) {
+            struct sprig_layer *L = &m->layers[l];
+            free(L->attn_norm);
+            free(L->ffn_norm);
+            sprig_weight_free(&L->wq);
+            sprig_weight_free(&L->wk);
+            sprig_weight_free(&L->wv);
+            sprig_weight_free(&L->wo);
+            sprig_weight_free(&L->w_gate);
+            sprig_weight_free(&L->w_up);
+            sprig_weight_free(&L->w_down);
+        }
+        free(m->layers);
+    }
+    free(m->out_norm);
+    sprig_weight_free(&m->output);
+    sprig_tokenizer_free(m->tok);
+    sprig_gguf_close(m->gguf);
+    free(m);
+}
+
+sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error *err)
+{
+    *out = NULL;
+    const char *path = sprig_gguf_path(g);
+    sprig_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        sprig_gguf_close(g);
+        return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
+    }
+    m->gguf = g;
+    sprig_status st;
+    const char *arch;
+    size_t arch_len;
+    if ((st = sprig_gguf_get_str(g, "general.architecture", &arch, &arch_len, true, err))) goto fail;
+    m->arch = sprig_arch_find(arch, arch_len);
+    if (!m->arch) {
+        st = sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: general.architecture '%.*s' is not supported (sprig runs: llama)",
+                       path, (int)(arch_len > 64 ? 64 : arch_len), arch);
+        goto fail;
+    }
+    const char *nm;
+    size_t nm_len;
+    if (sprig_gguf_get_str(g, "general.name", &nm, &nm_len, false, NULL) == SPRIG_OK && sprig_gguf_find_kv(g, "general.name") >= 0)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)(nm_len > 127 ? 127 : nm_len), nm);
+    if ((st = read_hparams(g, m->arch, &m->hp, err))) goto fail;
+
+    m->tok = sprig_tokenizer_from_gguf(g, err);
+    if (!m->tok) { st = err ? err->code : SPRIG_E_FORMAT; goto fail; }
+    m->hp.n_vocab = sprig_tokenizer_n_vocab(m->tok);
+    uint32_t vs = 0;
+    if (sprig_gguf_find_kv(g, "llama.vocab_size") >= 0) {
+        if ((st = sprig_gguf_get_u32(g, "llama.vocab_size", &vs, true, err))) goto fail;
+        if ((int64_t)vs != m->hp.n_vocab) {
+            st = sprig_err(err, SPRIG_E_FORMAT, "%s: llama.vocab_size %u differs from the %d tokenizer tokens", path, vs, m->hp.n_vocab);
+            goto fail;
+        }
+    }
+
+    m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
+    if (!m->layers) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
+    for (int i = 0; i < m->arch->n_tensors; i++) {
+        const struct sprig_tensor_spec *s = &m->arch->tensors[i];
+        if (!s->per_layer) {
+            if ((st = bind_tensor(m, s, 0, m, err))) goto fail;
+            continue;
+        }
+        for (int l = 0; l < m->hp.n_layer; l++)
+            if ((st = bind_tensor(m, s, l, &m->layers[l], err))) goto fail;
+    }
+    if (!m->output.raw) {
+        m->tied_output = true;
+        if ((st = sprig_weight_init(&m->output, "output.weight (tied to token_embd.weight)", m->tok_embd.type,
+                                    m->tok_embd.raw, m->tok_embd.n_in, m->tok_embd.n_out, err))) goto fail;
+        m->weight_bytes += m->tok_embd.row_bytes * (size_t)m->tok_embd.n_out;
+    }
+    *out = m;
+    return SPRIG_OK;
+fail:
+    sprig_model_free(m);
+    return st;
+}
+
+sprig_status sprig_model_load(const char *path, sprig_model **out, sprig_error *err)
+{
+    *out = NULL;
+    sprig_gguf *g = sprig_gguf_open(path, err);
+    if (!g) return err ? err->code : SPRIG_E_FORMAT;
+    return sprig_model_load_gguf(g, out, err);
+}

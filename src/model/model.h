@@ -1,0 +1,119 @@
+/*
+ * model — a loaded model (weights + hyper-parameters + tokenizer) and a
+ * forward context (KV cache + scratch), with the batched forward the rest of
+ * sprig stands on (DESIGN §2).
+ *
+ * forward(tokens[n], positions[n], mask | NULL, rows wanted) appends n
+ * entries to every layer's cache, runs all n tokens as one batch (each weight
+ * is read once for the whole batch: that is what makes verifying a draft
+ * tree cheap), and returns logits — and optionally the final-norm hidden
+ * states — for the requested rows. Positions are RoPE positions (a tree node
+ * takes offset + depth). mask NULL = causal. A caller mask is additive,
+ * [n][offset + n]: row q is the query at slot offset + q, the first offset
+ * columns are the cached history; blocked entries hold -1e9.
+ *
+ * Architectures are rows of a table (model/arch.c): GGUF key prefix, RoPE
+ * pairing, tensor names with their expected shapes, and a forward function.
+ */
+#ifndef SPRIG_MODEL_H
+#define SPRIG_MODEL_H
+
+#include "base/err.h"
+#include "base/pool.h"
+#include "gguf.h"
+#include "kv/kv.h"
+#include "tensor/matmul.h"
+#include "tokenizer/tokenizer.h"
+
+#define SPRIG_MAX_LAYERS 512
+
+struct sprig_hparams {
+    int   n_vocab;
+    int   n_ctx_train;
+    int   dim;          /* embedding length */
+    int   n_layer;
+    int   n_head;
+    int   n_kv_head;
+    int   head_dim;     /* dim / n_head */
+    int   n_ff;
+    int   n_rot;        /* rotated dims per head (== head_dim for llama) */
+    float eps;
+    float rope_theta;
+    int   rope_mode;    /* SPRIG_ROPE_NORM / SPRIG_ROPE_NEOX */
+};
+
+struct sprig_layer {
+    float       *attn_norm;   /* [dim] (owned f32 copy) */
+    sprig_weight wq;          /* dim -> n_head*head_dim */
+    sprig_weight wk;          /* dim -> n_kv_head*head_dim */
+    sprig_weight wv;          /* dim -> n_kv_head*head_dim */
+    sprig_weight wo;          /* n_head*head_dim -> dim */
+    float       *ffn_norm;    /* [dim] */
+    sprig_weight w_gate;      /* dim -> n_ff */
+    sprig_weight w_up;        /* dim -> n_ff */
+    sprig_weight w_down;      /* n_ff -> dim */
+};
+
+struct sprig_arch;
+
+typedef struct sprig_model {
+    const struct sprig_arch *arch;
+    struct sprig_hparams hp;
+    sprig_gguf *gguf;             /* owns the mapping the weights view */
+    sprig_tokenizer *tok;
+    char name[128];               /* general.name */
+    sprig_weight tok_embd;        /* [n_vocab][dim] rows (lookup via raw rows) */
+    float *out_norm;              /* [dim] */
+    sprig_weight output;          /* dim -> n_vocab (tied: same raw as tok_embd) */
+    bool tied_output;
+    struct sprig_layer *layers;   /* [n_layer] */
+    size_t weight_bytes;          /* bytes a decode step reads from the weights */
+    int64_t n_params;
+} sprig_model;
+
+/* Load and validate a model (architecture keys, tensors and shapes). */
+sprig_status sprig_model_load(const char *path, sprig_model **out, sprig_error *err);
+/* Load from an already-open GGUF (ownership of g passes to the model, also on failure). */
+sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error *err);
+void sprig_model_free(sprig_model *m);
+
+/* ---------------------------------------------------------------- context */
+
+struct sprig_ctx_params {
+    int n_ctx;        /* KV slots; 0 = min(model context, 4096) */
+    int n_batch;      /* largest batch one forward takes; 0 = 64 */
+    int kv_type;      /* SPRIG_TYPE_F32 (default) or SPRIG_TYPE_F16 */
+};
+
+typedef struct sprig_ctx sprig_ctx;
+
+sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
+                              sprig_ctx **out, sprig_error *err);
+void sprig_ctx_free(sprig_ctx *c);
+
+const sprig_model *sprig_ctx_model(const sprig_ctx *c);
+sprig_kv  *sprig_ctx_kv(sprig_ctx *c);
+sprig_pool *sprig_ctx_pool(sprig_ctx *c);
+int sprig_ctx_n_batch(const sprig_ctx *c);
+int sprig_ctx_n_ctx(const sprig_ctx *c);
+
+struct sprig_fwd {
+    int n;                      /* tokens in the batch, 1..n_batch */
+    const int32_t *tokens;      /* [n] */
+    const int32_t *pos;         /* [n] RoPE positions, or NULL = kv_len + i */
+    const float *mask;          /* [n][kv_len + n] additive, or NULL = causal */
+    int n_out;                  /* rows wanted (0 = none) */
+    const int32_t *out_rows;    /* [n_out] batch indices; NULL = the last n_out rows */
+    float *logits;              /* [n_out][n_vocab] or NULL */
+    float *hidden;              /* [n_out][dim] final-norm hidden or NULL */
+};
+
+/* One batched forward (see top of file). Validates every argument first;
+ * on error nothing was appended to the cache. */
+sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+
+/* Feed n tokens (any n) causally in n_batch chunks; logits of the last token
+ * into `logits` (may be NULL), its final-norm hidden into `hidden` (may be NULL). */
+sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err);
+
+#endif
