@@ -20,6 +20,9 @@
  *  - A cache that cannot gather refuses with SPRIG_E_REFUSED and a reason
  *    naming the cause; can_gather() asks first. A refusal is a contract: the
  *    caller must not draft a tree this round.
+ *
+ * The public functions (kv.c) validate every argument and name the bad one,
+ * so a cache kind's vtable entries may assume valid arguments.
  */
 #ifndef SPRIG_KV_KV_H
 #define SPRIG_KV_KV_H
@@ -42,16 +45,26 @@ typedef struct sprig_kv_view {
     int64_t stride;
 } sprig_kv_view;
 
-/* One vtable per cache kind. Optional slots may be NULL (= refuse). */
+/* One vtable per cache kind. Optional slots may be NULL (= refuse / nothing
+ * extra to do). Entries receive arguments already validated by kv.c, see
+ * the len they had before the call, and must not change len: kv.c sets the
+ * new len after an entry returns SPRIG_OK. */
 struct sprig_kv_vt {
     const char *kind;
     void (*destroy)(sprig_kv *kv);
     void (*write)(sprig_kv *kv, int layer, int n, const float *k, const float *v);   /* at [len, len+n) */
     sprig_kv_view (*view)(const sprig_kv *kv, int layer);
+    /* Drop the last n slots (0 <= n <= len). NULL: only len moves. */
     sprig_status (*trim)(sprig_kv *kv, int n, sprig_error *err);
+    /* NULL: cannot gather (the reason names the kind). */
     bool (*can_gather)(const sprig_kv *kv, char *reason, size_t cap);
+    /* Keep slots[0..n) at [0, n); new len = n. NULL: refuse. */
     sprig_status (*gather_positions)(sprig_kv *kv, const int *slots, int n, sprig_error *err);
+    /* Keep tail offsets kept[0..n_kept) at [len-tail_len, len-tail_len+n_kept);
+     * new len = len - tail_len + n_kept. NULL: refuse. */
     sprig_status (*gather_within_tail)(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err);
+    /* Optional: reset per-kind state when the cache is cleared (len -> 0). */
+    void (*clear)(sprig_kv *kv);
 };
 
 /* Common header every kind embeds first. */
@@ -61,23 +74,32 @@ struct sprig_kv {
     int len;            /* committed slots */
 };
 
+/* Dense cache, one [n_ctx][kv_dim] buffer per layer for keys and one for
+ * values, modes f32 and f16 (kv_dense.c). Validates p, naming the field. */
 sprig_kv *sprig_kv_create_dense(const struct sprig_kv_params *p, sprig_error *err);
 void      sprig_kv_free(sprig_kv *kv);
 
 static inline int sprig_kv_len(const sprig_kv *kv) { return kv->len; }
 static inline int sprig_kv_capacity(const sprig_kv *kv) { return kv->p.n_ctx; }
+const char *sprig_kv_kind(const sprig_kv *kv);
 
 /* Write n pending rows of one layer (k, v: [n][kv_dim] f32) at [len, len+n).
- * Precondition: len + n <= capacity (the caller checked). */
+ * Precondition: 0 <= layer < n_layer, len + n <= capacity (the caller
+ * checked; a violation is a broken invariant and aborts). */
 void          sprig_kv_write(sprig_kv *kv, int layer, int n, const float *k, const float *v);
 sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer);
-/* len += n after every layer was written. */
+/* len += n after every layer was written (same precondition). */
 void          sprig_kv_commit(sprig_kv *kv, int n);
 
+/* Drop the last n slots; 0 <= n <= len, else SPRIG_E_INVALID_ARG. */
 sprig_status sprig_kv_trim(sprig_kv *kv, int n, sprig_error *err);
+/* Can this cache gather now? If not, reason (may be NULL) names the cause. */
 bool         sprig_kv_can_gather(const sprig_kv *kv, char *reason, size_t cap);
+/* slots[n]: strictly increasing, each in [0, len); n in [0, len]. */
 sprig_status sprig_kv_gather_positions(sprig_kv *kv, const int *slots, int n, sprig_error *err);
+/* tail_len in [0, len]; kept[n_kept]: strictly increasing, each in [0, tail_len). */
 sprig_status sprig_kv_gather_within_tail(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err);
+/* Forget every slot (len = 0); the allocation is kept. */
 void         sprig_kv_clear(sprig_kv *kv);
 
 #endif
