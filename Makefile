@@ -23,6 +23,13 @@ LDLIBS   = -lm -pthread
 ISA_AVX2   = -mavx2 -mfma -mf16c -mbmi2
 ISA_AVX512 = -mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
 
+# V=1 shows full command lines
+ifeq ($(V),1)
+Q =
+else
+Q = @
+endif
+
 LIB_SRC   := $(sort $(wildcard src/*.c src/*/*.c))
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TEST_SRC  := $(sort $(wildcard tests/test-*.c))
@@ -40,29 +47,35 @@ all: sprig
 
 $(BUILD)/libsprig.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	$(Q)ar rcs $@ $^
 
 libsprig.a: $(BUILD)/libsprig.a
 	cp $< $@
 
 sprig: $(TOOL_OBJ) $(BUILD)/libsprig.a libsprig.a
-	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libsprig.a $(LDLIBS)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libsprig.a $(LDLIBS)
 
 $(BUILD)/%-avx2.o: %-avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ISA_AVX2) -MMD -MP -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) $(ISA_AVX2) -MMD -MP -c -o $@ $<
 
 $(BUILD)/%-avx512.o: %-avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ISA_AVX512) -MMD -MP -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) $(ISA_AVX512) -MMD -MP -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/tests/%: tests/%.c $(HELP_OBJ) $(BUILD)/libsprig.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(HELP_OBJ) $(BUILD)/libsprig.a $(LDLIBS)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests -MMD -MP -o $@ $< $(HELP_OBJ) $(BUILD)/libsprig.a $(LDLIBS)
 
 tests: $(TEST_BIN) sprig
 
