@@ -5,6 +5,10 @@
  * sampling, so it can return the final probability vector (after every
  * filter) instead of a draw. Same seed, same params, same logits => same
  * token. No allocation after creation (buffers sized for n_vocab).
+ *
+ * Order (llama.cpp's default chain): top-k -> top-p -> min-p on the
+ * untempered softmax, then temperature over the survivors, then the draw.
+ * Ties (equal logits) are broken towards the lower token id everywhere.
  */
 #ifndef SPRIG_SAMPLE_H
 #define SPRIG_SAMPLE_H
@@ -13,8 +17,8 @@
 #include "base/rng.h"
 
 struct sprig_sampler_params {
-    float temp;        /* <= 0: greedy */
-    int   top_k;       /* <= 0: off */
+    float temp;        /* finite, >= 0; 0: greedy (negative is rejected) */
+    int   top_k;       /* >= 0; 0: off */
     float top_p;       /* 1: off; in (0, 1] */
     float min_p;       /* 0: off; in [0, 1) */
     uint64_t seed;
@@ -22,19 +26,27 @@ struct sprig_sampler_params {
 
 typedef struct sprig_sampler sprig_sampler;
 
+/* temp 0.8, top_k 40, top_p 0.95, min_p 0.05, seed 0 (llama.cpp's defaults). */
 struct sprig_sampler_params sprig_sampler_default_params(void);
 /* Validates params (naming the field) and allocates for n_vocab. */
 sprig_sampler *sprig_sampler_create(const struct sprig_sampler_params *p, int n_vocab, sprig_error *err);
 void sprig_sampler_free(sprig_sampler *s);
 bool sprig_sampler_is_greedy(const sprig_sampler *s);
+int  sprig_sampler_n_vocab(const sprig_sampler *s);
+/* Restart the random stream as if created with this seed. */
+void sprig_sampler_reseed(sprig_sampler *s, uint64_t seed);
 
-/* Draw a token from logits[n_vocab] (greedy = argmax, first on ties). */
+/* Draw a token from logits[n_vocab] (greedy = argmax, first on ties, no
+ * random number used); otherwise exactly a draw from sprig_sampler_probs. */
 int sprig_sample(sprig_sampler *s, const float *logits);
 
 /* Final distribution after temperature and filters: probs[n_vocab], sums to 1
  * (filtered tokens exactly 0). Greedy gives a one-hot at the argmax. */
 void sprig_sampler_probs(sprig_sampler *s, const float *logits, float *probs);
-/* Draw from a probability vector (not necessarily normalised) with the sampler's rng. */
+/* Draw from a probability vector (not necessarily normalised) with the
+ * sampler's rng: one uniform u in [0, total), first index whose running sum
+ * exceeds u. NaN/negative weights count as 0; all zero gives the argmax
+ * (0 when all are zero); -1 when n <= 0. */
 int sprig_sample_from_probs(sprig_sampler *s, const float *probs, int n);
 /* Uniform [0,1) from the sampler's rng (for rejection tests). */
 double sprig_sampler_uniform(sprig_sampler *s);

@@ -19,6 +19,11 @@ struct sprig_gguf;
 
 typedef struct sprig_tokenizer sprig_tokenizer;
 
+/* Bounds on a vocabulary (hostile GGUFs) and on one encode call. */
+#define SPRIG_TOKENIZER_MAX_VOCAB (1 << 22)
+#define SPRIG_TOKENIZER_MAX_PIECE 1024
+#define SPRIG_TOKENIZE_MAX_TEXT   ((size_t)1 << 26)
+
 /* Token types (tokenizer.ggml.token_type). */
 enum sprig_token_type {
     SPRIG_TOKEN_UNDEFINED = 0, SPRIG_TOKEN_NORMAL = 1, SPRIG_TOKEN_UNKNOWN = 2,
@@ -37,21 +42,40 @@ struct sprig_vocab_desc {
     bool add_space_prefix;          /* tokenizer.ggml.add_space_prefix, default true */
 };
 
+/* Validates and copies the description (n_vocab in 1..MAX_VOCAB, pieces up to
+ * MAX_PIECE bytes, no NaN score, known types, a BYTE token's piece exactly
+ * "<0xNN>", special ids in range or -1). Duplicate pieces: the lowest id wins
+ * for lookup. Control, unknown and unused tokens are never produced from text. */
 sprig_tokenizer *sprig_tokenizer_create(const struct sprig_vocab_desc *d, sprig_error *err);
-/* From a GGUF's tokenizer.* keys (validates types, lengths, special ids < n_vocab). */
+/* From a GGUF's tokenizer.* keys (validates types, lengths, special ids < n_vocab;
+ * a special id of 0xFFFFFFFF or any negative value means none). */
 sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_error *err);
 void sprig_tokenizer_free(sprig_tokenizer *t);
 
 int  sprig_tokenizer_n_vocab(const sprig_tokenizer *t);
 int  sprig_tokenizer_bos(const sprig_tokenizer *t);
 int  sprig_tokenizer_eos(const sprig_tokenizer *t);
+int  sprig_tokenizer_unk(const sprig_tokenizer *t);
 bool sprig_tokenizer_add_bos(const sprig_tokenizer *t);
-/* Piece bytes of a token exactly as stored (for vocabulary comparison). */
+bool sprig_tokenizer_add_space_prefix(const sprig_tokenizer *t);
+/* Piece bytes of a token exactly as stored (for vocabulary comparison);
+ * NUL-terminated for convenience; NULL (len 0) for an id out of range. */
 const char *sprig_tokenizer_piece(const sprig_tokenizer *t, int id, size_t *len);
+float sprig_tokenizer_score(const sprig_tokenizer *t, int id);
 int  sprig_tokenizer_type(const sprig_tokenizer *t, int id);
+/* Id of the token text can produce whose piece is piece[len] (lowest id of
+ * duplicates; control/unknown/unused tokens excluded), or -1. */
+int  sprig_tokenizer_find(const sprig_tokenizer *t, const char *piece, size_t len);
+/* The bytes a token decodes to in isolation ('▁' -> ' ', <0xNN> -> the byte,
+ * control/unknown/unused -> empty); NUL-terminated; NULL for an id out of range. */
+const char *sprig_tokenizer_token_text(const sprig_tokenizer *t, int id, size_t *len);
 
-/* Encode text[len]; writes up to cap ids; returns the total count needed
- * (call again with a bigger buffer if > cap), or -1 with err set. */
+/* Encode text[len] (any bytes; at most SPRIG_TOKENIZE_MAX_TEXT); writes up to
+ * cap ids; returns the total count needed (call again with a bigger buffer if
+ * > cap), or -1 with err set. A "character" is a well-formed UTF-8 sequence;
+ * each byte of an ill-formed one is a character of its own. Characters with no
+ * piece fall back to <0xNN> byte tokens (else the unknown token, else an error).
+ * The bound 3 * len + 4 on the count always holds. */
 int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, bool add_bos,
                    int32_t *out, int cap, sprig_error *err);
 
@@ -64,12 +88,22 @@ typedef struct sprig_detok {
 
 void sprig_detok_init(sprig_detok *s, int prev_token);
 /* Append the text of `id` to out (up to cap bytes; returns bytes written).
- * cap >= 64 + longest piece is always enough. */
+ * The output is always valid UTF-8: each maximal ill-formed subsequence becomes
+ * U+FFFD (as Python's errors="replace"). Ids outside the vocabulary decode to
+ * nothing. cap >= sprig_detok_max_out(t) is always enough (64 + longest piece
+ * is enough when every piece is valid UTF-8); with less, only whole
+ * characters that fit are written and the rest of this token's text is lost. */
 size_t sprig_detok_push(const sprig_tokenizer *t, sprig_detok *s, int id, char *out, size_t cap);
-/* Flush held bytes at end of stream (invalid sequences become U+FFFD). */
+/* Flush held bytes at end of stream (an incomplete sequence becomes U+FFFD). */
 size_t sprig_detok_flush(const sprig_tokenizer *t, sprig_detok *s, char *out, size_t cap);
+/* Largest number of bytes one push or flush can write. */
+size_t sprig_detok_max_out(const sprig_tokenizer *t);
 
-/* Whole-sequence decode into a malloc'd NUL-terminated string (tests, tools). */
+/* Whole-sequence decode into a malloc'd NUL-terminated string (tests, tools):
+ * exactly the concatenation of pushes and the final flush. NULL on bad
+ * arguments or out of memory. The _n variant also returns the length, for
+ * text that may hold NUL bytes. */
 char *sprig_detokenize(const sprig_tokenizer *t, const int32_t *ids, int n, int prev_token);
+char *sprig_detokenize_n(const sprig_tokenizer *t, const int32_t *ids, int n, int prev_token, size_t *len);
 
 #endif
