@@ -31,6 +31,10 @@ enum sprig_gguf_vtype {
 
 #define SPRIG_GGUF_MAX_DIMS 4
 #define SPRIG_GGUF_DEFAULT_ALIGNMENT 32
+#define SPRIG_GGUF_MAX_ALIGNMENT (1u << 20)    /* general.alignment cap */
+#define SPRIG_GGUF_MAX_NAME 256                /* bytes in a key or tensor name */
+#define SPRIG_GGUF_MAX_KV (1 << 20)            /* n_kv cap */
+#define SPRIG_GGUF_MAX_TENSORS (1 << 20)       /* n_tensors cap */
 
 typedef struct sprig_gguf sprig_gguf;
 
@@ -43,6 +47,9 @@ typedef struct sprig_gguf_tensor {
     size_t nbytes;
     const void *data;        /* view into the mapping */
 } sprig_gguf_tensor;
+
+/* "u8", "i8", ..., "str", "arr", "f64"; "?" when unknown. */
+const char *sprig_gguf_vtype_name(int vtype);
 
 /* ---------------------------------------------------------------- reader */
 
@@ -104,6 +111,8 @@ sprig_status sprig_gguf_w_i32(sprig_gguf_writer *w, const char *key, int32_t v, 
 sprig_status sprig_gguf_w_f32(sprig_gguf_writer *w, const char *key, float v, sprig_error *err);
 sprig_status sprig_gguf_w_bool(sprig_gguf_writer *w, const char *key, bool v, sprig_error *err);
 sprig_status sprig_gguf_w_str(sprig_gguf_writer *w, const char *key, const char *s, size_t len, sprig_error *err);
+/* Any scalar type (u8..f64, bool) from its little-endian in-memory value. */
+sprig_status sprig_gguf_w_scalar(sprig_gguf_writer *w, const char *key, int vtype, const void *value, sprig_error *err);
 /* Array of strings (each with its length) / of fixed-size elements. Data is copied. */
 sprig_status sprig_gguf_w_arr_str(sprig_gguf_writer *w, const char *key, const char *const *s, const size_t *lens, uint64_t n, sprig_error *err);
 sprig_status sprig_gguf_w_arr(sprig_gguf_writer *w, const char *key, int elem_type, const void *data, uint64_t n, sprig_error *err);
@@ -115,6 +124,13 @@ sprig_status sprig_gguf_w_raw_kv(sprig_gguf_writer *w, const char *key, int vtyp
 /* Tensor; `data` (nbytes = row bytes of ne[0] x rest) is copied into the writer. */
 sprig_status sprig_gguf_w_tensor(sprig_gguf_writer *w, const char *name, int type, int n_dims, const int64_t *ne,
                                  const void *data, sprig_error *err);
+
+/* Streaming tensor: `fill` is called once at write time to produce the
+ * tensor's nbytes into `dst` (so a huge synthetic model is never held in
+ * memory whole). `user` must stay valid until the writer is written or freed. */
+typedef sprig_status (*sprig_gguf_fill_fn)(void *user, void *dst, size_t nbytes, sprig_error *err);
+sprig_status sprig_gguf_w_tensor_fill(sprig_gguf_writer *w, const char *name, int type, int n_dims, const int64_t *ne,
+                                      sprig_gguf_fill_fn fill, void *user, sprig_error *err);
 
 /* Write the file (alignment = general.alignment if set, else 32). Writes to
  * a temp file beside `path` and renames, so a failure never leaves half a file. */
