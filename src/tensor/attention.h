@@ -7,16 +7,23 @@
  * queries (and the GQA group), not once per query.
  *
  * Exactness contract: the output of query row i is bit-identical to running
- * that query alone against the keys it can see, whatever n is and whatever
- * the thread count: scores in key order, max, exp, a sequential sum in key
- * order, a sequential V accumulation in key order; masked keys contribute an
- * exact 0 (mask -1e9 => exp underflows to 0), never a reordering.
+ * that query alone against the keys it can see, whatever n is, whatever the
+ * thread count, and wherever the visible keys sit among masked ones: scores
+ * (sequential fmaf over hd), max, exp, a sequential sum in key order, a
+ * sequential V accumulation in key order; masked keys contribute an exact 0
+ * (mask -1e9 => exp underflows to 0) and are skipped, never a reordering.
+ * attention.c spells the arithmetic out; sprig_attention_ref is the spec and
+ * every kernel (AVX-512, plain C) equals it bit for bit.
  */
 #ifndef SPRIG_TENSOR_ATTENTION_H
 #define SPRIG_TENSOR_ATTENTION_H
 
+#include "base/err.h"
 #include "base/pool.h"
 #include "tensor/types.h"
+
+#define SPRIG_ATTN_MAX_HD    256        /* largest head dimension the kernels take */
+#define SPRIG_ATTN_MAX_KEYS  (1 << 24)  /* largest n_keys (int32 index arithmetic) */
 
 typedef struct sprig_attn_args {
     const float *q;        /* [n][n_head*hd], already rotated */
@@ -29,13 +36,68 @@ typedef struct sprig_attn_args {
     const float *mask;     /* [n][n_keys] additive (0 / -1e9), or NULL = causal:
                               query i sees slots < n_keys - n + i + 1 */
     float scale;           /* usually 1/sqrt(hd) */
-    float *out;            /* [n][n_head*hd] */
+    float *out;            /* [n][n_head*hd]; must not overlap q, k, v, mask or scratch */
     float *scratch;        /* sprig_attn_scratch_floats(...) floats */
+    size_t scratch_floats; /* optional: the size of scratch in floats. When set, the
+                              kernel uses no more threads than fit in it (and aborts
+                              if not even one does); 0 = trust the caller */
 } sprig_attn_args;
 
+/* Scratch for a call with at most n queries, n_head heads, n_keys keys and a
+ * pool of at most n_threads threads (monotone in every argument). */
 size_t sprig_attn_scratch_floats(int n, int n_head, int n_keys, int n_threads);
+
+/* Validate the arguments (shapes, type, stride, pointers); names the field. */
+sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err);
+
+/* Attention on the pool. Arguments that fail sprig_attn_check are a caller
+ * bug: the call aborts with the message. */
 void   sprig_attention(sprig_pool *pool, const sprig_attn_args *a);
-/* Plain-C reference, one query at a time (the spec). */
+
+/* Plain-C reference, one query at a time (the spec). Same preconditions. */
 void   sprig_attention_ref(const sprig_attn_args *a);
+
+/* Which kernel sprig_attention runs: "avx512" or "c" (SPRIG_NO_SIMD=1 forces "c").
+ * Both compute the bits of sprig_attention_ref. */
+const char *sprig_attention_kernel(void);
+
+/* Tests and benchmarks: force "c" or "avx512" (if the CPU has it), or NULL to
+ * go back to the automatic choice. Returns false when the kernel cannot run. */
+bool sprig_attention_use_kernel(const char *name);
+
+/* Internal: one work item — rows [r0, r0+nr) (1 <= nr <= SPRIG_ATTN_ROWS) of
+ * kv head g, where row r is query r / group of head g*group + r % group. The
+ * work slot of the calling thread is carved up by sprig_attn_work_split.
+ * Kernels live in attention*.c; only attention.c calls them. */
+#define SPRIG_ATTN_ROWS 64   /* rows per work item (query x head pairs of one kv head) */
+#define SPRIG_ATTN_KB   8    /* f16 keys converted per step */
+#define SPRIG_ATTN_TV   32   /* keys per V tile */
+
+typedef struct sprig_attn_work {
+    float *sc;      /* [n_keys][rp] scores, then probabilities (rp = nr rounded up to 16) */
+    float *qt;      /* [hd][rp] the item's queries, transposed */
+    float *kb;      /* [SPRIG_ATTN_KB][hd] f16 keys converted to f32 */
+    float *vb;      /* [SPRIG_ATTN_TV][hd] f16 values converted to f32 */
+    float *dummy;   /* [SPRIG_ATTN_MAX_HD] sink for padding rows */
+} sprig_attn_work;
+
+/* Floats of one thread's slot for items of up to rp rows and n_keys keys. */
+static inline size_t sprig_attn_slot_floats(size_t rp, size_t n_keys)
+{
+    return rp * n_keys + (size_t)SPRIG_ATTN_MAX_HD * rp
+         + (size_t)(SPRIG_ATTN_KB + SPRIG_ATTN_TV + 1) * SPRIG_ATTN_MAX_HD;
+}
+
+/* Carve a slot (64-byte aligned, sized by sprig_attn_slot_floats) into its parts. */
+static inline void sprig_attn_work_split(float *slot, size_t rp, size_t n_keys, sprig_attn_work *w)
+{
+    w->sc = slot;
+    w->qt = w->sc + rp * n_keys;
+    w->kb = w->qt + (size_t)SPRIG_ATTN_MAX_HD * rp;
+    w->vb = w->kb + (size_t)SPRIG_ATTN_KB * SPRIG_ATTN_MAX_HD;
+    w->dummy = w->vb + (size_t)SPRIG_ATTN_TV * SPRIG_ATTN_MAX_HD;
+}
+
+void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
 
 #endif

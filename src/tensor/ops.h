@@ -4,29 +4,49 @@
  * never depends on the batch around it (see matmul.h for why).
  *
  * Shapes: x is [n][dim] row-major unless stated.
+ *
+ * Exactness: the SIMD variants (chosen once from CPUID; SPRIG_NO_SIMD=1 forces
+ * plain C) compute the same bits as the plain-C code, so a run with and
+ * without SIMD produces the same tokens.
  */
 #ifndef SPRIG_TENSOR_OPS_H
 #define SPRIG_TENSOR_OPS_H
 
 #include <stdint.h>
 
-/* out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (out may alias x) */
+/* out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (out may alias x).
+ * The sum of squares is accumulated in double; the scale is rounded to float
+ * and applied as (x * scale) * w. */
 void sprig_rmsnorm(float *out, const float *x, const float *w, int n, int dim, float eps);
 
 enum sprig_rope_mode { SPRIG_ROPE_NORM = 0, SPRIG_ROPE_NEOX = 1 };
 
 /* Rotate the first n_rot dims of every head of x[n][n_head*hd] in place at
  * positions pos[n]: NORM pairs (2i, 2i+1), NEOX pairs (i, i + n_rot/2),
- * angle = pos * theta^(-2i/n_rot), computed in double and rounded to float. */
+ * angle = pos * theta^(-2i/n_rot), computed in double and rounded to float;
+ * then x0' = x0*c - x1*s, x1' = x0*s + x1*c in float (no fma).
+ * n_rot must be even and <= hd (an odd or larger n_rot is clamped down). */
 void sprig_rope(float *x, const int32_t *pos, int n, int n_head, int hd, int n_rot, float theta, int mode);
 
-/* out[i] = silu(gate[i]) * up[i] */
+/* out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up  (out may alias gate or up) */
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n);
 
 /* y[i] += x[i] */
 void sprig_add_inplace(float *y, const float *x, int64_t n);
 
-/* index of the largest value (first one on ties) */
+/* index of the largest value (first one on ties; NaN is never the largest;
+ * 0 when every value is NaN; -1 when n <= 0) */
 int sprig_argmax(const float *x, int n);
+
+/* The engine's float exponential (softmax, silu): Cody-Waite reduction by
+ * ln 2 and a degree-6 polynomial, < 2 ulp; exactly 0 for x < -87, x clamped
+ * to 88 above. Every SIMD kernel computes the same bits lane by lane. */
+float sprig_expf_poly(float x);
+
+/* Which kernel the ops run: "avx512" or "c". */
+const char *sprig_ops_kernel(void);
+
+/* Internal: the AVX-512 kernels (ops-avx512.c); call the public ops instead. */
+void sprig_swiglu_avx512(float *out, const float *gate, const float *up, int64_t n);
 
 #endif

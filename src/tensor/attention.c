@@ -1,0 +1,348 @@
+/*
+ * tensor/attention — see attention.h. This file holds the spec (the one-query
+ * reference), the plain-C batched kernel, argument checks, scratch sizing
+ * and the threaded driver; attention-avx512.c holds the AVX-512 kernel.
+ *
+ * The arithmetic, per query i and head h (kv head g = h / group), identical
+ * in every kernel, which is what makes a row independent of the batch:
+ *   lim    = mask ? n_keys : n_keys - n + i + 1      (keys j < lim exist for it)
+ *   s_j    = dot_j * scale (+ mask[i][j]),  dot_j = fmaf over d = 0..hd-1 in
+ *            order: acc = fmaf(q[d], k_j[d], acc) from acc = +0
+ *   mx     = max_j s_j                                (order-free)
+ *   p_j    = sprig_expf_poly(s_j - mx)               (-1e9 masked => exactly 0)
+ *   keys with p_j == 0 are skipped; for the others, in key order:
+ *            sum += p_j,  o[d] = fmaf(p_j, v_j[d], o[d])  from +0
+ *   out[d] = o[d] / sum
+ * Why this is batch-independent: a masked key adds +0 to a positive sum and
+ * nothing to o, so the result is that of the same query against only the keys
+ * it sees, compacted to contiguous slots; there is no partial sum whose lane
+ * or chunk depends on a key's slot index, and no online (flash) rescaling.
+ * The batched kernels vectorise across rows (the scores of up to 16 query x
+ * head rows of one kv head per register, each lane a sequential fmaf chain
+ * over d) and across d for the V accumulation, so the per-lane operations
+ * are exactly the ones above. Adding a mask entry of +-0 is skipped by the
+ * SIMD kernel; that can only flip the sign of a zero score, which changes
+ * neither mx's value nor any s_j - mx, hence no output bit.
+ *
+ * Parallel split: work items are (kv head, block of <= 64 rows), taken from
+ * an atomic counter; each item streams the keys/values of its kv head once
+ * for all its rows, and each output element is written by one item only.
+ */
+#include "tensor/attention.h"
+
+#include "base/log.h"
+#include "tensor/ops.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ dispatch */
+
+enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX512 = 2 };
+static bool cpu_has_avx512(void);
+static atomic_int g_kernel = KERN_UNKNOWN;
+
+static int attn_kernel(void)
+{
+    int k = atomic_load_explicit(&g_kernel, memory_order_relaxed);
+    if (k != KERN_UNKNOWN) return k;
+    k = KERN_C;
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *no = getenv("SPRIG_NO_SIMD");
+    bool no_simd = no && *no && strcmp(no, "0") != 0;
+    if (!no_simd && cpu_has_avx512()) k = KERN_AVX512;
+#endif
+    atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
+    return k;
+}
+
+const char *sprig_attention_kernel(void) { return attn_kernel() == KERN_AVX512 ? "avx512" : "c"; }
+
+static bool cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+#else
+    return false;
+#endif
+}
+
+bool sprig_attention_use_kernel(const char *name)
+{
+    int k;
+    if (!name) k = KERN_UNKNOWN;
+    else if (!strcmp(name, "c")) k = KERN_C;
+    else if (!strcmp(name, "avx512") && cpu_has_avx512()) k = KERN_AVX512;
+    else return false;
+    atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
+    return true;
+}
+
+/* ------------------------------------------------------------------ checks, sizing */
+
+static size_t round16(size_t x) { return (x + 15) & ~(size_t)15; }
+
+sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
+{
+    if (!a) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: args is NULL");
+    if (!a->q || !a->k || !a->v || !a->out || !a->scratch)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s is NULL",
+                         !a->q ? "q" : !a->k ? "k" : !a->v ? "v" : !a->out ? "out" : "scratch");
+    if (a->n < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n = %d (need >= 1)", a->n);
+    if (a->n_head < 1 || a->n_kv_head < 1 || a->n_head % a->n_kv_head != 0)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n_head %d is not a positive multiple of n_kv_head %d",
+                         a->n_head, a->n_kv_head);
+    if (a->hd < 1 || a->hd > SPRIG_ATTN_MAX_HD)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: hd = %d (need 1..%d)", a->hd, SPRIG_ATTN_MAX_HD);
+    if (a->kv_type != SPRIG_TYPE_F32 && a->kv_type != SPRIG_TYPE_F16)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_type %s (%d) is not f32 or f16",
+                         sprig_type_name(a->kv_type), a->kv_type);
+    if (a->kv_stride < (int64_t)a->n_kv_head * a->hd)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld < n_kv_head*hd = %lld",
+                         (long long)a->kv_stride, (long long)a->n_kv_head * a->hd);
+    if (a->n_keys < a->n || a->n_keys > SPRIG_ATTN_MAX_KEYS)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n_keys %d (need n = %d .. %d)",
+                         a->n_keys, a->n, SPRIG_ATTN_MAX_KEYS);
+    if ((int64_t)a->n * a->n_head * a->hd > INT32_MAX || (int64_t)a->n * a->n_keys > INT32_MAX)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n %d x n_head %d x hd %d / n_keys %d too large",
+                         a->n, a->n_head, a->hd, a->n_keys);
+    if (a->kv_stride > INT64_MAX / a->n_keys)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld x n_keys %d overflows",
+                         (long long)a->kv_stride, a->n_keys);
+    if (!isfinite(a->scale)) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scale is not finite");
+    if (a->scratch_floats && a->scratch_floats < (size_t)a->n_keys + 16)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scratch_floats %zu is too small for %d keys",
+                         a->scratch_floats, a->n_keys);
+    return SPRIG_OK;
+}
+
+static void check_or_abort(const sprig_attn_args *a)
+{
+    sprig_error e;
+    if (sprig_attn_check(a, &e) != SPRIG_OK) sprig_abort(__FILE__, __LINE__, "%s", e.msg);
+}
+
+/* Rows per item cap for calls of n queries and n_head heads. */
+static size_t rows_cap(size_t n, size_t n_head)
+{
+    size_t rows = n * n_head;
+    return round16(rows < SPRIG_ATTN_ROWS ? rows : SPRIG_ATTN_ROWS);
+}
+
+size_t sprig_attn_scratch_floats(int n, int n_head, int n_keys, int n_threads)
+{
+    if (n < 1) n = 1;
+    if (n_head < 1) n_head = 1;
+    if (n_keys < 1) n_keys = 1;
+    if (n_threads < 1) n_threads = 1;
+    size_t rows, slot, total;
+    if (sprig_mul_ovf((size_t)n, (size_t)n_head, &rows)) return SIZE_MAX;
+    size_t rp = rows_cap((size_t)n, (size_t)n_head);
+    if (sprig_mul_ovf(rp, (size_t)n_keys, &slot)) return SIZE_MAX;
+    slot = sprig_attn_slot_floats(rp, (size_t)n_keys);
+    size_t slots = (size_t)n_threads < rows ? (size_t)n_threads : rows;
+    if (sprig_mul_ovf(slots, slot, &total) || sprig_add_ovf(total, 16, &total)) return SIZE_MAX;
+    return total;
+}
+
+/* ------------------------------------------------------------------ reference */
+
+static inline float kv_at(const void *base, int type, int64_t idx)
+{
+    return type == SPRIG_TYPE_F16 ? sprig_f16_to_f32(((const sprig_f16 *)base)[idx]) : ((const float *)base)[idx];
+}
+
+void sprig_attention_ref(const sprig_attn_args *a)
+{
+    check_or_abort(a);
+    const int n = a->n, hd = a->hd, nk = a->n_keys, group = a->n_head / a->n_kv_head;
+    const int64_t qd = (int64_t)a->n_head * hd;
+    float *sc = a->scratch;                                  /* [n_keys] */
+    for (int i = 0; i < n; i++) {
+        const int lim = a->mask ? nk : nk - n + i + 1;
+        for (int h = 0; h < a->n_head; h++) {
+            const int g = h / group;
+            const float *q = a->q + i * qd + (int64_t)h * hd;
+            float *o = a->out + i * qd + (int64_t)h * hd;
+            float mx = -INFINITY;
+            for (int j = 0; j < lim; j++) {
+                const int64_t kb = j * a->kv_stride + (int64_t)g * hd;
+                float acc = 0.0f;
+                for (int d = 0; d < hd; d++) acc = fmaf(q[d], kv_at(a->k, a->kv_type, kb + d), acc);
+                float s = acc * a->scale;
+                if (a->mask) s = s + a->mask[(int64_t)i * nk + j];
+                sc[j] = s;
+                mx = s > mx ? s : mx;
+            }
+            float sum = 0.0f;
+            for (int d = 0; d < hd; d++) o[d] = 0.0f;
+            for (int j = 0; j < lim; j++) {
+                const float p = sprig_expf_poly(sc[j] - mx);
+                if (p == 0.0f) continue;
+                sum += p;
+                const int64_t vb = j * a->kv_stride + (int64_t)g * hd;
+                for (int d = 0; d < hd; d++) o[d] = fmaf(p, kv_at(a->v, a->kv_type, vb + d), o[d]);
+            }
+            for (int d = 0; d < hd; d++) o[d] = o[d] / sum;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ plain-C batched kernel */
+
+/* The same per-row arithmetic as the reference, keys in the outer loop and
+ * the item's rows inside, so each key/value row is read once per item. */
+static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *slot)
+{
+    const int n = a->n, hd = a->hd, nk = a->n_keys, group = a->n_head / a->n_kv_head;
+    const int64_t qd = (int64_t)a->n_head * hd;
+    const size_t rp = round16((size_t)nr);
+    sprig_attn_work w;
+    sprig_attn_work_split(slot, rp, (size_t)nk, &w);
+    int lim[SPRIG_ATTN_ROWS], qi[SPRIG_ATTN_ROWS];
+    const float *qrow[SPRIG_ATTN_ROWS];
+    float *orow[SPRIG_ATTN_ROWS];
+    float mx[SPRIG_ATTN_ROWS], sum[SPRIG_ATTN_ROWS];
+    int jmax = 0;
+    for (int r = 0; r < nr; r++) {
+        const int R = r0 + r, i = R / group, h = g * group + R % group;
+        qi[r] = i;
+        lim[r] = a->mask ? nk : nk - n + i + 1;
+        if (lim[r] > jmax) jmax = lim[r];
+        qrow[r] = a->q + i * qd + (int64_t)h * hd;
+        orow[r] = a->out + i * qd + (int64_t)h * hd;
+        mx[r] = -INFINITY;
+        sum[r] = 0.0f;
+    }
+    /* scores and max */
+    for (int j = 0; j < jmax; j++) {
+        const float *kp;
+        if (a->kv_type == SPRIG_TYPE_F16) {
+            const sprig_f16 *src = (const sprig_f16 *)a->k + j * a->kv_stride + (int64_t)g * hd;
+            for (int d = 0; d < hd; d++) w.kb[d] = sprig_f16_to_f32(src[d]);
+            kp = w.kb;
+        } else {
+            kp = (const float *)a->k + j * a->kv_stride + (int64_t)g * hd;
+        }
+        float *sj = w.sc + (size_t)j * rp;
+        for (int r = 0; r < nr; r++) {
+            if (j >= lim[r]) continue;
+            const float *q = qrow[r];
+            float acc = 0.0f;
+            for (int d = 0; d < hd; d++) acc = fmaf(q[d], kp[d], acc);
+            float s = acc * a->scale;
+            if (a->mask) s = s + a->mask[(int64_t)qi[r] * nk + j];
+            sj[r] = s;
+            mx[r] = s > mx[r] ? s : mx[r];
+        }
+    }
+    /* probabilities and sums */
+    for (int j = 0; j < jmax; j++) {
+        float *sj = w.sc + (size_t)j * rp;
+        for (int r = 0; r < nr; r++) {
+            const float p = j < lim[r] ? sprig_expf_poly(sj[r] - mx[r]) : 0.0f;
+            sj[r] = p;
+            sum[r] += p;
+        }
+    }
+    /* values */
+    for (int r = 0; r < nr; r++) memset(orow[r], 0, (size_t)hd * sizeof(float));
+    for (int j = 0; j < jmax; j++) {
+        const float *sj = w.sc + (size_t)j * rp;
+        const float *vp;
+        if (a->kv_type == SPRIG_TYPE_F16) {
+            const sprig_f16 *src = (const sprig_f16 *)a->v + j * a->kv_stride + (int64_t)g * hd;
+            for (int d = 0; d < hd; d++) w.vb[d] = sprig_f16_to_f32(src[d]);
+            vp = w.vb;
+        } else {
+            vp = (const float *)a->v + j * a->kv_stride + (int64_t)g * hd;
+        }
+        for (int r = 0; r < nr; r++) {
+            const float p = sj[r];
+            if (p == 0.0f) continue;
+            float *o = orow[r];
+            for (int d = 0; d < hd; d++) o[d] = fmaf(p, vp[d], o[d]);
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int d = 0; d < hd; d++) orow[r][d] = orow[r][d] / sum[r];
+}
+
+/* ------------------------------------------------------------------ driver */
+
+typedef void (*attn_item_fn)(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
+
+struct attn_job {
+    const sprig_attn_args *a;
+    attn_item_fn item;
+    float *base;            /* first slot, 64-byte aligned */
+    size_t slot_floats;
+    int rows_kv;            /* group * n rows per kv head */
+    int chunk_rows;         /* rows per item (the last item of a kv head may have fewer) */
+    int chunks;             /* items per kv head */
+    int n_items;
+    atomic_int next;
+};
+
+static void attn_task(void *ctx, int ith, int nth)
+{
+    struct attn_job *J = ctx;
+    SPRIG_UNUSED(nth);
+    float *slot = J->base + (size_t)ith * J->slot_floats;
+    for (;;) {
+        const int it = atomic_fetch_add_explicit(&J->next, 1, memory_order_relaxed);
+        if (it >= J->n_items) break;
+        const int g = it / J->chunks, c = it % J->chunks;
+        const int r0 = c * J->chunk_rows;
+        const int nr = SPRIG_MIN(J->chunk_rows, J->rows_kv - r0);
+        J->item(J->a, g, r0, nr, slot);
+    }
+}
+
+void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
+{
+    check_or_abort(a);
+    const int group = a->n_head / a->n_kv_head;
+    const int rows_kv = group * a->n;
+    const int nth_pool = sprig_pool_size(pool);
+
+    /* items: (kv head, row chunk); more chunks than needed for 64 rows only
+     * when that keeps otherwise idle threads busy (>= 16 rows per chunk) */
+    int chunks = (rows_kv + SPRIG_ATTN_ROWS - 1) / SPRIG_ATTN_ROWS;
+    const int want = (nth_pool + a->n_kv_head - 1) / a->n_kv_head;
+    const int max16 = (rows_kv + 15) / 16;
+    if (want > chunks) chunks = SPRIG_MIN(want, max16);
+    int chunk_rows = (rows_kv + chunks - 1) / chunks;
+    if (chunk_rows > 16) chunk_rows = (int)round16((size_t)chunk_rows);
+    if (chunk_rows > SPRIG_ATTN_ROWS) chunk_rows = SPRIG_ATTN_ROWS;
+    chunks = (rows_kv + chunk_rows - 1) / chunk_rows;
+
+    struct attn_job J = {
+        .a = a,
+        .item = attn_kernel() == KERN_AVX512 ? sprig_attn_item_avx512 : attn_item_c,
+        .rows_kv = rows_kv, .chunk_rows = chunk_rows, .chunks = chunks,
+        .n_items = chunks * a->n_kv_head,
+    };
+    atomic_init(&J.next, 0);
+    J.slot_floats = sprig_attn_slot_floats(rows_cap((size_t)a->n, (size_t)a->n_head), (size_t)a->n_keys);
+    uintptr_t p = (uintptr_t)a->scratch;
+    J.base = a->scratch + ((64 - (p & 63)) & 63) / sizeof(float);
+    SPRIG_ASSERT(((uintptr_t)J.base & 63) == 0);   /* float scratch: the offset is whole floats */
+
+    int nth = SPRIG_MIN(nth_pool, J.n_items);
+    if (a->scratch_floats) {
+        const size_t fit = (a->scratch_floats - 16) / J.slot_floats;
+        if (fit < 1)
+            sprig_abort(__FILE__, __LINE__, "attention: scratch_floats %zu holds no work slot of %zu floats",
+                        a->scratch_floats, J.slot_floats);
+        if ((size_t)nth > fit) nth = (int)fit;
+    }
+    sprig_pool_run(pool, attn_task, &J, nth);
+}
