@@ -1,0 +1,95 @@
+/*
+ * spec/drafter — checked entry points into a drafter and the default tree
+ * (see drafter.h).
+ *
+ * The default draft_tree is the chain a drafter already proposes plus its
+ * runner-up tokens as sibling leaves: the drafter computed those scores
+ * anyway, so branching costs verify positions, not drafter forwards. Every
+ * answer a drafter gives is checked here (counts, vocabulary, tree shape)
+ * so a broken drafter becomes an error naming it, never a bad verify block.
+ */
+#include "spec/drafter.h"
+
+static const char *dname(const sprig_drafter *d) { return d->vt && d->vt->name ? d->vt->name : "?"; }
+
+sprig_status sprig_tree_from_draft(sprig_tree *t, int32_t bonus, const sprig_draft *draft, int branches,
+                                   sprig_error *err)
+{
+    if (branches < 0) return sprig_err(err, SPRIG_E_INVALID_ARG, "tree from draft: branches = %d must be >= 0", branches);
+    sprig_status st = sprig_tree_linear(t, bonus, draft->tokens, draft->n, err);
+    if (st) return st;
+    int added = 0;
+    for (int j = 0; j < draft->n && added < branches && t->n < SPRIG_TREE_MAX; j++) {
+        int32_t r = draft->runner_up[j];
+        if (r < 0 || r == draft->tokens[j]) continue;
+        /* step j's token is node j + 1, a child of node j */
+        if ((st = sprig_tree_push_child(t, j, r, NULL, err))) return st;
+        added++;
+    }
+    return SPRIG_OK;
+}
+
+static sprig_status check_k(const sprig_drafter *d, int k, int max_nodes, sprig_error *err)
+{
+    if (k < 1 || k > SPRIG_TREE_MAX)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "drafter '%s': k = %d is outside [1, %d]", dname(d), k, SPRIG_TREE_MAX);
+    if (max_nodes < k || max_nodes > SPRIG_TREE_MAX)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "drafter '%s': max_nodes = %d is outside [k = %d, %d]", dname(d),
+                         max_nodes, k, SPRIG_TREE_MAX);
+    return SPRIG_OK;
+}
+
+sprig_status sprig_drafter_draft_block(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int n_vocab,
+                                       sprig_draft *out, sprig_error *err)
+{
+    sprig_status st = check_k(d, k, k, err);
+    if (st) return st;
+    out->n = 0;
+    for (int i = 0; i < SPRIG_TREE_MAX; i++) {
+        out->runner_up[i] = -1;
+        out->margin[i] = 0.0f;
+    }
+    if (k == 1) return SPRIG_OK;   /* nothing to propose */
+    if ((st = d->vt->draft_block(d, ctx, k, out, err))) return st;
+    if (out->n < 0 || out->n > k - 1)
+        return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': drafted %d tokens, at most %d were asked", dname(d), out->n,
+                         k - 1);
+    for (int i = 0; i < out->n; i++) {
+        if (out->tokens[i] < 0 || out->tokens[i] >= n_vocab)
+            return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': draft[%d] = %d is outside the vocabulary [0, %d)",
+                             dname(d), i, out->tokens[i], n_vocab);
+        if (out->runner_up[i] < -1 || out->runner_up[i] >= n_vocab)
+            return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': runner_up[%d] = %d is outside the vocabulary [0, %d)",
+                             dname(d), i, out->runner_up[i], n_vocab);
+    }
+    return SPRIG_OK;
+}
+
+sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes,
+                                      int n_vocab, sprig_tree *out, sprig_error *err)
+{
+    sprig_status st = check_k(d, k, max_nodes, err);
+    if (st) return st;
+    if (!d->vt->draft_tree) {
+        sprig_draft dr;
+        if ((st = sprig_drafter_draft_block(d, ctx, k, n_vocab, &dr, err))) return st;
+        return sprig_tree_from_draft(out, ctx->bonus, &dr, max_nodes - k, err);
+    }
+    out->n = 0;
+    if ((st = d->vt->draft_tree(d, ctx, k, max_nodes, out, err))) return st;
+    if ((st = sprig_tree_validate(out, n_vocab, err))) {
+        sprig_err_prefix(err, "drafter '%s'", dname(d));
+        if (err) err->code = SPRIG_E_INTERNAL;
+        return SPRIG_E_INTERNAL;
+    }
+    if (out->tokens[0] != ctx->bonus)
+        return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': tree root is %d, not the bonus %d", dname(d),
+                         out->tokens[0], ctx->bonus);
+    if (out->n > max_nodes)
+        return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': tree has %d nodes, at most %d were asked", dname(d), out->n,
+                         max_nodes);
+    int depth = sprig_tree_max_depth(out);
+    if (depth > k - 1)
+        return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': tree depth %d exceeds k - 1 = %d", dname(d), depth, k - 1);
+    return SPRIG_OK;
+}

@@ -1,0 +1,107 @@
+/*
+ * spec/drafter — the drafter as the round loop sees it (DESIGN §5): a
+ * struct of function pointers, embedded first in each implementation.
+ *
+ * Each round the session hands the drafter a sprig_draft_ctx: the bonus
+ * token (the token the session emitted last, at position target->n_past,
+ * not yet in the target cache), the tokens this session fed the target
+ * (prompt + accepted path tokens, in cache order) and the target's state
+ * after its last prefill/finalize (hidden row at n_past - 1 and the cache,
+ * for a drafter that reads the target, e.g. an MTP head).
+ *
+ * Drafts must be deterministic functions of what the drafter has seen (an
+ * argmax, a runner-up, an n-gram continuation): the sampling acceptance
+ * (accept.h) treats every draft as proposed with probability one, which is
+ * what keeps sampled output on the target's distribution.
+ *
+ * Slots:
+ *   draft_block  required. Propose up to k - 1 tokens continuing the bonus
+ *                (fewer, even 0, is fine: the round verifies what there is).
+ *                Optionally per step the runner-up token (-1 = none) and the
+ *                top-1 minus top-2 score margin, used to grow branching trees
+ *                without extra drafter forwards.
+ *   draft_tree   optional. Propose a tree rooted at the bonus with at most
+ *                max_nodes nodes and depth at most k - 1. NULL: the session
+ *                calls draft_block(k) and attaches runner-ups as sibling
+ *                leaves at the first max_nodes - k draft steps
+ *                (sprig_tree_from_draft), i.e. `--tree-branches N`.
+ *   begin        optional. Called once per session after the prompt was
+ *                prefilled (ctx->bonus is the first emitted token); resets
+ *                per-sequence state.
+ *   accept       optional. Called after each chain round with what was
+ *                verified and accepted (e.g. a draft model trims its own
+ *                cache to the accepted prefix).
+ *   accept_tree  optional. The same after a tree round. If accept is set
+ *                and accept_tree is NULL, the hook is skipped on tree rounds
+ *                with one warning per session (its chain semantics, "the
+ *                accepted prefix of what I proposed", do not fit a path
+ *                through a branching proposal).
+ * The drafter owns its memory; it must not call into the target.
+ */
+#ifndef SPRIG_SPEC_DRAFTER_H
+#define SPRIG_SPEC_DRAFTER_H
+
+#include "spec/target.h"
+#include "spec/walk.h"
+
+typedef struct sprig_draft_ctx {
+    int32_t bonus;                      /* node 0 of the block, at position target->n_past */
+    const int32_t *history;             /* [n_history] tokens this session fed the target, in cache order */
+    int n_history;
+    const sprig_target_state *target;   /* after the last prefill / finalize */
+    bool sampling;                      /* the session samples (drafts stay deterministic) */
+} sprig_draft_ctx;
+
+typedef struct sprig_draft {
+    int n;                                   /* drafted tokens, 0..k-1 */
+    int32_t tokens[SPRIG_TREE_MAX];          /* [n] */
+    int32_t runner_up[SPRIG_TREE_MAX];       /* [n] second-best token per step, or -1 */
+    float   margin[SPRIG_TREE_MAX];          /* [n] top-1 minus top-2 score per step, or 0 */
+} sprig_draft;
+
+/* What a round did, for the accept hooks. */
+typedef struct sprig_round_info {
+    bool tree;                          /* a tree round (accept_tree) or a chain round (accept) */
+    const sprig_tree *block;            /* what was verified: node i = block row i (chain: linear) */
+    const sprig_draft *draft;           /* chain round: what draft_block returned; tree round: NULL */
+    const sprig_walk *walk;             /* accepted, node path, tokens the walk emitted */
+    const sprig_target_state *target;   /* after finalize */
+} sprig_round_info;
+
+typedef struct sprig_drafter sprig_drafter;
+
+struct sprig_drafter_vt {
+    const char *name;
+    sprig_status (*draft_block)(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, sprig_draft *out,
+                                sprig_error *err);
+    sprig_status (*draft_tree)(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes,
+                               sprig_tree *out, sprig_error *err);
+    sprig_status (*begin)(sprig_drafter *d, const sprig_draft_ctx *ctx, sprig_error *err);
+    sprig_status (*accept)(sprig_drafter *d, const sprig_round_info *info, sprig_error *err);
+    sprig_status (*accept_tree)(sprig_drafter *d, const sprig_round_info *info, sprig_error *err);
+};
+
+/* Common header every drafter embeds first. */
+struct sprig_drafter {
+    const struct sprig_drafter_vt *vt;
+};
+
+/* Checked entry points. draft_block: clears *out (runner_up -1, margin 0)
+ * before the call; checks 0 <= n <= k - 1 and every token (and runner-up)
+ * in [0, n_vocab). draft_tree: the vtable slot or the default; checks the
+ * tree (sprig_tree_validate), its root is the bonus, n <= max_nodes and
+ * depth <= k - 1. 1 <= k <= SPRIG_TREE_MAX, k <= max_nodes <= SPRIG_TREE_MAX. */
+sprig_status sprig_drafter_draft_block(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int n_vocab,
+                                       sprig_draft *out, sprig_error *err);
+sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes,
+                                      int n_vocab, sprig_tree *out, sprig_error *err);
+
+/* The chain bonus, draft->tokens as a linear tree, plus the runner-up of
+ * draft step j as a sibling leaf of that step's token (a child of node j)
+ * for the first draft steps j that have one (runner_up >= 0 and different
+ * from the drafted token), at most `branches` leaves and never past
+ * SPRIG_TREE_MAX nodes. The chain child comes first among siblings. */
+sprig_status sprig_tree_from_draft(sprig_tree *t, int32_t bonus, const sprig_draft *draft, int branches,
+                                   sprig_error *err);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * tests/test-tree.c — draft trees (spec/tree), the greedy walks (spec/walk)
+ * and the runner-up branching helper (spec/drafter), model-free.
+ *
+ * The equivalences that let the tree path stand in for the chain: a linear
+ * tree masks exactly as the causal mask (with and without history) and walks
+ * exactly as speculative_walk at every accept length and every budget. Then
+ * the tree-only behaviour: siblings never see each other, the walk follows
+ * the agreeing branch, duplicate siblings give one path, a fully rejected
+ * round emits the target's token, the budget clamps, depths, and refusal of
+ * bad parents without aborting.
+ */
+#include "test.h"
+#include "base/rng.h"
+#include "spec/drafter.h"
+#include "spec/tree.h"
+#include "spec/walk.h"
+
+#define BLOCKED (-1e9f)
+
+static bool causal_equal(const float *m, int n, int offset)
+{
+    for (int q = 0; q < n; q++)
+        for (int c = 0; c < offset + n; c++) {
+            float want = c <= offset + q ? 0.0f : BLOCKED;
+            if (m[q * (offset + n) + c] != want) return false;
+        }
+    return true;
+}
+
+static void test_linear_mask_is_causal(void)
+{
+    sprig_error err;
+    static float m[SPRIG_TREE_MAX * (SPRIG_TREE_MAX + 16)];
+    const int32_t drafts[8] = { 5, 9, 9, 1, 0, 7, 3, 2 };
+    for (int d = 0; d <= 8; d++) {
+        sprig_tree t;
+        CHECK_EQ_INT(sprig_tree_linear(&t, 42, drafts, d, &err), SPRIG_OK);
+        CHECK_EQ_INT(t.n, d + 1);
+        CHECK(sprig_tree_is_linear(&t));
+        sprig_tree_mask(&t, BLOCKED, m);
+        CHECKF(causal_equal(m, t.n, 0), "drafts %d", d);
+        for (int off = 0; off <= 13; off += 13 / 3 + 1) {
+            CHECK_EQ_INT(sprig_tree_mask_with_history(&t, off, BLOCKED, m, &err), SPRIG_OK);
+            CHECKF(causal_equal(m, t.n, off), "drafts %d offset %d", d, off);
+        }
+    }
+    sprig_tree t;
+    sprig_tree_root(&t, 1);
+    CHECK_EQ_INT(sprig_tree_mask_with_history(&t, -1, BLOCKED, m, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "offset") != NULL);
+}
+
+/* root 0; children 1, 2, 3 of the root; 4 child of 1; 5 child of 2; 6 child of 4 */
+static void branching(sprig_tree *t)
+{
+    sprig_error err;
+    sprig_tree_root(t, 100);
+    const int parents[6] = { 0, 0, 0, 1, 2, 4 };
+    const int32_t toks[6] = { 10, 20, 30, 11, 21, 12 };
+    for (int i = 0; i < 6; i++) {
+        int idx = -1;
+        CHECK_EQ_INT(sprig_tree_push_child(t, parents[i], toks[i], &idx, &err), SPRIG_OK);
+        CHECK_EQ_INT(idx, i + 1);
+    }
+}
+
+static void test_siblings_never_see_each_other(void)
+{
+    sprig_tree t;
+    branching(&t);
+    float m[7 * 7];
+    sprig_tree_mask(&t, BLOCKED, m);
+    for (int q = 0; q < t.n; q++)
+        for (int k = 0; k < t.n; k++) {
+            float want = sprig_tree_is_ancestor_or_self(&t, k, q) ? 0.0f : BLOCKED;
+            CHECKF(m[q * 7 + k] == want, "q %d k %d", q, k);
+        }
+    /* explicit: the siblings 1, 2, 3 and the cousins 4, 5 */
+    CHECK(m[1 * 7 + 2] == BLOCKED && m[2 * 7 + 1] == BLOCKED && m[3 * 7 + 1] == BLOCKED);
+    CHECK(m[4 * 7 + 5] == BLOCKED && m[5 * 7 + 4] == BLOCKED);
+    CHECK(m[6 * 7 + 0] == 0.0f && m[6 * 7 + 1] == 0.0f && m[6 * 7 + 4] == 0.0f && m[6 * 7 + 6] == 0.0f);
+    CHECK(m[6 * 7 + 2] == BLOCKED && m[6 * 7 + 5] == BLOCKED);
+    /* with history: history open, tree block keeps its shape */
+    float h[7 * 10];
+    sprig_error err;
+    CHECK_EQ_INT(sprig_tree_mask_with_history(&t, 3, -7.0f, h, &err), SPRIG_OK);
+    sprig_tree_mask(&t, -7.0f, m);
+    bool ok = true;
+    for (int q = 0; q < 7; q++) {
+        for (int c = 0; c < 3; c++) ok &= h[q * 10 + c] == 0.0f;
+        for (int k = 0; k < 7; k++) ok &= h[q * 10 + 3 + k] == m[q * 7 + k];
+    }
+    CHECK(ok);
+    float h0[49];
+    CHECK_EQ_INT(sprig_tree_mask_with_history(&t, 0, -7.0f, h0, &err), SPRIG_OK);
+    CHECK(memcmp(h0, m, sizeof h0) == 0);
+}
+
+static void test_queries(void)
+{
+    sprig_tree t;
+    branching(&t);
+    int c[8];
+    CHECK_EQ_INT(sprig_tree_children(&t, 0, c, 8), 3);
+    CHECK(c[0] == 1 && c[1] == 2 && c[2] == 3);
+    CHECK_EQ_INT(sprig_tree_children(&t, 0, c, 2), 3);   /* count even when cap is short */
+    CHECK_EQ_INT(sprig_tree_children(&t, 4, c, 8), 1);
+    CHECK_EQ_INT(c[0], 6);
+    CHECK_EQ_INT(sprig_tree_children(&t, 6, c, 8), 0);
+    CHECK_EQ_INT(sprig_tree_children(&t, 7, c, 8), 0);
+    int d[7];
+    sprig_tree_depths(&t, d);
+    const int want[7] = { 0, 1, 1, 1, 2, 2, 3 };
+    CHECK(memcmp(d, want, sizeof want) == 0);
+    CHECK_EQ_INT(sprig_tree_max_depth(&t), 3);
+    int p[SPRIG_TREE_MAX];
+    CHECK_EQ_INT(sprig_tree_path_to(&t, 6, p), 4);
+    CHECK(p[0] == 0 && p[1] == 1 && p[2] == 4 && p[3] == 6);
+    CHECK_EQ_INT(sprig_tree_path_to(&t, 0, p), 1);
+    CHECK_EQ_INT(sprig_tree_path_to(&t, 9, p), 0);
+    CHECK(!sprig_tree_is_ancestor_or_self(&t, 1, 5));
+    CHECK(sprig_tree_is_ancestor_or_self(&t, 2, 5));
+    CHECK(sprig_tree_is_ancestor_or_self(&t, 5, 5));
+    CHECK(!sprig_tree_is_ancestor_or_self(&t, 5, 2));
+    CHECK(!sprig_tree_is_ancestor_or_self(&t, -1, 2));
+    CHECK(!sprig_tree_is_linear(&t));
+
+    /* path_to agrees with is_ancestor_or_self on random trees */
+    sprig_rng r;
+    sprig_rng_seed(&r, 3);
+    for (int rep = 0; rep < 200; rep++) {
+        sprig_tree x;
+        sprig_tree_root(&x, 0);
+        int n = 1 + (int)(sprig_rng_u64(&r) % SPRIG_TREE_MAX);
+        while (x.n < n) sprig_tree_push_child(&x, (int)(sprig_rng_u64(&r) % (uint64_t)x.n), x.n, NULL, NULL);
+        int depth[SPRIG_TREE_MAX];
+        sprig_tree_depths(&x, depth);
+        bool ok = true;
+        for (int node = 0; node < x.n; node++) {
+            int len = sprig_tree_path_to(&x, node, p);
+            ok &= len == depth[node] + 1 && p[0] == 0 && p[len - 1] == node;
+            for (int a = 0; a < x.n; a++) {
+                bool on = false;
+                for (int i = 0; i < len; i++) on |= p[i] == a;
+                ok &= on == sprig_tree_is_ancestor_or_self(&x, a, node);
+            }
+        }
+        CHECK(ok);
+        CHECK_EQ_INT(sprig_tree_validate(&x, 0, NULL), SPRIG_OK);
+    }
+}
+
+static void test_depths(void)
+{
+    sprig_error err;
+    sprig_tree t;
+    const int32_t dr[3] = { 1, 2, 3 };
+    CHECK_EQ_INT(sprig_tree_linear(&t, 0, dr, 3, &err), SPRIG_OK);
+    int d[4];
+    sprig_tree_depths(&t, d);
+    CHECK(d[0] == 0 && d[1] == 1 && d[2] == 2 && d[3] == 3);
+    /* chain of three plus a sibling leaf */
+    CHECK_EQ_INT(sprig_tree_linear(&t, 0, dr, 2, &err), SPRIG_OK);
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 0, 9, NULL, &err), SPRIG_OK);
+    sprig_tree_depths(&t, d);
+    CHECK(d[0] == 0 && d[1] == 1 && d[2] == 2 && d[3] == 1);
+}
+
+static void test_bad_parents_refused(void)
+{
+    sprig_error err;
+    sprig_tree t;
+    sprig_tree_root(&t, 7);
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 1, 3, NULL, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "parent 1") != NULL);
+    CHECK_EQ_INT(sprig_tree_push_child(&t, -1, 3, NULL, &err), SPRIG_E_INVALID_ARG);
+    CHECK_EQ_INT(t.n, 1);
+    for (int i = 1; i < SPRIG_TREE_MAX; i++) CHECK_EQ_INT(sprig_tree_push_child(&t, i - 1, i, NULL, &err), SPRIG_OK);
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 0, 3, NULL, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "full") != NULL);
+    CHECK_EQ_INT(t.n, SPRIG_TREE_MAX);
+    int32_t many[SPRIG_TREE_MAX] = { 0 };
+    CHECK_EQ_INT(sprig_tree_linear(&t, 0, many, SPRIG_TREE_MAX, &err), SPRIG_E_INVALID_ARG);
+    CHECK_EQ_INT(sprig_tree_linear(&t, 0, many, -1, &err), SPRIG_E_INVALID_ARG);
+    CHECK_EQ_INT(sprig_tree_linear(&t, 0, NULL, 2, &err), SPRIG_E_INVALID_ARG);
+
+    /* hand-filled trees */
+    sprig_tree b;
+    branching(&b);
+    CHECK_EQ_INT(sprig_tree_validate(&b, 200, &err), SPRIG_OK);
+    b.parents[4] = 4;
+    CHECK_EQ_INT(sprig_tree_validate(&b, 200, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "node 4") != NULL);
+    branching(&b);
+    b.parents[0] = 2;
+    CHECK_EQ_INT(sprig_tree_validate(&b, 200, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "parents[0]") != NULL);
+    branching(&b);
+    b.tokens[3] = 200;
+    CHECK_EQ_INT(sprig_tree_validate(&b, 200, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "node 3") != NULL);
+    b.n = 0;
+    CHECK_EQ_INT(sprig_tree_validate(&b, 200, &err), SPRIG_E_INVALID_ARG);
+    b.n = SPRIG_TREE_MAX + 1;
+    CHECK_EQ_INT(sprig_tree_validate(&b, 200, &err), SPRIG_E_INVALID_ARG);
+}
+
+static bool walks_equal(const sprig_walk *a, const sprig_walk *b)
+{
+    if (a->accepted != b->accepted || a->n_path != b->n_path || a->n_emit != b->n_emit) return false;
+    for (int i = 0; i < a->n_path; i++)
+        if (a->path[i] != b->path[i]) return false;
+    for (int i = 0; i < a->n_emit; i++)
+        if (a->emit[i] != b->emit[i]) return false;
+    return true;
+}
+
+static void test_linear_walk_equals_chain(void)
+{
+    sprig_error err;
+    const int32_t drafts[7] = { 4, 8, 15, 16, 23, 42, 99 };
+    int checked_lengths = 0;
+    for (int d = 0; d <= 7; d++) {
+        sprig_tree t;
+        CHECK_EQ_INT(sprig_tree_linear(&t, 1, drafts, d, &err), SPRIG_OK);
+        for (int a = 0; a <= d; a++) {
+            /* target agrees with the first a drafts, then says 500 + a */
+            int32_t target[8];
+            for (int i = 0; i <= d; i++) target[i] = i < a ? drafts[i] : 500 + i;
+            sprig_walk wc, wt;
+            sprig_speculative_walk(drafts, target, d + 1, 1000, &wc);
+            sprig_tree_walk(&t, target, 1000, &wt);
+            CHECK_EQ_INT(wc.accepted, a);
+            CHECK(walks_equal(&wc, &wt));
+            bool ok = wt.n_path == a + 1 && wt.n_emit == a + 1;
+            for (int i = 0; i <= a; i++) ok &= wt.path[i] == i;
+            for (int i = 0; i < a; i++) ok &= wt.emit[i] == drafts[i];
+            ok &= wt.emit[a] == target[a];
+            CHECKF(ok, "drafts %d accept %d", d, a);
+            checked_lengths++;
+            /* every budget clamps the same way on both walks */
+            for (int budget = -1; budget <= d + 2; budget++) {
+                sprig_speculative_walk(drafts, target, d + 1, budget, &wc);
+                sprig_tree_walk(&t, target, budget, &wt);
+                CHECKF(walks_equal(&wc, &wt), "drafts %d accept %d budget %d", d, a, budget);
+                int want = budget <= 0 ? 0 : SPRIG_MIN(a + 1, budget);
+                CHECK_EQ_INT(wc.n_emit, want);
+                if (budget >= 1) CHECK_EQ_INT(wc.accepted + 1, wc.n_emit);
+            }
+        }
+    }
+    CHECK_EQ_INT(checked_lengths, 36);
+}
+
+static void test_walk_follows_agreeing_branch(void)
+{
+    sprig_tree t;
+    branching(&t);   /* 0:100 -> {1:10 -> 4:11 -> 6:12, 2:20 -> 5:21, 3:30} */
+    int32_t target[7] = { 20, 0, 21, 0, 0, 77, 0 };
+    sprig_walk w;
+    sprig_tree_walk(&t, target, 100, &w);
+    CHECK_EQ_INT(w.accepted, 2);
+    CHECK(w.n_path == 3 && w.path[0] == 0 && w.path[1] == 2 && w.path[2] == 5);
+    CHECK(w.n_emit == 3 && w.emit[0] == 20 && w.emit[1] == 21 && w.emit[2] == 77);
+    /* the other deep branch */
+    int32_t t2[7] = { 10, 11, 0, 0, 12, 0, 55 };
+    sprig_tree_walk(&t, t2, 100, &w);
+    CHECK(w.n_path == 4 && w.path[1] == 1 && w.path[2] == 4 && w.path[3] == 6);
+    CHECK(w.n_emit == 4 && w.emit[3] == 55);
+    /* a leaf sibling */
+    int32_t t3[7] = { 30, 0, 0, 66, 0, 0, 0 };
+    sprig_tree_walk(&t, t3, 100, &w);
+    CHECK(w.accepted == 1 && w.path[1] == 3 && w.emit[0] == 30 && w.emit[1] == 66);
+    /* fully rejected: the target's token is emitted */
+    int32_t t4[7] = { 31, 0, 0, 0, 0, 0, 0 };
+    sprig_tree_walk(&t, t4, 100, &w);
+    CHECK(w.accepted == 0 && w.n_path == 1 && w.path[0] == 0 && w.n_emit == 1 && w.emit[0] == 31);
+    /* budget clamps mid-branch */
+    sprig_tree_walk(&t, t2, 2, &w);
+    CHECK(w.accepted == 1 && w.n_emit == 2 && w.emit[0] == 10 && w.emit[1] == 11);
+    sprig_tree_walk(&t, t2, 1, &w);
+    CHECK(w.accepted == 0 && w.n_emit == 1 && w.emit[0] == 10);
+    sprig_tree_walk(&t, t2, 0, &w);
+    CHECK(w.accepted == 0 && w.n_emit == 0 && w.n_path == 1);
+}
+
+static void test_duplicate_siblings_one_path(void)
+{
+    sprig_error err;
+    sprig_tree t;
+    sprig_tree_root(&t, 1);
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 0, 5, NULL, &err), SPRIG_OK);   /* 1 */
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 0, 5, NULL, &err), SPRIG_OK);   /* 2, same token */
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 2, 6, NULL, &err), SPRIG_OK);   /* 3 under the second twin */
+    CHECK_EQ_INT(sprig_tree_push_child(&t, 1, 7, NULL, &err), SPRIG_OK);   /* 4 under the first twin */
+    int32_t target[5] = { 5, 7, 6, 0, 9 };
+    sprig_walk w;
+    sprig_tree_walk(&t, target, 100, &w);
+    /* first in insertion order wins: 0 -> 1 -> 4 */
+    CHECK(w.n_path == 3 && w.path[1] == 1 && w.path[2] == 4);
+    CHECK(w.n_emit == 3 && w.emit[0] == 5 && w.emit[1] == 7 && w.emit[2] == 9);
+}
+
+/* Random trees and targets: the walk's path is a chain of agreeing children
+ * and stops where no child agrees. */
+static void test_walk_property(void)
+{
+    sprig_rng r;
+    sprig_rng_seed(&r, 99);
+    int reps = test_quick() ? 300 : 3000;
+    for (int rep = 0; rep < reps; rep++) {
+        sprig_tree t;
+        sprig_tree_root(&t, 0);
+        int n = 1 + (int)(sprig_rng_u64(&r) % 20);
+        while (t.n < n) sprig_tree_push_child(&t, (int)(sprig_rng_u64(&r) % (uint64_t)t.n), (int32_t)(sprig_rng_u64(&r) % 3), NULL, NULL);
+        int32_t target[SPRIG_TREE_MAX];
+        for (int i = 0; i < n; i++) target[i] = (int32_t)(sprig_rng_u64(&r) % 3);
+        sprig_walk w;
+        sprig_tree_walk(&t, target, 1000, &w);
+        bool ok = w.path[0] == 0 && w.n_emit == w.n_path;
+        for (int i = 1; i < w.n_path; i++) {
+            int c = w.path[i], p = w.path[i - 1];
+            ok &= t.parents[c] == p && t.tokens[c] == target[p];
+            /* no earlier sibling matched */
+            for (int s = p + 1; s < c; s++) ok &= !(t.parents[s] == p && t.tokens[s] == target[p]);
+            ok &= w.emit[i - 1] == t.tokens[c];
+        }
+        int stop = w.path[w.n_path - 1];
+        for (int c = stop + 1; c < t.n; c++) ok &= !(t.parents[c] == stop && t.tokens[c] == target[stop]);
+        ok &= w.emit[w.n_emit - 1] == target[stop];
+        CHECKF(ok, "rep %d", rep);
+        if (!ok) break;
+    }
+}
+
+static void test_tree_from_draft(void)
+{
+    sprig_error err;
+    sprig_draft d = { .n = 4, .tokens = { 10, 11, 12, 13 }, .runner_up = { 20, -1, 12, 23 } };
+    sprig_tree t;
+    /* step 0 has a runner-up; step 1 none; step 2's equals the draft; step 3 counts */
+    CHECK_EQ_INT(sprig_tree_from_draft(&t, 1, &d, 2, &err), SPRIG_OK);
+    CHECK_EQ_INT(t.n, 7);
+    CHECK(t.tokens[5] == 20 && t.parents[5] == 0);
+    CHECK(t.tokens[6] == 23 && t.parents[6] == 3);
+    CHECK_EQ_INT(sprig_tree_validate(&t, 100, &err), SPRIG_OK);
+    int dep[7];
+    sprig_tree_depths(&t, dep);
+    CHECK(dep[5] == 1 && dep[6] == 4);
+    CHECK_EQ_INT(sprig_tree_from_draft(&t, 1, &d, 1, &err), SPRIG_OK);
+    CHECK_EQ_INT(t.n, 6);
+    CHECK_EQ_INT(sprig_tree_from_draft(&t, 1, &d, 0, &err), SPRIG_OK);
+    CHECK_EQ_INT(t.n, 5);
+    CHECK(sprig_tree_is_linear(&t));
+    CHECK_EQ_INT(sprig_tree_from_draft(&t, 1, &d, -1, &err), SPRIG_E_INVALID_ARG);
+    /* the chain child comes first: a target agreeing with the chain takes it */
+    CHECK_EQ_INT(sprig_tree_from_draft(&t, 1, &d, 2, &err), SPRIG_OK);
+    int32_t target[7] = { 20, 0, 0, 0, 0, 44, 0 };
+    sprig_walk w;
+    sprig_tree_walk(&t, target, 100, &w);
+    CHECK(w.accepted == 1 && w.path[1] == 5 && w.emit[0] == 20 && w.emit[1] == 44);
+}
+
+int main(void)
+{
+    RUN(test_linear_mask_is_causal);
+    RUN(test_siblings_never_see_each_other);
+    RUN(test_queries);
+    RUN(test_depths);
+    RUN(test_bad_parents_refused);
+    RUN(test_linear_walk_equals_chain);
+    RUN(test_walk_follows_agreeing_branch);
+    RUN(test_duplicate_siblings_one_path);
+    RUN(test_walk_property);
+    RUN(test_tree_from_draft);
+    return test_summary("test-tree");
+}
