@@ -78,7 +78,7 @@ const char *sprig_kernels_name(void);
 bool sprig_kernels_force(const char *family);
 
 /* CPU features found by CPUID. */
-struct sprig_cpu_features { bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16; };
+struct sprig_cpu_features { bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16; };
 const struct sprig_cpu_features *sprig_cpu_features(void);
 
 #endif

@@ -1,0 +1,257 @@
+/*
+ * tensor/matmul-avx2 — AVX2 + FMA + F16C matmul kernels and activation
+ * quantizer, for CPUs without AVX-512; called only after CPUID.
+ *
+ * Same packed panels as the AVX-512 family (16 columns; here two ymm halves of
+ * 8) and the same tiling idea: each weight vector is loaded once and applied
+ * to all R rows of a tile, panels outer, row chunks inner. 16 ymm registers
+ * allow fewer rows per tile (RMAX 4 float, 3 quantized).
+ *
+ * Quantized: AVX2 has no u8 x s8 dot without saturation, so
+ *  - Q8_0 (packed signed): vpsignb moves the weight's sign onto the activation
+ *    and vpmaddubsw multiplies |w| (u8, <= 128) by it: pairs <= 2*128*127 =
+ *    32512 never saturate; vpmaddwd with ones widens to int32. Exact.
+ *  - Q4_0: nibbles (0..15) x activation via vpmaddubsw, summed in int16 over
+ *    the whole block (<= 8 * 2*15*127 = 30480, exact), widened once, plus the
+ *    -8*sum(a) correction.
+ * then acc = fma(cvt(isum), dw * da, acc) per block, as the reference does.
+ */
+#include "tensor/matmul-kern.h"
+#include "tensor/types.h"
+
+#include <float.h>
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")
+
+#define RMAX 4
+#define QRMAX 3
+#define GMAX 4
+
+AI __m256i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* Store 8 columns starting at col (partial at the right edge of y). */
+AI void store8(float *y, int64_t col, int64_t n_out, __m256 v)
+{
+    int64_t rem = n_out - col;
+    if (rem >= 8) {
+        _mm256_storeu_ps(y + col, v);
+    } else if (rem > 0) {
+        float t[8];
+        _mm256_storeu_ps(t, v);
+        memcpy(y + col, t, (size_t)rem * sizeof(float));
+    }
+}
+
+/* ---------------------------------------------------------------- quantized tile (one panel) */
+
+AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool q4)
+{
+    const int64_t nb = J->n_in / SPRIG_QK;
+    const size_t qsb = q4 ? 256 : 512;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride;
+    const uint8_t *wd = base + (size_t)nb * qsb;
+    const int8_t *aq = J->aq + (size_t)r0 * SPRIG_QK;
+    const int64_t n = J->n;
+    const float *ad = J->ad + r0;
+    const int32_t *ac = J->ac4 + r0;
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(15);
+
+    __m256 acc[QRMAX][2];
+    UNROLL for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qb = base + (size_t)b * qsb;
+        UNROLL for (int h = 0; h < 2; h++) {
+            __m256i ia[QRMAX];
+            if (!q4) {
+                UNROLL for (int r = 0; r < R; r++) ia[r] = _mm256_setzero_si256();
+                UNROLL for (int j = 0; j < 8; j++) {
+                    __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64 + h * 32));
+                    __m256i aw = _mm256_abs_epi8(w);
+                    UNROLL for (int r = 0; r < R; r++) {
+                        __m256i t = _mm256_sign_epi8(bcast4(aq + (b * n + r) * SPRIG_QK + j * 4), w);
+                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, t), ones);
+                        ia[r] = _mm256_add_epi32(ia[r], t);
+                    }
+                }
+            } else {
+                __m256i s16[QRMAX];
+                UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
+                UNROLL for (int t = 0; t < 4; t++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(qb + t * 64 + h * 32));
+                    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                    UNROLL for (int r = 0; r < R; r++) {
+                        const int8_t *a = aq + (b * n + r) * SPRIG_QK + t * 4;
+                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(lo, bcast4(a)));
+                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(hi, bcast4(a + 16)));
+                    }
+                }
+                UNROLL for (int r = 0; r < R; r++)
+                    ia[r] = _mm256_add_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(ac[b * n + r]));
+            }
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + b * 32 + h * 16)));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(ad[b * n + r]));
+                acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), s, acc[r][h]);
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
+        store8(yr, p * SPRIG_MM_PANEL, J->n_out, acc[r][0]);
+        store8(yr, p * SPRIG_MM_PANEL + 8, J->n_out, acc[r][1]);
+    }
+}
+
+/* ---------------------------------------------------------------- float tile */
+
+AI __m256 loadw(int type, const uint8_t *p)
+{
+    if (type == SPRIG_TYPE_F32) return _mm256_loadu_ps((const float *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (type == SPRIG_TYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G, const int type)
+{
+    const int64_t K = J->n_in;
+    const size_t ps = J->pstride, kb = type == SPRIG_TYPE_F32 ? 64 : 32, hb = kb / 2;
+    const uint8_t *base = J->packed + (size_t)p * ps;
+    const float *x = J->x + (size_t)r0 * K;
+
+    __m256 acc[RMAX][GMAX][2];
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++)
+        acc[r][g][0] = acc[r][g][1] = _mm256_setzero_ps();
+
+    for (int64_t k = 0; k < K; k++) {
+        __m256 xv[RMAX];
+        UNROLL for (int r = 0; r < R; r++) xv[r] = _mm256_broadcast_ss(x + r * K + k);
+        UNROLL for (int g = 0; g < G; g++) UNROLL for (int h = 0; h < 2; h++) {
+            __m256 w = loadw(type, base + g * ps + k * kb + h * hb);
+            UNROLL for (int r = 0; r < R; r++) acc[r][g][h] = _mm256_fmadd_ps(w, xv[r], acc[r][g][h]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
+        UNROLL for (int g = 0; g < G; g++) {
+            store8(yr, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[r][g][0]);
+            store8(yr, (p + g) * SPRIG_MM_PANEL + 8, J->n_out, acc[r][g][1]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- instantiation and drivers */
+
+typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
+
+#define QT(NAME, R, Q4) \
+    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0) { qtile(J, p, r0, R, Q4); }
+#define FT(NAME, R, G, TY) \
+    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { ftile(J, p, r0, R, G, TY); }
+
+QT(q8, 1, false) QT(q8, 2, false) QT(q8, 3, false)
+QT(q4, 1, true) QT(q4, 2, true) QT(q4, 3, true)
+static const tile_fn q8_tab[QRMAX + 1] = { NULL, q8_r1, q8_r2, q8_r3 };
+static const tile_fn q4_tab[QRMAX + 1] = { NULL, q4_r1, q4_r2, q4_r3 };
+
+/* Panels per float tile for R rows: 2*R*G accumulators + R broadcasts + 1 weight <= 16. */
+static const int f_g[RMAX + 1] = { 0, 4, 2, 1, 1 };
+
+#define FSET(NAME, TY) \
+    FT(NAME, 1, 4, TY) FT(NAME, 2, 2, TY) FT(NAME, 1, 1, TY) FT(NAME, 2, 1, TY) FT(NAME, 3, 1, TY) \
+    FT(NAME, 4, 1, TY) \
+    static const tile_fn NAME##_big[RMAX + 1] = { NULL, NAME##_r1_g4, NAME##_r2_g2, NAME##_r3_g1, NAME##_r4_g1 }; \
+    static const tile_fn NAME##_one[RMAX + 1] = { NULL, NAME##_r1_g1, NAME##_r2_g1, NAME##_r3_g1, NAME##_r4_g1 };
+
+FSET(f32, SPRIG_TYPE_F32)
+FSET(f16, SPRIG_TYPE_F16)
+FSET(bf16, SPRIG_TYPE_BF16)
+
+static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one, const int *gtab, int rmax)
+{
+    const int n = J->n, chunks = (n + rmax - 1) / rmax;
+    int gstep = GMAX;
+    for (int c = 0; c < chunks; c++) {
+        int R = (int)((int64_t)n * (c + 1) / chunks) - (int)((int64_t)n * c / chunks);
+        if (gtab[R] < gstep) gstep = gtab[R];
+    }
+    for (int64_t p = J->p0; p < J->p1;) {
+        int g = gstep <= J->p1 - p ? gstep : 1;
+        for (int c = 0; c < chunks; c++) {
+            int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
+            if (g > 1 && gtab[R] == g) big[R](J, p, r0);
+            else for (int i = 0; i < g; i++) one[R](J, p + i, r0);
+        }
+        p += g;
+    }
+}
+
+static const int q_g[QRMAX + 1] = { 0, 1, 1, 1 };
+
+static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q8_tab, q_g, QRMAX); }
+static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q4_tab, q_g, QRMAX); }
+static void k_f32(const sprig_mm_job *J) { drive(J, f32_big, f32_one, f_g, RMAX); }
+static void k_f16(const sprig_mm_job *J) { drive(J, f16_big, f16_one, f_g, RMAX); }
+static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, RMAX); }
+
+/* ---------------------------------------------------------------- activation quantizer */
+
+static void quant_row(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8, int32_t *c4)
+{
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * SPRIG_QK;
+        int8_t *qb = q + b * stride * SPRIG_QK;
+        __m256 xv[4];
+        __m256i m = _mm256_setzero_si256();
+        for (int i = 0; i < 4; i++) {
+            xv[i] = _mm256_loadu_ps(xb + 8 * i);
+            m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(xv[i]), absm));
+        }
+        __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+        uint32_t amax = (uint32_t)_mm_cvtsi128_si32(m4);
+        float fa, da;
+        memcpy(&fa, &amax, 4);
+        da = fa / 127.0f;
+        if (amax >= 0x7f800000u || !(da >= FLT_MIN)) {
+            memset(qb, 0, SPRIG_QK);
+            d[b * stride] = amax >= 0x7f800000u ? NAN : 0.0f;
+            c8[b * stride] = c4[b * stride] = 0;
+            continue;
+        }
+        __m256 id = _mm256_set1_ps(1.0f / da);
+        __m256i qi[4], sum = _mm256_setzero_si256();
+        for (int i = 0; i < 4; i++) {
+            __m256 v = _mm256_round_ps(_mm256_mul_ps(xv[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            qi[i] = _mm256_cvttps_epi32(v);
+            sum = _mm256_add_epi32(sum, qi[i]);
+        }
+        __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+        _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p8, perm));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        int32_t s = _mm_cvtsi128_si32(s4);
+        d[b * stride] = da;
+        c8[b * stride] = -128 * s;
+        c4[b * stride] = -8 * s;
+    }
+}
+
+const struct sprig_mm_family sprig_mm_family_avx2 = {
+    .name = "avx2", .q8_xor = false,
+    .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
+    .quant = quant_row,
+};

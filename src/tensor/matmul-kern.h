@@ -1,0 +1,74 @@
+/*
+ * tensor/matmul-kern — the private interface between the matmul driver
+ * (matmul.c: packing, activation quantization, threading, reference) and the
+ * SIMD kernel families (matmul-avx512.c, matmul-avx2.c). Not for other modules.
+ *
+ * Packed weight layout (built by matmul.c, read by the kernels). Output
+ * columns are cut into panels of SPRIG_MM_PANEL = 16 (one zmm of f32 / int32
+ * lanes); the last panel is zero-padded. Panel p starts at
+ * packed + p * sprig_mm_panel_bytes(type, n_in) (a multiple of 64) and holds:
+ *   F32   float    w[n_in][16]                 w[k][c] = W[16p+c][k]
+ *   F16   uint16   w[n_in][16]
+ *   BF16  uint16   w[n_in][16]
+ *   Q8_0  uint8    qs[nb][8][16][4]            qs[b][j][c][i] = q of W[16p+c][32b+4j+i]
+ *                                              (XOR 0x80 when the family's q8_xor is set)
+ *         uint16   d[nb][16]                   f16 block scales, after all the qs
+ *   Q4_0  uint8    qs[nb][4][16][4]            = raw GGUF byte qs[4t+i] of column c:
+ *                                              low nibble is k = 4t+i, high is k = 16+4t+i
+ *         uint16   d[nb][16]
+ * with nb = n_in / 32. So a 64-byte load is 16 columns x 4 consecutive k.
+ *
+ * Quantized activations (built once per sprig_act), block-major so that the
+ * rows of a tile sit at constant offsets: for block b and row r, int8
+ * q[b][r][32], float d[b][r], and the offset corrections
+ * c8[b][r] = -128 * sum(q) (for u8 = q ^ 0x80 weights) and c4 = -8 * sum(q)
+ * (for Q4_0 nibbles), so the exact int32 dot is init + sum(u8 * s8).
+ */
+#ifndef SPRIG_TENSOR_MATMUL_KERN_H
+#define SPRIG_TENSOR_MATMUL_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define SPRIG_MM_PANEL 16
+
+/* One kernel call: rows [0, n) of the activations times panels [p0, p1) of one weight. */
+typedef struct sprig_mm_job {
+    int            type;
+    int64_t        n_in, n_out;
+    const uint8_t *packed;     /* panel 0 */
+    size_t         pstride;    /* bytes per panel */
+    int            n;          /* activation rows */
+    const float   *x;          /* [n][n_in] float activations (float weights) */
+    const int8_t  *aq;         /* [nb][n][32] quantized activations */
+    const float   *ad;         /* [nb][n] */
+    const int32_t *ac8, *ac4;  /* [nb][n] */
+    float         *y;          /* [n][n_out] */
+    int64_t        p0, p1;     /* panel range */
+} sprig_mm_job;
+
+typedef void (*sprig_mm_kernel_fn)(const sprig_mm_job *job);
+
+/* Quantize one activation row of k = 32 * nb floats (rule in matmul.c); block b
+ * goes to q + b*stride*32, d[b*stride], c8[b*stride], c4[b*stride]. */
+typedef void (*sprig_mm_quant_fn)(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8,
+                                  int32_t *c4);
+
+struct sprig_mm_family {
+    const char *name;            /* "avx512-vnni", "avx2" */
+    bool q8_xor;                 /* Q8_0 packed as q ^ 0x80 */
+    sprig_mm_kernel_fn f32, f16, bf16, q8_0, q4_0;
+    sprig_mm_quant_fn quant;
+};
+
+extern const struct sprig_mm_family sprig_mm_family_avx512;
+extern const struct sprig_mm_family sprig_mm_family_avx2;
+
+/* Bytes per panel of the packed layout (multiple of 64); 0 for other types. */
+size_t sprig_mm_panel_bytes(int type, int64_t n_in);
+
+/* The scalar block quantizer (the spec the SIMD quantizers must equal). */
+void sprig_mm_quant_block_ref(const float *x, int8_t *q, float *d, int32_t *sum);
+
+#endif

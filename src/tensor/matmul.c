@@ -1,0 +1,538 @@
+/*
+ * tensor/matmul — the driver: weight preparation (validation + repacking into
+ * the panel layout of matmul-kern.h), activation quantization, the plain-C
+ * reference (the spec every SIMD kernel must equal bit for bit), run-time
+ * kernel selection and the one-dispatch threaded matmul.
+ *
+ * The activation quantization rule (per block of 32 floats, the spec):
+ *   amax = max |x|, taken on the bit patterns (NaN/inf sort above all finite)
+ *   if amax is inf or NaN:          d = NaN, q = 0  (poisons every output it touches)
+ *   else d = amax / 127;  if d < FLT_MIN (zero or subnormal): d = 0, q = 0
+ *   else q = nearest-even(x * (1/d))  (|q| <= 127 is guaranteed)
+ * Products of a quantized weight block and an activation block are exact
+ * int32 sums; each block then adds acc = fmaf((float)isum, dw * d, acc) in
+ * block order. Float weights add acc = fmaf(w, x, acc) in k order.
+ *
+ * Each sprig_weight remembers which kernel family packed it; a matmul runs
+ * every weight with its own family, so sprig_kernels_force() only affects
+ * weights initialised afterwards (re-initialise weights after forcing).
+ */
+#include "tensor/matmul.h"
+#include "tensor/matmul-kern.h"
+
+#include "base/mem.h"
+
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FAM_REF = 0, FAM_AVX2 = 1, FAM_AVX512 = 2, FAM_COUNT };
+
+static const char *const fam_names[FAM_COUNT] = { "reference", "avx2", "avx512-vnni" };
+
+/* Limits that keep every index product far from overflow. */
+#define MM_MAX_DIM  ((int64_t)1 << 30)
+#define MM_MAX_W    16
+
+/* ---------------------------------------------------------------- family selection */
+
+static const struct sprig_mm_family *family(int f)
+{
+    static const struct sprig_mm_family *const tab[FAM_COUNT] = {
+        NULL, &sprig_mm_family_avx2, &sprig_mm_family_avx512,
+    };
+    return f > FAM_REF && f < FAM_COUNT ? tab[f] : NULL;
+}
+
+static bool fam_available(int f)
+{
+    const struct sprig_cpu_features *c = sprig_cpu_features();
+    switch (f) {
+    case FAM_REF: return true;
+    case FAM_AVX2: return c->avx2 && c->fma && c->f16c;
+    case FAM_AVX512:
+        return c->avx2 && c->fma && c->f16c && c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq &&
+               c->avx512vnni;
+    default: return false;
+    }
+}
+
+static int fam_detect(void)
+{
+    const char *e = getenv("SPRIG_NO_SIMD");
+    if (e && *e && strcmp(e, "0") != 0) return FAM_REF;
+    if (fam_available(FAM_AVX512)) return FAM_AVX512;
+    if (fam_available(FAM_AVX2)) return FAM_AVX2;
+    return FAM_REF;
+}
+
+static atomic_int g_fam = -1;
+static pthread_once_t g_fam_once = PTHREAD_ONCE_INIT;
+
+static void fam_init_once(void)
+{
+    int expect = -1;
+    atomic_compare_exchange_strong(&g_fam, &expect, fam_detect());
+}
+
+static int fam_current(void)
+{
+    pthread_once(&g_fam_once, fam_init_once);
+    return atomic_load(&g_fam);
+}
+
+const char *sprig_kernels_name(void) { return fam_names[fam_current()]; }
+
+bool sprig_kernels_force(const char *name)
+{
+    int f;
+    if (!name) return false;
+    if (!strcmp(name, "auto")) f = fam_detect();
+    else if (!strcmp(name, "reference") || !strcmp(name, "ref")) f = FAM_REF;
+    else if (!strcmp(name, "avx2")) f = FAM_AVX2;
+    else if (!strcmp(name, "avx512") || !strcmp(name, "avx512-vnni")) f = FAM_AVX512;
+    else return false;
+    if (!fam_available(f)) return false;
+    pthread_once(&g_fam_once, fam_init_once);
+    atomic_store(&g_fam, f);
+    return true;
+}
+
+/* ---------------------------------------------------------------- per-type facts */
+
+struct mm_type {
+    int    type;
+    bool   quant;       /* activations are quantized to int8 blocks */
+    size_t k_bytes;     /* packed bytes per k per panel (float types) */
+};
+
+static const struct mm_type mm_types[] = {
+    { SPRIG_TYPE_F32,  false, 4 * SPRIG_MM_PANEL },
+    { SPRIG_TYPE_F16,  false, 2 * SPRIG_MM_PANEL },
+    { SPRIG_TYPE_BF16, false, 2 * SPRIG_MM_PANEL },
+    { SPRIG_TYPE_Q8_0, true,  0 },
+    { SPRIG_TYPE_Q4_0, true,  0 },
+};
+
+static const struct mm_type *mm_type(int type)
+{
+    for (size_t i = 0; i < sizeof mm_types / sizeof mm_types[0]; i++)
+        if (mm_types[i].type == type) return &mm_types[i];
+    return NULL;
+}
+
+static size_t round64(size_t v) { return (v + 63) & ~(size_t)63; }
+
+size_t sprig_mm_panel_bytes(int type, int64_t n_in)
+{
+    const struct mm_type *t = mm_type(type);
+    if (!t || n_in <= 0 || n_in > MM_MAX_DIM) return 0;
+    size_t k = (size_t)n_in, nb = k / SPRIG_QK;
+    if (!t->quant) return round64(k * t->k_bytes);
+    size_t qs = type == SPRIG_TYPE_Q8_0 ? nb * 512 : nb * 256;
+    return qs + round64(nb * SPRIG_MM_PANEL * 2);
+}
+
+static sprig_mm_kernel_fn fam_kernel(const struct sprig_mm_family *f, int type)
+{
+    switch (type) {
+    case SPRIG_TYPE_F32:  return f->f32;
+    case SPRIG_TYPE_F16:  return f->f16;
+    case SPRIG_TYPE_BF16: return f->bf16;
+    case SPRIG_TYPE_Q8_0: return f->q8_0;
+    case SPRIG_TYPE_Q4_0: return f->q4_0;
+    default: return NULL;
+    }
+}
+
+/* ---------------------------------------------------------------- weights */
+
+/* Repack raw GGUF rows into panels (layout in matmul-kern.h). */
+static void pack_weight(sprig_weight *w, bool q8_xor)
+{
+    const int64_t K = w->n_in, N = w->n_out, P = (N + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL;
+    const int64_t nb = K / SPRIG_QK;
+    size_t ps = sprig_mm_panel_bytes(w->type, K);
+    for (int64_t p = 0; p < P; p++) {
+        uint8_t *dst = (uint8_t *)w->packed + (size_t)p * ps;
+        for (int c = 0; c < SPRIG_MM_PANEL; c++) {
+            int64_t o = p * SPRIG_MM_PANEL + c;
+            if (o >= N) {
+                if (w->type == SPRIG_TYPE_Q8_0 && q8_xor)   /* padding holds q = 0 */
+                    for (int64_t b = 0; b < nb; b++)
+                        for (int j = 0; j < 8; j++) memset(dst + b * 512 + j * 64 + c * 4, 0x80, 4);
+                continue;
+            }
+            const uint8_t *src = (const uint8_t *)w->raw + (size_t)o * w->row_bytes;
+            switch (w->type) {
+            case SPRIG_TYPE_F32:
+                for (int64_t k = 0; k < K; k++) memcpy(dst + (k * SPRIG_MM_PANEL + c) * 4, src + k * 4, 4);
+                break;
+            case SPRIG_TYPE_F16:
+            case SPRIG_TYPE_BF16:
+                for (int64_t k = 0; k < K; k++) memcpy(dst + (k * SPRIG_MM_PANEL + c) * 2, src + k * 2, 2);
+                break;
+            case SPRIG_TYPE_Q8_0: {
+                uint8_t *ds = dst + nb * 512;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *blk = src + b * sizeof(sprig_block_q8_0);
+                    memcpy(ds + (b * SPRIG_MM_PANEL + c) * 2, blk, 2);
+                    for (int j = 0; j < 8; j++)
+                        for (int i = 0; i < 4; i++)
+                            dst[b * 512 + j * 64 + c * 4 + i] = (uint8_t)(blk[2 + 4 * j + i] ^ (q8_xor ? 0x80 : 0));
+                }
+                break;
+            }
+            case SPRIG_TYPE_Q4_0: {
+                uint8_t *ds = dst + nb * 256;
+                for (int64_t b = 0; b < nb; b++) {
+                    const uint8_t *blk = src + b * sizeof(sprig_block_q4_0);
+                    memcpy(ds + (b * SPRIG_MM_PANEL + c) * 2, blk, 2);
+                    for (int t = 0; t < 4; t++) memcpy(dst + b * 256 + t * 64 + c * 4, blk + 2 + 4 * t, 4);
+                }
+                break;
+            }
+            default: break;
+            }
+        }
+    }
+}
+
+sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, const void *raw,
+                               int64_t n_in, int64_t n_out, sprig_error *err)
+{
+    if (!name) name = "(unnamed)";
+    if (!w) return sprig_err(err, SPRIG_E_INVALID_ARG, "weight '%s': NULL weight", name);
+    memset(w, 0, sizeof *w);
+    const struct mm_type *t = mm_type(type);
+    if (!t)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "weight '%s': type %s (%d) has no matmul kernel "
+                         "(supported: f32, f16, bf16, q8_0, q4_0)", name, sprig_type_name(type), type);
+    if (!raw) return sprig_err(err, SPRIG_E_INVALID_ARG, "weight '%s': no data", name);
+    if (n_in <= 0 || n_out <= 0 || n_in > MM_MAX_DIM || n_out > MM_MAX_DIM)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "weight '%s': shape [%lld, %lld] out of range (1..%lld)", name,
+                         (long long)n_in, (long long)n_out, (long long)MM_MAX_DIM);
+    size_t rb;
+    if (!sprig_row_bytes(type, n_in, &rb))
+        return sprig_err(err, SPRIG_E_FORMAT, "weight '%s': n_in %lld is not a multiple of the %s block (%lld)",
+                         name, (long long)n_in, sprig_type_name(type), (long long)sprig_type_traits(type)->blck);
+    size_t total;
+    if (sprig_mul_ovf(rb, (size_t)n_out, &total))
+        return sprig_err(err, SPRIG_E_NOMEM, "weight '%s': size overflows", name);
+    w->type = type;
+    w->n_in = n_in;
+    w->n_out = n_out;
+    w->raw = raw;
+    w->row_bytes = rb;
+    w->kernel = FAM_REF;
+    int f = fam_current();
+    if (f == FAM_REF) return SPRIG_OK;
+    size_t panels = (size_t)((n_out + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL);
+    size_t ps = sprig_mm_panel_bytes(type, n_in), bytes;
+    if (!ps || sprig_mul_ovf(ps, panels, &bytes))
+        return sprig_err(err, SPRIG_E_NOMEM, "weight '%s': packed size overflows", name);
+    w->packed = sprig_calloc_aligned(bytes, 1);
+    if (!w->packed)
+        return sprig_err(err, SPRIG_E_NOMEM, "weight '%s': out of memory for the packed copy (%zu bytes)", name, bytes);
+    w->packed_bytes = bytes;
+    w->kernel = f;
+    pack_weight(w, family(f)->q8_xor);
+    return SPRIG_OK;
+}
+
+void sprig_weight_free(sprig_weight *w)
+{
+    if (!w) return;
+    sprig_free_aligned(w->packed);
+    w->packed = NULL;
+    w->packed_bytes = 0;
+}
+
+void sprig_weight_row_f32(const sprig_weight *w, int64_t o, float *out)
+{
+    SPRIG_ASSERT(w && out && o >= 0 && o < w->n_out);
+    const struct sprig_type_traits *t = sprig_type_traits(w->type);
+    SPRIG_ASSERT(t && t->to_f32);
+    t->to_f32((const uint8_t *)w->raw + (size_t)o * w->row_bytes, out, w->n_in);
+}
+
+/* ---------------------------------------------------------------- activations */
+
+void sprig_mm_quant_block_ref(const float *x, int8_t *q, float *d, int32_t *sum)
+{
+    uint32_t amax = 0;
+    for (int j = 0; j < SPRIG_QK; j++) {
+        uint32_t u;
+        memcpy(&u, &x[j], 4);
+        u &= 0x7fffffffu;
+        if (u > amax) amax = u;
+    }
+    int32_t s = 0;
+    if (amax >= 0x7f800000u) {          /* inf or NaN in the block */
+        memset(q, 0, SPRIG_QK);
+        *d = NAN;
+        *sum = 0;
+        return;
+    }
+    float fa;
+    memcpy(&fa, &amax, 4);
+    float da = fa / 127.0f;
+    if (!(da >= FLT_MIN)) {
+        memset(q, 0, SPRIG_QK);
+        *d = 0.0f;
+        *sum = 0;
+        return;
+    }
+    float id = 1.0f / da;
+    for (int j = 0; j < SPRIG_QK; j++) {
+        int v = (int)nearbyintf(x[j] * id);
+        q[j] = (int8_t)v;
+        s += v;
+    }
+    *d = da;
+    *sum = s;
+}
+
+static void quant_row_ref(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8, int32_t *c4)
+{
+    for (int64_t b = 0; b < nb; b++) {
+        int32_t s;
+        sprig_mm_quant_block_ref(x + b * SPRIG_QK, q + b * stride * SPRIG_QK, &d[b * stride], &s);
+        c8[b * stride] = -128 * s;
+        c4[b * stride] = -8 * s;
+    }
+}
+
+/* Offsets of the quantized form inside the scratch (from its 64-aligned start). */
+struct act_layout { size_t q, d, c8, c4, total; };
+
+static bool act_layout(int64_t n, int64_t k, struct act_layout *L)
+{
+    memset(L, 0, sizeof *L);
+    L->total = 64;
+    if (n <= 0 || k <= 0) return true;
+    if (n > MM_MAX_DIM || k > MM_MAX_DIM) return false;
+    size_t nb = (size_t)(k / SPRIG_QK), blocks, qb;
+    if (sprig_mul_ovf((size_t)n, nb, &blocks) || sprig_mul_ovf(blocks, SPRIG_QK, &qb)) return false;
+    size_t sb = round64(blocks * 4);
+    L->q = 0;
+    L->d = round64(qb);
+    L->c8 = L->d + sb;
+    L->c4 = L->c8 + sb;
+    L->total = L->c4 + sb + 64;     /* + slack to align an unaligned scratch */
+    return L->total > L->c4;
+}
+
+size_t sprig_act_scratch_bytes(int max_n, int64_t max_k)
+{
+    struct act_layout L;
+    if (!act_layout(max_n, max_k, &L)) return SIZE_MAX;
+    return L.total;
+}
+
+void sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scratch, size_t scratch_bytes)
+{
+    SPRIG_ASSERT(a);
+    a->x = x;
+    a->n = n;
+    a->k = k;
+    a->scratch = scratch;
+    a->scratch_bytes = scratch_bytes;
+    a->q8_ready = false;
+}
+
+struct act_q { const int8_t *q; const float *d; const int32_t *c8, *c4; };
+
+static struct act_q act_q_view(const sprig_act *a)
+{
+    struct act_layout L;
+    SPRIG_ASSERT(act_layout(a->n, a->k, &L));
+    SPRIG_ASSERT(a->scratch && L.total <= a->scratch_bytes);
+    uint8_t *base = (uint8_t *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
+    return (struct act_q){ (const int8_t *)(base + L.q), (const float *)(base + L.d),
+                           (const int32_t *)(base + L.c8), (const int32_t *)(base + L.c4) };
+}
+
+struct quant_ctx { const sprig_act *a; struct act_q v; sprig_mm_quant_fn fn; };
+
+static void quant_task(void *ctx, int ith, int nth)
+{
+    struct quant_ctx *c = ctx;
+    int64_t nb = c->a->k / SPRIG_QK;
+    long lo, hi;
+    sprig_split(c->a->n, ith, nth, &lo, &hi);
+    for (long r = lo; r < hi; r++)
+        c->fn(c->a->x + r * c->a->k, nb, c->a->n, (int8_t *)c->v.q + r * SPRIG_QK, (float *)c->v.d + r,
+              (int32_t *)c->v.c8 + r, (int32_t *)c->v.c4 + r);
+}
+
+static void act_quantize(sprig_pool *pool, sprig_act *a)
+{
+    if (a->q8_ready) return;
+    SPRIG_ASSERT(a->k % SPRIG_QK == 0);
+    const struct sprig_mm_family *f = family(fam_current());
+    struct quant_ctx c = { a, act_q_view(a), f ? f->quant : quant_row_ref };
+    /* Rows in parallel only when there is enough of them to beat a dispatch. */
+    int nth = (int64_t)a->n * a->k >= 65536 ? a->n : 1;
+    sprig_pool_run(pool, quant_task, &c, nth);
+    a->q8_ready = true;
+}
+
+/* ---------------------------------------------------------------- reference */
+
+static int32_t isum_q8_0(const sprig_block_q8_0 *w, const int8_t *a)
+{
+    int32_t s = 0;
+    for (int j = 0; j < SPRIG_QK; j++) s += (int32_t)w->qs[j] * a[j];
+    return s;
+}
+
+static int32_t isum_q4_0(const sprig_block_q4_0 *w, const int8_t *a)
+{
+    int32_t s = 0;
+    for (int j = 0; j < SPRIG_QK / 2; j++)
+        s += ((w->qs[j] & 15) - 8) * a[j] + ((w->qs[j] >> 4) - 8) * a[j + 16];
+    return s;
+}
+
+static float wf(int type, const void *row, int64_t k)
+{
+    const uint8_t *p = row;
+    uint16_t h;
+    switch (type) {
+    case SPRIG_TYPE_F32: { float f; memcpy(&f, p + k * 4, 4); return f; }
+    case SPRIG_TYPE_F16: memcpy(&h, p + k * 2, 2); return sprig_f16_to_f32(h);
+    default:             memcpy(&h, p + k * 2, 2); return sprig_bf16_to_f32(h);
+    }
+}
+
+/* acc += block b of raw row `row` . quantized activation block (q, d). */
+static float ref_block(int type, const uint8_t *row, int64_t b, const int8_t *q, float d, float acc)
+{
+    int32_t is;
+    sprig_f16 wd;
+    if (type == SPRIG_TYPE_Q8_0) {
+        sprig_block_q8_0 blk;
+        memcpy(&blk, row + b * sizeof blk, sizeof blk);
+        is = isum_q8_0(&blk, q);
+        wd = blk.d;
+    } else {
+        sprig_block_q4_0 blk;
+        memcpy(&blk, row + b * sizeof blk, sizeof blk);
+        is = isum_q4_0(&blk, q);
+        wd = blk.d;
+    }
+    return fmaf((float)is, sprig_f16_to_f32(wd) * d, acc);
+}
+
+/* Columns [o0, o1) of y[n][n_out] from the raw rows; aq/ad: the quantized activations. */
+static void ref_cols(const sprig_weight *w, int n, const float *x, struct act_q aq, float *y, int64_t o0, int64_t o1)
+{
+    const int64_t K = w->n_in, nb = K / SPRIG_QK;
+    const bool quant = mm_type(w->type)->quant;
+    for (int64_t o = o0; o < o1; o++) {
+        const uint8_t *row = (const uint8_t *)w->raw + (size_t)o * w->row_bytes;
+        for (int r = 0; r < n; r++) {
+            float acc = 0.0f;
+            if (quant) {
+                for (int64_t b = 0; b < nb; b++)
+                    acc = ref_block(w->type, row, b, aq.q + (b * n + r) * SPRIG_QK, aq.d[b * n + r], acc);
+            } else {
+                const float *xr = x + (int64_t)r * K;
+                for (int64_t k = 0; k < K; k++) acc = fmaf(wf(w->type, row, k), xr[k], acc);
+            }
+            y[(int64_t)r * w->n_out + o] = acc;
+        }
+    }
+}
+
+void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
+{
+    SPRIG_ASSERT(w && x && y && n >= 0);
+    const int64_t K = w->n_in, N = w->n_out;
+    if (!mm_type(w->type)->quant) {
+        ref_cols(w, n, x, (struct act_q){ 0 }, y, 0, N);
+        return;
+    }
+    /* Quantize one block at a time (no allocation); y rows are the accumulators. */
+    const int64_t nb = K / SPRIG_QK;
+    for (int r = 0; r < n; r++) {
+        float *yr = y + (int64_t)r * N;
+        for (int64_t o = 0; o < N; o++) yr[o] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            int8_t q[SPRIG_QK];
+            float d;
+            int32_t s;
+            sprig_mm_quant_block_ref(x + (int64_t)r * K + b * SPRIG_QK, q, &d, &s);
+            for (int64_t o = 0; o < N; o++)
+                yr[o] = ref_block(w->type, (const uint8_t *)w->raw + (size_t)o * w->row_bytes, b, q, d, yr[o]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- the threaded matmul */
+
+struct mm_ctx {
+    const sprig_act *a;
+    int m;
+    const sprig_weight *const *w;
+    float *const *y;
+    struct act_q aq;
+    int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
+};
+
+static void mm_task(void *ctx, int ith, int nth)
+{
+    const struct mm_ctx *c = ctx;
+    long lo, hi;
+    sprig_split((long)c->start[c->m], ith, nth, &lo, &hi);
+    for (int i = 0; i < c->m && lo < hi; i++) {
+        int64_t s = c->start[i], e = c->start[i + 1];
+        int64_t p0 = (lo > s ? lo : s) - s, p1 = (hi < e ? hi : e) - s;   /* local to weight i */
+        if (p0 >= p1) continue;
+        const sprig_weight *w = c->w[i];
+        const struct sprig_mm_family *f = family(w->kernel);
+        if (!f || !w->packed) {
+            int64_t o1 = p1 * SPRIG_MM_PANEL;
+            ref_cols(w, c->a->n, c->a->x, c->aq, c->y[i], p0 * SPRIG_MM_PANEL, o1 < w->n_out ? o1 : w->n_out);
+            continue;
+        }
+        sprig_mm_job job = {
+            .type = w->type, .n_in = w->n_in, .n_out = w->n_out, .packed = w->packed,
+            .pstride = sprig_mm_panel_bytes(w->type, w->n_in), .n = c->a->n, .x = c->a->x,
+            .aq = c->aq.q, .ad = c->aq.d, .ac8 = c->aq.c8, .ac4 = c->aq.c4, .y = c->y[i], .p0 = p0, .p1 = p1,
+        };
+        fam_kernel(f, w->type)(&job);
+    }
+}
+
+void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y)
+{
+    SPRIG_ASSERT(a && w && y && m >= 1 && m <= MM_MAX_W);
+    if (a->n <= 0) return;
+    SPRIG_ASSERT(a->x);
+    struct mm_ctx c = { .a = a, .m = m, .w = w, .y = y };
+    bool quant = false;
+    int64_t macs = 0;
+    for (int i = 0; i < m; i++) {
+        SPRIG_ASSERT(w[i] && y[i] && w[i]->n_in == a->k && w[i]->raw);
+        const struct mm_type *t = mm_type(w[i]->type);
+        SPRIG_ASSERT(t);
+        quant |= t->quant;
+        c.start[i + 1] = c.start[i] + (w[i]->n_out + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL;
+        macs += w[i]->n_out * a->k;
+    }
+    if (quant) {
+        act_quantize(pool, a);
+        c.aq = act_q_view(a);
+    }
+    macs *= a->n;
+    /* A thread per >= 64K multiply-adds, at most one per panel. */
+    int64_t nth = macs / 65536 + 1;
+    if (nth > c.start[m]) nth = c.start[m];
+    if (nth > sprig_pool_size(pool)) nth = sprig_pool_size(pool);
+    sprig_pool_run(pool, mm_task, &c, (int)nth);
+}

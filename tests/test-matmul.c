@@ -1,0 +1,388 @@
+/*
+ * tests/test-matmul — the matmul kernels against the plain-C reference, bit
+ * for bit, and the reference against a double-precision dot product.
+ *
+ * Every type (F32, F16, BF16, Q8_0, Q4_0) x every kernel family this CPU has
+ * (reference, avx2, avx512) x batch sizes 1..64 x thread counts 1, 2, 3, on
+ * shapes whose n_out is not a multiple of the 16-column panel and (for float
+ * types) whose n_in is not a multiple of 16. Activations include all-zero,
+ * huge, tiny (subnormal) and non-finite blocks. Also: fused multi-weight
+ * dispatch, weights packed by different families in one call, the activation
+ * quantizers against the scalar rule, and bad-input errors.
+ */
+#include "test.h"
+
+#include "base/mem.h"
+#include "base/pool.h"
+#include "tensor/matmul.h"
+#include "tensor/matmul-kern.h"
+
+#include <float.h>
+
+static const int types[] = { SPRIG_TYPE_F32, SPRIG_TYPE_F16, SPRIG_TYPE_BF16, SPRIG_TYPE_Q8_0, SPRIG_TYPE_Q4_0 };
+#define N_TYPES ((int)(sizeof types / sizeof types[0]))
+static const char *const families[] = { "reference", "avx2", "avx512" };
+#define N_FAM 3
+static const int batch_full[] = { 1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 64 };
+static const int batch_quick[] = { 1, 3, 8, 17, 33 };
+#define MAX_N 64
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_u64(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* uniform in [-1, 1) */
+static float frand(void) { return (float)((double)(next_u64() >> 11) * (2.0 / 9007199254740992.0) - 1.0); }
+
+static sprig_pool *pools[4];
+
+/* Raw GGUF bytes of an n_out x n_in matrix of `type` from random floats. */
+static void *make_weight(int type, int64_t n_in, int64_t n_out)
+{
+    const struct sprig_type_traits *t = sprig_type_traits(type);
+    size_t rb;
+    CHECK(sprig_row_bytes(type, n_in, &rb));
+    uint8_t *raw = malloc(rb * (size_t)n_out);
+    float *row = malloc((size_t)n_in * sizeof(float));
+    for (int64_t o = 0; o < n_out; o++) {
+        float scale = (o % 7 == 3) ? 40.0f : 0.5f;
+        for (int64_t k = 0; k < n_in; k++) row[k] = frand() * scale;
+        if (o == 5) memset(row, 0, (size_t)n_in * sizeof(float));   /* an all-zero output row */
+        t->from_f32(row, raw + (size_t)o * rb, n_in);
+    }
+    if (type == SPRIG_TYPE_Q8_0) {
+        /* Files may hold q = -128, which our quantizer never writes. */
+        for (int64_t o = 0; o < n_out; o += 3) ((sprig_block_q8_0 *)(raw + (size_t)o * rb))[0].qs[o % 32] = -128;
+    }
+    free(row);
+    return raw;
+}
+
+/* [n][k] activations with special blocks in some rows. */
+static float *make_act(int n, int64_t k, bool nonfinite)
+{
+    float *x = malloc((size_t)n * (size_t)k * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        float *xr = x + (size_t)r * k;
+        for (int64_t i = 0; i < k; i++) xr[i] = frand() * (r % 5 == 1 ? 100.0f : 1.0f);
+        int64_t b0 = (r % 3) * 32 < k - 32 ? (r % 3) * 32 : 0;
+        switch (r % 6) {
+        case 0: for (int i = 0; i < 32 && b0 + i < k; i++) xr[b0 + i] = 0.0f; break;          /* zero block */
+        case 2: for (int i = 0; i < 32 && b0 + i < k; i++) xr[b0 + i] *= 1e30f; break;        /* huge */
+        case 3: for (int i = 0; i < 32 && b0 + i < k; i++) xr[b0 + i] *= 1e-39f; break;       /* subnormal */
+        case 4: xr[b0 + 3] = 0.5f; xr[b0 + 4] = -0.5f; xr[b0 + 7] = 127.0f; break;             /* ties */
+        default: break;
+        }
+        if (nonfinite && r == 7 % n) xr[k / 2] = INFINITY;
+        if (nonfinite && r == 9 % n) xr[k - 1] = NAN;
+    }
+    return x;
+}
+
+/* ------------------------------------------------------------------ reference vs double */
+
+/* The reference stays within the error the spec allows of an exact dot:
+ * float weights: accumulated rounding; quantized: the activation rounding
+ * (|x - q*d| <= d/2 per element) plus float rounding. */
+static void test_reference_vs_double(void)
+{
+    const int64_t K = 256, N = 37;
+    const int n = 6;
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        int type = types[ti];
+        void *raw = make_weight(type, K, N);
+        float *x = make_act(n, K, false);
+        sprig_weight w;
+        CHECK(sprig_weight_init(&w, "t", type, raw, K, N, NULL) == SPRIG_OK);
+        float *y = malloc((size_t)n * N * sizeof(float));
+        sprig_matmul_ref(&w, x, n, y);
+        float *wr = malloc((size_t)K * sizeof(float));
+        int bad = 0;
+        for (int64_t o = 0; o < N; o++) {
+            sprig_weight_row_f32(&w, o, wr);
+            for (int r = 0; r < n; r++) {
+                const float *xr = x + (size_t)r * K;
+                double exact = 0, mag = 0, qerr = 0;
+                for (int64_t b = 0; b < K / 32; b++) {
+                    double amax = 0, wsum = 0;
+                    for (int i = 0; i < 32; i++) {
+                        exact += (double)wr[b * 32 + i] * xr[b * 32 + i];
+                        mag += fabs((double)wr[b * 32 + i] * xr[b * 32 + i]);
+                        amax = fmax(amax, fabs(xr[b * 32 + i]));
+                        wsum += fabs(wr[b * 32 + i]);
+                    }
+                    qerr += wsum * amax / 254.0 * 1.0001;
+                }
+                bool quant = type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0;
+                double tol = (quant ? qerr + mag * 1e-5 : mag * 1e-5) + 1e-30;
+                double got = y[(size_t)r * N + o];
+                if (!(fabs(got - exact) <= tol)) {
+                    if (bad++ < 3)
+                        fprintf(stderr, "  %s o=%lld r=%d: ref %.9g exact %.9g tol %.3g\n", sprig_type_name(type),
+                                (long long)o, r, got, exact, tol);
+                }
+            }
+        }
+        CHECKF(bad == 0, "%s: %d outputs off the exact dot", sprig_type_name(type), bad);
+        /* The public reference agrees with itself row by row. */
+        float *y1 = malloc((size_t)N * sizeof(float));
+        sprig_matmul_ref(&w, x + 3 * K, 1, y1);
+        CHECK(memcmp(y1, y + 3 * N, (size_t)N * sizeof(float)) == 0);
+        free(y1);
+        free(wr);
+        free(y);
+        free(x);
+        sprig_weight_free(&w);
+        free(raw);
+    }
+}
+
+/* ------------------------------------------------------------------ quantizer */
+
+static void test_quant_block(void)
+{
+    float x[32];
+    int8_t q[32];
+    float d;
+    int32_t s;
+    memset(x, 0, sizeof x);
+    sprig_mm_quant_block_ref(x, q, &d, &s);
+    CHECK(d == 0.0f && s == 0 && !signbit(d));
+    for (int i = 0; i < 32; i++) CHECK_EQ_INT(q[i], 0);
+
+    /* ties round to even: amax 127 -> d = 1, id = 1 */
+    for (int i = 0; i < 32; i++) x[i] = 0;
+    x[0] = 127; x[1] = 0.5f; x[2] = 1.5f; x[3] = 2.5f; x[4] = -0.5f; x[5] = -1.5f; x[6] = -127;
+    sprig_mm_quant_block_ref(x, q, &d, &s);
+    CHECK(d == 1.0f);
+    CHECK_EQ_INT(q[0], 127); CHECK_EQ_INT(q[1], 0); CHECK_EQ_INT(q[2], 2); CHECK_EQ_INT(q[3], 2);
+    CHECK_EQ_INT(q[4], 0); CHECK_EQ_INT(q[5], -2); CHECK_EQ_INT(q[6], -127);
+    CHECK_EQ_INT(s, 127 + 2 + 2 - 2 - 127);
+
+    x[9] = INFINITY;
+    sprig_mm_quant_block_ref(x, q, &d, &s);
+    CHECK(isnan(d) && s == 0 && q[0] == 0);
+    x[9] = NAN;
+    sprig_mm_quant_block_ref(x, q, &d, &s);
+    CHECK(isnan(d));
+
+    for (int i = 0; i < 32; i++) x[i] = 1e-40f * (float)(i - 16);   /* subnormal block */
+    sprig_mm_quant_block_ref(x, q, &d, &s);
+    CHECK(d == 0.0f && s == 0);
+
+    for (int i = 0; i < 32; i++) x[i] = 3e38f * (i & 1 ? 1.0f : -0.9f);   /* near FLT_MAX */
+    sprig_mm_quant_block_ref(x, q, &d, &s);
+    CHECK(d > 0 && isfinite(d) && q[1] == 127 && q[0] == -114);
+
+    /* Every SIMD quantizer equals the scalar rule. */
+    const struct sprig_cpu_features *c = sprig_cpu_features();
+    const struct sprig_mm_family *fams[2] = {
+        c->avx2 && c->fma && c->f16c ? &sprig_mm_family_avx2 : NULL,
+        c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq && c->avx512vnni ? &sprig_mm_family_avx512 : NULL,
+    };
+    const int n = 16, K = 32 * 24;
+    float *xa = make_act(n, K, true);
+    for (int i = 0; i < 32; i++) xa[5 * K + 64 + i] = 3e38f * (i & 1 ? 1.0f : -0.9f);
+    const int64_t nb = K / 32;
+    int8_t *q0 = malloc((size_t)n * K), *q1 = malloc((size_t)n * K);
+    float d0[16 * 24], d1[16 * 24];
+    int32_t a0[16 * 24], b0[16 * 24], a1[16 * 24], b1[16 * 24];
+    for (int r = 0; r < n; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            int32_t sum;
+            sprig_mm_quant_block_ref(xa + r * K + b * 32, q0 + (b * n + r) * 32, &d0[b * n + r], &sum);
+            a0[b * n + r] = -128 * sum;
+            b0[b * n + r] = -8 * sum;
+        }
+    for (int f = 0; f < 2; f++) {
+        if (!fams[f]) continue;
+        memset(q1, 0x55, (size_t)n * K);
+        for (int r = 0; r < n; r++)
+            fams[f]->quant(xa + r * K, nb, n, q1 + r * 32, d1 + r, a1 + r, b1 + r);
+        CHECKF(memcmp(q0, q1, (size_t)n * K) == 0, "%s quantizer: q differs", fams[f]->name);
+        CHECKF(memcmp(d0, d1, sizeof d0) == 0, "%s quantizer: d differs", fams[f]->name);
+        CHECKF(memcmp(a0, a1, sizeof a0) == 0 && memcmp(b0, b1, sizeof b0) == 0, "%s quantizer: sums differ",
+               fams[f]->name);
+    }
+    free(q0);
+    free(q1);
+    free(xa);
+}
+
+/* ------------------------------------------------------------------ kernels vs reference */
+
+struct shape { int64_t n_in, n_out; };
+
+static void check_kernels(int type, struct shape sh, bool quick)
+{
+    const int64_t K = sh.n_in, N = sh.n_out;
+    void *raw = make_weight(type, K, N);
+    float *x = make_act(MAX_N, K, true);
+    sprig_weight w0;
+    sprig_kernels_force("reference");
+    CHECK(sprig_weight_init(&w0, "ref", type, raw, K, N, NULL) == SPRIG_OK);
+    float *ref = malloc((size_t)MAX_N * N * sizeof(float));
+    sprig_matmul_ref(&w0, x, MAX_N, ref);
+    sprig_weight_free(&w0);
+
+    size_t sb = sprig_act_scratch_bytes(MAX_N, K);
+    void *scratch = sprig_calloc_aligned(sb, 1);
+    float *y = malloc((size_t)MAX_N * N * sizeof(float));
+    const int *ns = quick ? batch_quick : batch_full;
+    int nn = quick ? (int)(sizeof batch_quick / sizeof *batch_quick) : (int)(sizeof batch_full / sizeof *batch_full);
+    for (int f = 0; f < N_FAM; f++) {
+        if (!sprig_kernels_force(families[f])) continue;
+        sprig_weight w;
+        CHECK(sprig_weight_init(&w, "w", type, raw, K, N, NULL) == SPRIG_OK);
+        CHECK((w.packed != NULL) == (f != 0));
+        for (int th = 1; th <= 3; th++) {
+            if (f == 0 && th == 2) continue;   /* the reference family is slow; 1 and 3 threads suffice */
+            for (int i = 0; i < nn; i++) {
+                int n = ns[i];
+                if (f == 0 && n > 17) continue;
+                sprig_act a;
+                sprig_act_init(&a, x, n, K, scratch, sb);
+                const sprig_weight *ws[1] = { &w };
+                for (size_t j = 0; j < (size_t)n * N; j++) y[j] = -12345.0f;
+                float *ys[1] = { y };
+                sprig_matmul(pools[th], &a, 1, ws, ys);
+                CHECKF(memcmp(y, ref, (size_t)n * N * sizeof(float)) == 0,
+                       "%s %s [%lld x %lld] n=%d threads=%d differs from the reference", families[f],
+                       sprig_type_name(type), (long long)K, (long long)N, n, th);
+                if (memcmp(y, ref, (size_t)n * N * sizeof(float)) != 0) {
+                    for (size_t j = 0; j < (size_t)n * N; j++)
+                        if (memcmp(&y[j], &ref[j], 4)) {
+                            fprintf(stderr, "    first diff at row %zu col %zu: %.9g vs %.9g\n", j / N, j % N,
+                                    y[j], ref[j]);
+                            break;
+                        }
+                }
+            }
+        }
+        sprig_weight_free(&w);
+        CHECK(w.packed == NULL);
+    }
+    sprig_kernels_force("auto");
+    free(y);
+    sprig_free_aligned(scratch);
+    free(ref);
+    free(x);
+    free(raw);
+}
+
+static void test_kernels(void)
+{
+    bool quick = test_quick();
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        int type = types[ti];
+        bool quant = type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0;
+        struct shape a = { quant ? 96 : 100, 172 }, b = { quant ? 256 : 64, 513 }, c = { 32, 1 };
+        check_kernels(type, a, quick);
+        check_kernels(type, b, quick);
+        check_kernels(type, c, quick);
+    }
+}
+
+/* Several weights in one dispatch (fused Q/K/V), of different types and
+ * packed by different families; and a reused activation. */
+static void test_fused(void)
+{
+    const int64_t K = 128;
+    const int n = 9;
+    const int64_t outs[4] = { 72, 40, 40, 24 };
+    const int tys[4] = { SPRIG_TYPE_Q8_0, SPRIG_TYPE_Q4_0, SPRIG_TYPE_F16, SPRIG_TYPE_BF16 };
+    const char *fam[4] = { "avx512", "avx2", "reference", "auto" };
+    void *raw[4];
+    sprig_weight w[4];
+    float *y[4], *ref[4];
+    float *x = make_act(n, K, false);
+    for (int i = 0; i < 4; i++) {
+        raw[i] = make_weight(tys[i], K, outs[i]);
+        if (!sprig_kernels_force(fam[i])) sprig_kernels_force("auto");
+        CHECK(sprig_weight_init(&w[i], "fused", tys[i], raw[i], K, outs[i], NULL) == SPRIG_OK);
+        y[i] = malloc((size_t)n * outs[i] * sizeof(float));
+        ref[i] = malloc((size_t)n * outs[i] * sizeof(float));
+        sprig_matmul_ref(&w[i], x, n, ref[i]);
+    }
+    sprig_kernels_force("auto");
+    size_t sb = sprig_act_scratch_bytes(n, K);
+    void *scratch = sprig_calloc_aligned(sb, 1);
+    for (int th = 1; th <= 3; th++) {
+        sprig_act a;
+        sprig_act_init(&a, x, n, K, scratch, sb);
+        const sprig_weight *ws[4] = { &w[0], &w[1], &w[2], &w[3] };
+        sprig_matmul(pools[th], &a, 2, ws, y);           /* quantizes */
+        sprig_matmul(pools[th], &a, 2, ws + 2, y + 2);   /* float weights, same act */
+        sprig_matmul(pools[th], &a, 4, ws, y);           /* all four; reuses the int8 form */
+        for (int i = 0; i < 4; i++)
+            CHECKF(memcmp(y[i], ref[i], (size_t)n * outs[i] * sizeof(float)) == 0, "fused weight %d threads %d", i,
+                   th);
+    }
+    for (int i = 0; i < 4; i++) {
+        sprig_weight_free(&w[i]);
+        free(raw[i]);
+        free(y[i]);
+        free(ref[i]);
+    }
+    sprig_free_aligned(scratch);
+    free(x);
+}
+
+/* ------------------------------------------------------------------ bad input, misc */
+
+static void test_bad_input(void)
+{
+    sprig_weight w;
+    sprig_error e;
+    uint8_t buf[34 * 4] = { 0 };
+    CHECK(sprig_weight_init(&w, "blk.0.q", 3 /* q4_1 */, buf, 32, 1, &e) == SPRIG_E_UNSUPPORTED);
+    CHECK(strstr(e.msg, "blk.0.q") && strstr(e.msg, "q4_1"));
+    CHECK(sprig_weight_init(&w, "blk.0.k", SPRIG_TYPE_Q8_0, buf, 48, 1, &e) == SPRIG_E_FORMAT);
+    CHECK(strstr(e.msg, "blk.0.k") && strstr(e.msg, "48"));
+    CHECK(sprig_weight_init(&w, "v", SPRIG_TYPE_F32, buf, 0, 1, &e) == SPRIG_E_UNSUPPORTED);
+    CHECK(sprig_weight_init(&w, "v", SPRIG_TYPE_F32, buf, 4, -1, &e) == SPRIG_E_UNSUPPORTED);
+    CHECK(sprig_weight_init(&w, "v", SPRIG_TYPE_F32, NULL, 4, 1, &e) == SPRIG_E_INVALID_ARG);
+    CHECK(sprig_weight_init(&w, "v", 999, buf, 4, 1, &e) == SPRIG_E_UNSUPPORTED);
+    CHECK(sprig_weight_init(&w, "v", SPRIG_TYPE_F32, buf, (int64_t)1 << 40, 1, &e) == SPRIG_E_UNSUPPORTED);
+    CHECK(sprig_act_scratch_bytes(1 << 30, (int64_t)1 << 40) == SIZE_MAX);   /* k beyond the limit */
+    CHECK(sprig_act_scratch_bytes(1 << 30, (int64_t)1 << 30) > ((size_t)1 << 60));
+    CHECK(sprig_act_scratch_bytes(0, 0) >= 64);
+
+    CHECK(sprig_kernels_force("no-such-family") == false);
+    CHECK(sprig_kernels_force("reference"));
+    CHECK_STR(sprig_kernels_name(), "reference");
+    CHECK(sprig_kernels_force("auto"));
+    fprintf(stderr, "  kernels: %s\n", sprig_kernels_name());
+
+    /* Row lookup equals the type's reference dequantizer. */
+    void *raw = make_weight(SPRIG_TYPE_Q4_0, 64, 3);
+    CHECK(sprig_weight_init(&w, "emb", SPRIG_TYPE_Q4_0, raw, 64, 3, NULL) == SPRIG_OK);
+    float a[64], b[64];
+    sprig_weight_row_f32(&w, 2, a);
+    sprig_type_traits(SPRIG_TYPE_Q4_0)->to_f32((const uint8_t *)raw + 2 * w.row_bytes, b, 64);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    sprig_weight_free(&w);
+    sprig_weight_free(&w);   /* idempotent */
+    free(raw);
+}
+
+int main(void)
+{
+    for (int t = 1; t <= 3; t++) {
+        pools[t] = sprig_pool_create(t, NULL);
+        if (!pools[t]) { fprintf(stderr, "no pool\n"); return 1; }
+    }
+    RUN(test_quant_block);
+    RUN(test_reference_vs_double);
+    RUN(test_kernels);
+    RUN(test_fused);
+    RUN(test_bad_input);
+    for (int t = 1; t <= 3; t++) sprig_pool_free(pools[t]);
+    return test_summary("test-matmul");
+}
