@@ -1,0 +1,341 @@
+/*
+ * mkmodel — see mkmodel.h. Presets, validation, the synthetic vocabulary and
+ * the weight generator (row-parallel on the thread pool, streamed into the
+ * GGUF writer through its fill callback).
+ */
+#include "mkmodel.h"
+#include "gguf.h"
+#include "base/pool.h"
+#include "base/rng.h"
+#include "tensor/types.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- presets */
+
+struct preset { const char *name; struct sprig_mkmodel_params p; };
+
+static const struct preset presets[] = {
+    { "tiny",     { .dim = 64,   .n_layers = 2,  .n_heads = 4,  .n_kv_heads = 2, .ffn = 128,  .vocab = 300,   .ctx = 512 } },
+    { "small",    { .dim = 512,  .n_layers = 8,  .n_heads = 8,  .n_kv_heads = 4, .ffn = 1536, .vocab = 4096,  .ctx = 2048 } },
+    { "llama-1b", { .dim = 2048, .n_layers = 16, .n_heads = 32, .n_kv_heads = 8, .ffn = 8192, .vocab = 32000, .ctx = 4096 } },
+};
+#define N_PRESETS (int)(sizeof presets / sizeof presets[0])
+
+const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b"; }
+
+sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    for (int i = 0; i < N_PRESETS; i++)
+        if (preset && !strcmp(preset, presets[i].name)) {
+            *p = presets[i].p;
+            p->type = SPRIG_TYPE_F32;
+            p->seed = 1;
+            p->rope_freq_base = 10000.0f;
+            p->rms_eps = 1e-5f;
+            p->name = NULL;
+            p->n_threads = 0;
+            return SPRIG_OK;
+        }
+    return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: unknown preset '%s' (known: %s)", preset ? preset : "(null)",
+                     sprig_mkmodel_preset_names());
+}
+
+/* ggml's llama_ftype for general.file_type, by weight type */
+static const struct { int type; uint32_t ftype; } ftypes[] = {
+    { SPRIG_TYPE_F32, 0 }, { SPRIG_TYPE_F16, 1 }, { SPRIG_TYPE_Q4_0, 2 }, { SPRIG_TYPE_Q8_0, 7 }, { SPRIG_TYPE_BF16, 32 },
+};
+
+static bool file_type_of(int type, uint32_t *ft)
+{
+    for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
+        if (ftypes[i].type == type) {
+            *ft = ftypes[i].ftype;
+            return true;
+        }
+    return false;
+}
+
+sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    struct { const char *name; int v, lo, hi; } r[] = {
+        { "dim", p->dim, 2, 1 << 16 },
+        { "layers", p->n_layers, 1, SPRIG_MKMODEL_MAX_LAYERS },
+        { "heads", p->n_heads, 1, 1 << 12 },
+        { "kv-heads", p->n_kv_heads, 1, 1 << 12 },
+        { "ffn", p->ffn, 1, 1 << 20 },
+        { "vocab", p->vocab, 260, SPRIG_MKMODEL_MAX_VOCAB },
+        { "ctx", p->ctx, 1, 1 << 24 },
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        if (r[i].v < r[i].lo || r[i].v > r[i].hi)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s = %d is out of range [%d, %d]", r[i].name, r[i].v, r[i].lo, r[i].hi);
+    if (p->dim % p->n_heads)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: dim %d is not divisible by heads %d", p->dim, p->n_heads);
+    if ((p->dim / p->n_heads) % 2)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head size %d (dim / heads) is odd; RoPE needs pairs", p->dim / p->n_heads);
+    if (p->n_kv_heads > p->n_heads || p->n_heads % p->n_kv_heads)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: heads %d is not a multiple of kv-heads %d", p->n_heads, p->n_kv_heads);
+    const struct sprig_type_traits *t = sprig_type_traits(p->type);
+    uint32_t ft;
+    if (!t || !t->can_compute || !file_type_of(p->type, &ft))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: weight type %s is not one of f32, f16, bf16, q8_0, q4_0",
+                         sprig_type_name(p->type));
+    if (p->dim % t->blck || p->ffn % t->blck)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs dim (%d) and ffn (%d) to be multiples of %" PRId64,
+                         t->name, p->dim, p->ffn, t->blck);
+    if (!(p->rope_freq_base > 0) || !isfinite(p->rope_freq_base))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope freq base %g is not a positive number", (double)p->rope_freq_base);
+    if (!(p->rms_eps > 0) || !isfinite(p->rms_eps))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rms epsilon %g is not a positive number", (double)p->rms_eps);
+    return SPRIG_OK;
+}
+
+int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
+{
+    int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)p->dim / p->n_heads * p->n_kv_heads;
+    int64_t layer = 2 * D + 2 * D * D + 2 * D * KV + 3 * D * F;
+    return 2 * V * D + D + (int64_t)p->n_layers * layer;
+}
+
+/* ---------------------------------------------------------------- vocabulary */
+
+#define N_BYTE_TOKENS 256
+#define FIRST_PIECE (3 + N_BYTE_TOKENS)
+#define N_SINGLES 94   /* printable ASCII '!'..'~' */
+
+static void letters(int64_t j, int n, char *out)
+{
+    for (int k = n - 1; k >= 0; k--) {
+        out[k] = (char)('a' + j % 26);
+        j /= 26;
+    }
+}
+
+size_t sprig_mkmodel_piece(int id, char *buf)
+{
+    static const char *const special[3] = { "<unk>", "<s>", "</s>" };
+    if (id < 0) { buf[0] = 0; return 0; }
+    if (id < 3) return (size_t)snprintf(buf, 64, "%s", special[id]);
+    if (id < FIRST_PIECE) return (size_t)snprintf(buf, 64, "<0x%02X>", id - 3);
+    int64_t r = id - FIRST_PIECE;
+    if (r == 0) return (size_t)snprintf(buf, 64, "\xe2\x96\x81");
+    r -= 1;
+    if (r < N_SINGLES) return (size_t)snprintf(buf, 64, "%c", (char)('!' + r));
+    r -= N_SINGLES;
+    /* blocks: "▁" + n letters, then n + 1 letters, for n = 1, 2, ... */
+    int64_t a = 26;
+    for (int n = 1; n < 12; n++, a *= 26) {
+        if (r < a) {
+            memcpy(buf, "\xe2\x96\x81", 3);
+            letters(r, n, buf + 3);
+            buf[3 + n] = 0;
+            return (size_t)(3 + n);
+        }
+        r -= a;
+        if (r < a * 26) {
+            letters(r, n + 1, buf);
+            buf[n + 1] = 0;
+            return (size_t)(n + 1);
+        }
+        r -= a * 26;
+    }
+    buf[0] = 0;   /* unreachable for vocab <= SPRIG_MKMODEL_MAX_VOCAB */
+    return 0;
+}
+
+/* tokens / scores / token_type arrays */
+static sprig_status write_vocab(sprig_gguf_writer *w, int n, sprig_error *err)
+{
+    char *text = malloc((size_t)n * 16);
+    const char **pieces = malloc((size_t)n * sizeof *pieces);
+    size_t *lens = malloc((size_t)n * sizeof *lens);
+    float *scores = malloc((size_t)n * sizeof *scores);
+    int32_t *types = malloc((size_t)n * sizeof *types);
+    sprig_status st = SPRIG_OK;
+    if (!text || !pieces || !lens || !scores || !types) {
+        st = sprig_err(err, SPRIG_E_NOMEM, "mkmodel: out of memory for a %d-token vocabulary", n);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        char b[64];
+        lens[i] = sprig_mkmodel_piece(i, b);
+        SPRIG_ASSERT(lens[i] > 0 && lens[i] < 16);
+        memcpy(text + (size_t)i * 16, b, lens[i]);
+        pieces[i] = text + (size_t)i * 16;
+        /* 2 UNKNOWN, 3 CONTROL, 6 BYTE, 1 NORMAL; pieces score by rank */
+        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < FIRST_PIECE ? 6 : 1;
+        scores[i] = i < FIRST_PIECE ? 0.0f : -(float)(i - FIRST_PIECE);
+    }
+    if ((st = sprig_gguf_w_arr_str(w, "tokenizer.ggml.tokens", pieces, lens, (uint64_t)n, err)) != SPRIG_OK) goto done;
+    if ((st = sprig_gguf_w_arr(w, "tokenizer.ggml.scores", SPRIG_GGUF_F32, scores, (uint64_t)n, err)) != SPRIG_OK) goto done;
+    st = sprig_gguf_w_arr(w, "tokenizer.ggml.token_type", SPRIG_GGUF_I32, types, (uint64_t)n, err);
+done:
+    free(text);
+    free(pieces);
+    free(lens);
+    free(scores);
+    free(types);
+    return st;
+}
+
+/* ---------------------------------------------------------------- weights */
+
+struct gen {
+    uint64_t seed;
+    sprig_pool *pool;
+    int nth;
+    float *scratch;        /* [nth][max_ne0] */
+    int64_t max_ne0;
+};
+
+struct tdesc {
+    struct gen *g;
+    uint64_t index;        /* tensor number: part of every row's seed */
+    int type;
+    int64_t ne0, rows;
+    float std;             /* 0: a norm (all ones) */
+    size_t row_bytes;
+};
+
+struct job { const struct tdesc *t; uint8_t *dst; };
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Rows [lo, hi) of one tensor: per-row stream, four 16-bit uniforms summed
+ * (Irwin-Hall, close to normal), scaled to t->std, quantized by the reference. */
+static void gen_rows(void *ctx, int ith, int nth)
+{
+    const struct job *j = ctx;
+    const struct tdesc *t = j->t;
+    long lo, hi;
+    sprig_split((long)t->rows, ith, nth, &lo, &hi);
+    float *x = t->g->scratch + (size_t)ith * (size_t)t->g->max_ne0;   /* [ne0] */
+    const float mean = 4 * 32767.5f;
+    const float k = t->std / (65536.0f * 0.57735027f);   /* std of the sum: 65536 * sqrt(4/12) */
+    sprig_from_f32_fn from = sprig_type_traits(t->type)->from_f32;
+    for (long r = lo; r < hi; r++) {
+        sprig_rng rng;
+        sprig_rng_seed(&rng, mix64(mix64(t->g->seed + 0x9E3779B97F4A7C15ull * (t->index + 1)) + (uint64_t)r));
+        for (int64_t i = 0; i < t->ne0; i++) {
+            uint64_t u = sprig_rng_u64(&rng);
+            float s = (float)(uint32_t)((u & 0xffff) + ((u >> 16) & 0xffff) + ((u >> 32) & 0xffff) + (u >> 48));
+            x[i] = (s - mean) * k;
+        }
+        from(x, j->dst + (size_t)r * t->row_bytes, t->ne0);
+    }
+}
+
+static sprig_status fill_tensor(void *user, void *dst, size_t nbytes, sprig_error *err)
+{
+    const struct tdesc *t = user;
+    SPRIG_ASSERT(nbytes == t->row_bytes * (size_t)t->rows);
+    if (t->std == 0) {
+        float *f = dst;
+        for (size_t i = 0; i < nbytes / 4; i++) f[i] = 1.0f;
+        return SPRIG_OK;
+    }
+    struct job j = { t, dst };
+    sprig_pool_run(t->g->pool, gen_rows, &j, t->g->nth);
+    return SPRIG_OK;
+}
+
+#define TRY(x) do { if ((st = (x)) != SPRIG_OK) goto done; } while (0)
+
+sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const char *path, sprig_error *err)
+{
+    sprig_status st = sprig_mkmodel_validate(p, err);
+    if (st != SPRIG_OK) return st;
+    const int L = p->n_layers;
+    const int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)p->dim / p->n_heads * p->n_kv_heads;
+    uint32_t ftype = 0;
+    file_type_of(p->type, &ftype);
+    struct gen g = { .seed = p->seed, .max_ne0 = D > F ? D : F };
+    sprig_gguf_writer *w = NULL;
+    size_t n_t = 3 + 9 * (size_t)L;
+    struct tdesc *td = calloc(n_t, sizeof *td);
+    if (!td) return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
+    g.pool = sprig_pool_create(p->n_threads, err);
+    if (!g.pool) { st = err ? err->code : SPRIG_E_NOMEM; goto done; }
+    g.nth = sprig_pool_size(g.pool);
+    g.scratch = malloc((size_t)g.nth * (size_t)g.max_ne0 * sizeof(float));
+    if (!g.scratch) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto done; }
+    w = sprig_gguf_writer_create(err);
+    if (!w) { st = SPRIG_E_NOMEM; goto done; }
+
+    const char *name = p->name ? p->name : "sprig-synthetic";
+    TRY(sprig_gguf_w_str(w, "general.architecture", "llama", 5, err));
+    TRY(sprig_gguf_w_str(w, "general.name", name, strlen(name), err));
+    TRY(sprig_gguf_w_u32(w, "general.file_type", ftype, err));
+    TRY(sprig_gguf_w_u32(w, "general.quantization_version", 2, err));
+    TRY(sprig_gguf_w_u32(w, "llama.vocab_size", (uint32_t)V, err));
+    TRY(sprig_gguf_w_u32(w, "llama.context_length", (uint32_t)p->ctx, err));
+    TRY(sprig_gguf_w_u32(w, "llama.embedding_length", (uint32_t)D, err));
+    TRY(sprig_gguf_w_u32(w, "llama.block_count", (uint32_t)L, err));
+    TRY(sprig_gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)F, err));
+    TRY(sprig_gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)(D / p->n_heads), err));
+    TRY(sprig_gguf_w_u32(w, "llama.attention.head_count", (uint32_t)p->n_heads, err));
+    TRY(sprig_gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)p->n_kv_heads, err));
+    TRY(sprig_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", p->rms_eps, err));
+    TRY(sprig_gguf_w_f32(w, "llama.rope.freq_base", p->rope_freq_base, err));
+    TRY(sprig_gguf_w_str(w, "tokenizer.ggml.model", "llama", 5, err));
+    TRY(write_vocab(w, (int)V, err));
+    TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1, err));
+    TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2, err));
+    TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0, err));
+    TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true, err));
+    TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", false, err));
+
+    const float std = 0.02f, std_out = 0.02f / sqrtf(2.0f * (float)L);
+    size_t k = 0;
+#define ADD(nm, ne0_, ne1_, std_) do { \
+        struct tdesc *t_ = &td[k]; \
+        t_->g = &g; t_->index = k; t_->ne0 = (ne0_); t_->rows = (ne1_); t_->std = (std_); \
+        t_->type = (std_) == 0 ? SPRIG_TYPE_F32 : p->type; \
+        SPRIG_ASSERT(sprig_row_bytes(t_->type, t_->ne0, &t_->row_bytes)); \
+        int64_t ne_[2] = { t_->ne0, t_->rows }; \
+        TRY(sprig_gguf_w_tensor_fill(w, nm, t_->type, (ne1_) == 1 ? 1 : 2, ne_, fill_tensor, t_, err)); \
+        k++; \
+    } while (0)
+    ADD("token_embd.weight", D, V, std);
+    ADD("output_norm.weight", D, 1, 0);
+    ADD("output.weight", D, V, std);
+    for (int l = 0; l < L; l++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
+        ADD(nm, D, D, std);
+        snprintf(nm, sizeof nm, "blk.%d.attn_k.weight", l);
+        ADD(nm, D, KV, std);
+        snprintf(nm, sizeof nm, "blk.%d.attn_v.weight", l);
+        ADD(nm, D, KV, std);
+        snprintf(nm, sizeof nm, "blk.%d.attn_output.weight", l);
+        ADD(nm, D, D, std_out);
+        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
+        ADD(nm, D, 1, 0);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_gate.weight", l);
+        ADD(nm, D, F, std);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_down.weight", l);
+        ADD(nm, F, D, std_out);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_up.weight", l);
+        ADD(nm, D, F, std);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
+        ADD(nm, D, 1, 0);
+    }
+#undef ADD
+    TRY(sprig_gguf_writer_write(w, path, err));
+done:
+    sprig_gguf_writer_free(w);
+    sprig_pool_free(g.pool);
+    free(g.scratch);
+    free(td);
+    return st;
+}

@@ -1,0 +1,80 @@
+#!/bin/sh
+# tests/test-cli-mkmodel.sh — `sprig mkmodel` and `sprig convert` on the
+# command line: a tiny model per weight type (read back by `sprig gguf`),
+# same seed -> same bytes, another seed -> different bytes, and bad flags
+# -> exit 2 with a message naming the flag; convert's usage errors.
+# Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
+set -u
+BIN=${SPRIG_BIN:-./sprig}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sprig-cli-mkmodel-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+check() { d=$1; shift; if "$@"; then :; else echo "FAIL: $d"; fail=1; fi; }
+has() { grep -F -q -- "$1" "$2"; }
+hasre() { grep -E -q -- "$1" "$2"; }
+
+"$BIN" mkmodel --help >"$TMP/help" 2>&1; rc=$?
+check "--help exits 0" [ $rc -eq 0 ]
+check "--help lists presets" has "tiny, small, llama-1b" "$TMP/help"
+
+for t in f32 f16 bf16 q8_0 q4_0; do
+    "$BIN" mkmodel --preset tiny --type $t --seed 7 -o "$TMP/tiny-$t.gguf" 2>"$TMP/err-$t"; rc=$?
+    check "mkmodel $t exits 0 (rc $rc)" [ $rc -eq 0 ]
+    check "mkmodel $t summary" has "parameters, seed 7" "$TMP/err-$t"
+    "$BIN" gguf "$TMP/tiny-$t.gguf" >"$TMP/gguf-$t" 2>&1; rc=$?
+    check "gguf reads tiny $t (rc $rc)" [ $rc -eq 0 ]
+    check "tiny $t q weight type" hasre "blk\.0\.attn_q\.weight +$t +\[64, 64\]" "$TMP/gguf-$t"
+    check "tiny $t norm stays f32" hasre 'blk\.0\.attn_norm\.weight +f32 +\[64\]' "$TMP/gguf-$t"
+    check "tiny $t totals" has "totals: 21 tensors, 112448 parameters" "$TMP/gguf-$t"
+done
+
+"$BIN" mkmodel --type q8_0 --seed 7 -q -o "$TMP/again.gguf"
+check "same seed, same bytes" cmp -s "$TMP/tiny-q8_0.gguf" "$TMP/again.gguf"
+"$BIN" mkmodel --type q8_0 --seed 8 -q -o "$TMP/other.gguf"
+check "other seed, other bytes" sh -c "! cmp -s '$TMP/tiny-q8_0.gguf' '$TMP/other.gguf'"
+"$BIN" mkmodel --dim 128 --layers 3 --heads 8 --kv-heads 4 --ffn 256 --vocab 1000 --ctx 64 -q -o "$TMP/custom.gguf"
+"$BIN" gguf "$TMP/custom.gguf" >"$TMP/gguf-custom" 2>&1
+check "flags override the preset" hasre 'llama\.block_count +u32 +3$' "$TMP/gguf-custom"
+check "custom vocab" hasre 'tokenizer\.ggml\.tokens +arr +\[str x 1000\]' "$TMP/gguf-custom"
+
+bad() { # bad DESCRIPTION EXPECTED-SUBSTRING ARGS...
+    d=$1; want=$2; shift 2
+    "$BIN" mkmodel "$@" >/dev/null 2>"$TMP/bad"; rc=$?
+    check "$d exits 2 (rc $rc)" [ $rc -eq 2 ]
+    check "$d message" has "$want" "$TMP/bad"
+}
+bad "non-numeric dim" "--dim: 'abc' is not an integer" --dim abc -o "$TMP/x.gguf"
+bad "dim out of range" "--dim: 0 is out of range" --dim 0 -o "$TMP/x.gguf"
+bad "unknown type" "--type: 'q4_k' is not one of" --type q4_k -o "$TMP/x.gguf"
+bad "heads do not divide" "dim 64 is not divisible by heads 5" --heads 5 -o "$TMP/x.gguf"
+bad "q8_0 needs blocks" "multiples of 32" --type q8_0 --ffn 100 -o "$TMP/x.gguf"
+bad "missing output" "missing -o" --preset tiny
+bad "missing value" "--seed: missing value" -o "$TMP/x.gguf" --seed
+bad "unknown preset" "unknown preset 'giant'" --preset giant -o "$TMP/x.gguf"
+bad "unknown flag" "unknown option '--bogus'" --bogus -o "$TMP/x.gguf"
+bad "negative seed" "--seed" --seed -1 -o "$TMP/x.gguf"
+check "nothing written on bad flags" [ ! -e "$TMP/x.gguf" ]
+
+"$BIN" mkmodel -q -o "$TMP/no-such-dir/x.gguf" 2>"$TMP/ioerr"; rc=$?
+check "unwritable output exits 1 (rc $rc)" [ $rc -eq 1 ]
+check "unwritable output message" has "no-such-dir/x.gguf" "$TMP/ioerr"
+
+# convert: usage errors exit 2, bad files exit 1
+"$BIN" convert >/dev/null 2>&1; rc=$?
+check "convert without args exits 2 (rc $rc)" [ $rc -eq 2 ]
+"$BIN" convert gguf a b c >/dev/null 2>"$TMP/cerr"; rc=$?
+check "convert unknown format exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "convert unknown format message" has "unknown source format 'gguf'" "$TMP/cerr"
+"$BIN" convert llama2c a b >/dev/null 2>&1; rc=$?
+check "convert missing output exits 2 (rc $rc)" [ $rc -eq 2 ]
+"$BIN" convert llama2c --ctx x a b c >/dev/null 2>"$TMP/cerr"; rc=$?
+check "convert bad --ctx exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "convert bad --ctx message" has "--ctx: 'x' is not an integer" "$TMP/cerr"
+printf 'garbage' >"$TMP/g.bin"
+"$BIN" convert llama2c "$TMP/g.bin" "$TMP/g.bin" "$TMP/o.gguf" >/dev/null 2>"$TMP/cerr"; rc=$?
+check "convert garbage exits 1 (rc $rc)" [ $rc -eq 1 ]
+check "convert garbage message" has "g.bin: checkpoint is 7 bytes" "$TMP/cerr"
+check "convert garbage writes nothing" [ ! -e "$TMP/o.gguf" ]
+
+[ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
+exit $fail

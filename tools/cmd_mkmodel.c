@@ -1,0 +1,145 @@
+/*
+ * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic llama GGUF with
+ * seeded random weights (src/mkmodel.c). A preset gives the shape; flags
+ * override it. Bad flags and impossible shapes exit 2 with a message naming
+ * the flag; a failure while writing exits 1.
+ */
+#include "cli.h"
+#include "mkmodel.h"
+#include "tensor/types.h"
+#include "base/timer.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sprig mkmodel [options] -o OUT.gguf\n"
+            "\n"
+            "Write a synthetic llama model: seeded random weights (~N(0, 0.02)), F32 norms,\n"
+            "a valid llama tokenizer. The same flags and seed give the same bytes.\n"
+            "\n"
+            "options (flags override the preset):\n"
+            "  --preset NAME    %s (default tiny)\n"
+            "  --dim N          embedding length\n"
+            "  --layers N       block count\n"
+            "  --heads N        attention heads\n"
+            "  --kv-heads N     key/value heads (GQA)\n"
+            "  --ffn N          feed-forward length\n"
+            "  --vocab N        vocabulary size (>= 260)\n"
+            "  --ctx N          context length recorded in the file\n"
+            "  --type T         matrix type: f32, f16, bf16, q8_0, q4_0 (default f32)\n"
+            "  --seed N         random seed (default 1)\n"
+            "  --rope-base X    llama.rope.freq_base (default 10000)\n"
+            "  --name NAME      general.name\n"
+            "  -t, --threads N  generator threads (default: all CPUs)\n"
+            "  -o, --out PATH   output file (required)\n"
+            "  -q, --quiet      no summary on stderr\n"
+            "  -h, --help       this text\n",
+            sprig_mkmodel_preset_names());
+}
+
+struct int_flag { const char *flag; int *dst; long long lo, hi; };
+
+int sprig_cmd_mkmodel(int argc, char **argv)
+{
+    const char *preset = "tiny";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--preset")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "sprig mkmodel: --preset: missing value\n");
+                return 2;
+            }
+            preset = argv[++i];
+        }
+    }
+    struct sprig_mkmodel_params p;
+    sprig_error err = { 0 };
+    if (sprig_mkmodel_preset(preset, &p, &err) != SPRIG_OK) {
+        fprintf(stderr, "sprig mkmodel: --preset: %s\n", err.msg);
+        return 2;
+    }
+    const char *out = NULL;
+    bool quiet = false;
+    const struct int_flag ints[] = {
+        { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
+        { "--kv-heads", &p.n_kv_heads, 1, 1 << 12 }, { "--ffn", &p.ffn, 1, 1 << 20 }, { "--vocab", &p.vocab, 260, 1 << 20 },
+        { "--ctx", &p.ctx, 1, 1 << 24 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--preset")) { i++; continue; }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
+        bool takes_value = false, done = false;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+            if (!strcmp(a, ints[k].flag)) takes_value = true;
+        takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") ||
+                       !strcmp(a, "-o") || !strcmp(a, "--out");
+        if (!takes_value) {
+            fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "sprig mkmodel: %s: missing value\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !done; k++)
+            if (!strcmp(a, ints[k].flag)) {
+                long long n;
+                if (!cli_parse_int("mkmodel", a, v, ints[k].lo, ints[k].hi, &n)) return 2;
+                *ints[k].dst = (int)n;
+                done = true;
+            }
+        if (done) continue;
+        if (!strcmp(a, "--type")) {
+            int t = sprig_type_from_name(v);
+            const struct sprig_type_traits *tr = sprig_type_traits(t);
+            if (!tr || !tr->can_compute) {
+                fprintf(stderr, "sprig mkmodel: --type: '%s' is not one of f32, f16, bf16, q8_0, q4_0\n", v);
+                return 2;
+            }
+            p.type = t;
+        } else if (!strcmp(a, "--seed")) {
+            long long n;
+            if (!cli_parse_int("mkmodel", a, v, 0, INT64_MAX, &n)) return 2;
+            p.seed = (uint64_t)n;
+        } else if (!strcmp(a, "--rope-base")) {
+            double x;
+            if (!cli_parse_float("mkmodel", a, v, 1.0, 1e12, &x)) return 2;
+            p.rope_freq_base = (float)x;
+        } else if (!strcmp(a, "--name")) {
+            if (!*v || strlen(v) > 256) {
+                fprintf(stderr, "sprig mkmodel: --name: must be 1..256 bytes\n");
+                return 2;
+            }
+            p.name = v;
+        } else {
+            out = v;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "sprig mkmodel: missing -o OUT.gguf\n");
+        return 2;
+    }
+    if (sprig_mkmodel_validate(&p, &err) != SPRIG_OK) {
+        fprintf(stderr, "sprig mkmodel: %s\n", err.msg);
+        return 2;
+    }
+    double t0 = sprig_time_ms();
+    if (sprig_mkmodel_write(&p, out, &err) != SPRIG_OK) {
+        fprintf(stderr, "sprig mkmodel: %s\n", err.msg);
+        return 1;
+    }
+    if (!quiet)
+        fprintf(stderr, "sprig mkmodel: wrote %s: dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, %s, %" PRId64
+                " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.dim, p.n_layers, p.n_heads, p.n_kv_heads, p.ffn, p.vocab,
+                sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
+    return 0;
+}
