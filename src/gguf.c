@@ -537,7 +537,8 @@ static bool parse(sprig_gguf *g, sprig_error *err)
         }
         return false;
     }
-    SPRIG_ASSERT(counts_fit);
+    if (!counts_fit)   /* cannot happen: pass 1 consumed at least the minimum per entry */
+        FAIL(SPRIG_E_INTERNAL, "%s: header: n_kv %" PRIu64 " / n_tensors %" PRIu64 " inconsistent with the parsed size", file, nk, nt);
 
     /* pass 2: allocate tables sized by what pass 1 proved is there */
     g->kv = calloc(nk ? nk : 1, sizeof *g->kv);
