@@ -16,10 +16,12 @@
  *
  * Hostile logits: NaN counts as -inf; if the largest logit is +inf the +inf
  * tokens share the mass evenly; if every logit is -inf (or NaN) every token
- * is equally likely. top-k uses a quickselect over (logit, id) pairs and top-p
- * sorts only as long a prefix as it needs (64, 256, 1024, ... tokens), so a
- * 32000-token vocabulary does not pay for a full sort. Buffers are allocated
- * once for n_vocab at creation.
+ * is equally likely. top-k keeps a k-entry min-heap while scanning (small k)
+ * or runs a quickselect over (logit, id) pairs (large k); top-p buckets the
+ * probability mass by logit (1/32-nat buckets) to find the bucket where the
+ * mass reaches top_p, then sorts only the tokens at or above that bucket. A
+ * 32000-token vocabulary never pays for a full sort unless the distribution is
+ * flat. Buffers are allocated once for n_vocab at creation.
  */
 #include "sample/sample.h"
 
@@ -28,6 +30,10 @@
 #include <string.h>
 
 #define SAMPLER_MAX_VOCAB (1 << 24)
+
+/* top-p mass histogram: bucket b holds logits in (l_max - (b+1)/SCALE, l_max - b/SCALE]. */
+#define TOPP_BUCKETS 1024
+#define TOPP_SCALE   32.0f
 
 struct cand {
     float l;        /* logit */
@@ -40,6 +46,7 @@ struct sprig_sampler {
     sprig_rng rng;
     struct cand *c;     /* [n_vocab] candidates */
     float *probs;       /* [n_vocab] scratch for sprig_sample */
+    double mass[TOPP_BUCKETS];
 };
 
 struct sprig_sampler_params sprig_sampler_default_params(void)
@@ -111,9 +118,30 @@ static int cand_cmp(const void *pa, const void *pb)
 
 static inline void swap_c(struct cand *a, struct cand *b) { struct cand t = *a; *a = *b; *b = t; }
 
+/* Sift a[i] down the min-heap a[0..k) whose root is the worst entry. */
+static void heap_down(struct cand *a, size_t k, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, w = i;
+        if (l < k && better(&a[w], &a[l])) w = l;
+        if (l + 1 < k && better(&a[w], &a[l + 1])) w = l + 1;
+        if (w == i) return;
+        swap_c(&a[i], &a[w]);
+        i = w;
+    }
+}
+
 /* Reorder a[0..n) so that a[0..k) are the k best (in any order), 0 < k < n. */
 static void select_top(struct cand *a, size_t n, size_t k)
 {
+    if (k <= 256 && k * 8 <= n) {
+        /* a[0..k) as a heap of the best so far, worst at the root; most of
+         * the scan is one comparison per token */
+        for (size_t i = k / 2; i-- > 0;) heap_down(a, k, i);
+        for (size_t j = k; j < n; j++)
+            if (better(&a[j], &a[0])) { swap_c(&a[j], &a[0]); heap_down(a, k, 0); }
+        return;
+    }
     size_t lo = 0, hi = n;
     int budget = 64;
     for (size_t m = n; m; m >>= 1) budget += 2;
@@ -156,54 +184,90 @@ static int argmax(const float *v, int n)
 
 /* ------------------------------------------------------------- distribution */
 
-void sprig_sampler_probs(sprig_sampler *s, const float *logits, float *probs)
+static inline int topp_bucket(float l, float mx)
 {
-    const int V = s->n_vocab;
-    memset(probs, 0, (size_t)V * sizeof *probs);
-    if (s->p.temp <= 0.0f) { probs[argmax(logits, V)] = 1.0f; return; }
+    float d = (mx - l) * TOPP_SCALE;   /* >= 0; +inf for l = -inf */
+    return d < (float)(TOPP_BUCKETS - 1) ? (int)d : TOPP_BUCKETS - 1;
+}
 
+/* Sort c[0..n) by logit just far enough to find the shortest prefix whose
+ * mass reaches top_p of the total; returns its length (>= 1). */
+static size_t top_p_cut(sprig_sampler *s, struct cand *c, size_t n, float mx)
+{
+    double *mass = s->mass;
+    memset(mass, 0, sizeof s->mass);
+    double z = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        float e = expf(c[j].l - mx);
+        z += e;
+        mass[topp_bucket(c[j].l, mx)] += e;
+    }
+    const double target = (double)s->p.top_p * z;
+    /* the bucket where the running mass first reaches the target */
+    double run = 0.0;
+    int bb = TOPP_BUCKETS - 1;
+    for (int b = 0; b < TOPP_BUCKETS; b++) {
+        run += mass[b];
+        if (run >= target) { bb = b; break; }
+    }
+    /* move every token of buckets 0..bb to the front and sort just those */
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++)
+        if (topp_bucket(c[j].l, mx) <= bb) swap_c(&c[m++], &c[j]);
+    qsort(c, m, sizeof *c, cand_cmp);
+    double cum = 0.0;
+    for (size_t j = 0; j < m; j++) {
+        cum += expf(c[j].l - mx);
+        if (cum >= target) return j + 1;
+    }
+    /* rounding left the sorted prefix just short: sort the rest too */
+    qsort(c + m, n - m, sizeof *c, cand_cmp);
+    for (size_t j = m; j < n; j++) {
+        cum += expf(c[j].l - mx);
+        if (cum >= target) return j + 1;
+    }
+    return n;
+}
+
+/* Top-k straight from the logits: a k-entry heap of the best so far (worst
+ * at the root), so most tokens cost one comparison and nothing is copied. */
+static void top_k_scan(struct cand *c, const float *logits, int V, int k)
+{
+    for (int i = 0; i < k; i++) c[i] = (struct cand){ isnan(logits[i]) ? -INFINITY : logits[i], i };
+    for (int i = k / 2; i-- > 0;) heap_down(c, (size_t)k, (size_t)i);
+    for (int i = k; i < V; i++) {
+        struct cand x = { isnan(logits[i]) ? -INFINITY : logits[i], i };
+        if (better(&x, &c[0])) { c[0] = x; heap_down(c, (size_t)k, 0); }
+    }
+}
+
+/* The survivors of every filter in c[0..n) with their final probabilities
+ * in place of the logits (each exactly the float sprig_sampler_probs stores). */
+static size_t distribution(sprig_sampler *s, const float *logits)
+{
+    const int V = s->n_vocab, k = s->p.top_k;
     struct cand *c = s->c;
+    size_t n;
+    if (k > 0 && k < V && k <= 256 && (size_t)k * 8 <= (size_t)V) {
+        top_k_scan(c, logits, V, k);
+        n = (size_t)k;
+    } else {
+        for (int i = 0; i < V; i++) c[i] = (struct cand){ isnan(logits[i]) ? -INFINITY : logits[i], i };
+        n = (size_t)V;
+        if (k > 0 && k < V) { select_top(c, n, (size_t)k); n = (size_t)k; }
+    }
+    /* top-k never drops the maximum, so this is the global max */
     float mx = -INFINITY;
-    for (int i = 0; i < V; i++) {
-        float l = isnan(logits[i]) ? -INFINITY : logits[i];
-        c[i] = (struct cand){ l, i };
-        if (l > mx) mx = l;
-    }
-    if (mx == -INFINITY) {
-        for (int i = 0; i < V; i++) c[i].l = 0.0f;
+    for (size_t j = 0; j < n; j++) if (c[j].l > mx) mx = c[j].l;
+    if (mx == -INFINITY) {            /* nothing finite: all equally likely */
+        for (size_t j = 0; j < n; j++) c[j].l = 0.0f;
         mx = 0.0f;
-    } else if (mx == INFINITY) {
-        for (int i = 0; i < V; i++) c[i].l = c[i].l == INFINITY ? 0.0f : -INFINITY;
+    } else if (mx == INFINITY) {      /* the +inf tokens share the mass */
+        for (size_t j = 0; j < n; j++) c[j].l = c[j].l == INFINITY ? 0.0f : -INFINITY;
         mx = 0.0f;
     }
 
-    size_t n = (size_t)V;
-    if (s->p.top_k > 0 && (size_t)s->p.top_k < n) {
-        select_top(c, n, (size_t)s->p.top_k);
-        n = (size_t)s->p.top_k;
-    }
-
-    if (s->p.top_p < 1.0f && n > 1) {
-        double z = 0.0;
-        for (size_t j = 0; j < n; j++) z += expf(c[j].l - mx);
-        const double target = (double)s->p.top_p * z;
-        double cum = 0.0;
-        size_t sorted = 0, chunk = 64;
-        for (;;) {
-            size_t upto = n - sorted > chunk ? sorted + chunk : n;
-            if (upto < n) select_top(c + sorted, n - sorted, upto - sorted);
-            qsort(c + sorted, upto - sorted, sizeof *c, cand_cmp);
-            size_t j = sorted;
-            for (; j < upto; j++) {
-                cum += expf(c[j].l - mx);
-                if (cum >= target) break;
-            }
-            if (j < upto) { n = j + 1; break; }
-            sorted = upto;
-            if (sorted == n) break;   /* rounding kept the mass just short: keep all */
-            chunk *= 4;
-        }
-    }
+    if (s->p.top_p < 1.0f && n > 1) n = top_p_cut(s, c, n, mx);
 
     if (s->p.min_p > 0.0f) {
         const double thr = (double)mx + log((double)s->p.min_p);
@@ -213,16 +277,27 @@ void sprig_sampler_probs(sprig_sampler *s, const float *logits, float *probs)
         n = m;   /* the max always survives: l_max >= l_max + ln(min_p) */
     }
 
-    const double inv_t = 1.0 / (double)s->p.temp;
+    const float inv_t = 1.0f / s->p.temp;
     double z = 0.0;
     for (size_t j = 0; j < n; j++) {
-        float w = (float)exp(((double)c[j].l - (double)mx) * inv_t);
-        probs[c[j].id] = w;
+        float d = c[j].l - mx;   /* <= 0 */
+        float w = d == 0.0f ? 1.0f : expf(d * inv_t);
+        c[j].l = w;
         z += w;
     }
-    SPRIG_ASSERT(z >= 1.0);   /* the max contributes exp(0) = 1 */
+    SPRIG_ASSERT(n > 0 && z >= 1.0);   /* the max contributes exp(0) = 1 */
     const double inv_z = 1.0 / z;
-    for (size_t j = 0; j < n; j++) probs[c[j].id] = (float)(probs[c[j].id] * inv_z);
+    for (size_t j = 0; j < n; j++) c[j].l = (float)(c[j].l * inv_z);
+    return n;
+}
+
+void sprig_sampler_probs(sprig_sampler *s, const float *logits, float *probs)
+{
+    const int V = s->n_vocab;
+    memset(probs, 0, (size_t)V * sizeof *probs);
+    if (s->p.temp <= 0.0f) { probs[argmax(logits, V)] = 1.0f; return; }
+    size_t n = distribution(s, logits);
+    for (size_t j = 0; j < n; j++) probs[s->c[j].id] = s->c[j].l;
 }
 
 /* ------------------------------------------------------------- drawing */
@@ -250,11 +325,39 @@ int sprig_sample_from_probs(sprig_sampler *s, const float *probs, int n)
     return last;   /* u landed in the rounding gap at the very end */
 }
 
+static int id_cmp(const void *pa, const void *pb)
+{
+    const struct cand *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
 int sprig_sample(sprig_sampler *s, const float *logits)
 {
-    if (s->p.temp <= 0.0f) return argmax(logits, s->n_vocab);
-    sprig_sampler_probs(s, logits, s->probs);
-    return sprig_sample_from_probs(s, s->probs, s->n_vocab);
+    const int V = s->n_vocab;
+    if (s->p.temp <= 0.0f) return argmax(logits, V);
+    size_t n = distribution(s, logits);
+    struct cand *c = s->c;
+    if (n * 16 > (size_t)V) {
+        memset(s->probs, 0, (size_t)V * sizeof *s->probs);
+        for (size_t j = 0; j < n; j++) s->probs[c[j].id] = c[j].l;
+        return sprig_sample_from_probs(s, s->probs, V);
+    }
+    /* Few survivors: walk them in id order. The zero entries sprig_sample_from_probs
+     * would skip add nothing, so the sums, the uniform and the token are the same. */
+    qsort(c, n, sizeof *c, id_cmp);
+    double total = 0.0;
+    for (size_t j = 0; j < n; j++) if (c[j].l > 0.0f) total += c[j].l;
+    if (!(total > 0.0)) return c[0].id;   /* unreachable: the max has weight > 0 */
+    const double u = sprig_rng_uniform(&s->rng) * total;
+    double acc = 0.0;
+    int last = c[0].id;
+    for (size_t j = 0; j < n; j++) {
+        if (!(c[j].l > 0.0f)) continue;
+        acc += c[j].l;
+        last = c[j].id;
+        if (u < acc) return last;
+    }
+    return last;
 }
 
 double sprig_sampler_uniform(sprig_sampler *s)
