@@ -76,7 +76,9 @@ int vec_load(const char *path, struct vec_file *out)
         }
         if (!cur || cur->n_fields == VEC_MAX_FIELDS) continue;
         struct vec_field *fl = &cur->f[cur->n_fields++];
-        snprintf(fl->key, sizeof fl->key, "%s", line);
+        size_t kl = strnlen(line, sizeof fl->key - 1);
+        memcpy(fl->key, line, kl);
+        fl->key[kl] = 0;
         fl->text = json_unquote(rest);
         fl->n = -1;
         if (isdigit((unsigned char)rest[0])) {

@@ -1,0 +1,185 @@
+/*
+ * spec/target_llama — see target_llama.h.
+ */
+#include "spec/target_llama.h"
+#include "base/mem.h"
+#include "tensor/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct model_target {
+    sprig_target base;
+    sprig_ctx *ctx;
+    const sprig_model *m;
+    int max_rows;
+    float *logits;          /* [max_rows][n_vocab] */
+    float *hidden;          /* [max_rows][dim] captured final-norm rows */
+    float *state_hidden;    /* [dim] hidden at n_past - 1 */
+    float *mask;            /* [max_rows][n_ctx] tree mask with history */
+    int32_t pos[SPRIG_TREE_MAX];
+    int depths[SPRIG_TREE_MAX];
+} model_target;
+
+static void fill_rows(model_target *mt, int n, sprig_rows *rows)
+{
+    int V = mt->m->hp.n_vocab;
+    for (int i = 0; i < n; i++) {
+        const float *lg = mt->logits + (size_t)i * V;
+        if (rows->sampling) sprig_sampler_probs(rows->sampler, lg, rows->probs + (size_t)i * V);
+        else rows->argmax[i] = sprig_argmax(lg, V);
+    }
+}
+
+static void fill_state(model_target *mt, const float *h, sprig_target_state *st)
+{
+    int dim = mt->m->hp.dim;
+    memcpy(mt->state_hidden, h, (size_t)dim * sizeof(float));
+    st->n_past = sprig_kv_len(sprig_ctx_kv(mt->ctx));
+    st->hidden = mt->state_hidden;
+    st->n_embd = dim;
+    st->kv = sprig_ctx_kv(mt->ctx);
+}
+
+static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, sprig_rows *rows,
+                              sprig_target_state *st, sprig_error *err)
+{
+    model_target *mt = (model_target *)t;
+    sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
+    if (s) return s;
+    fill_rows(mt, 1, rows);
+    fill_state(mt, mt->hidden, st);
+    return SPRIG_OK;
+}
+
+static sprig_status check_rows(model_target *mt, int n, sprig_error *err)
+{
+    if (n < 1 || n > mt->max_rows || n > sprig_ctx_n_batch(mt->ctx))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "target: block of %d rows is outside [1, %d]", n,
+                         mt->max_rows < sprig_ctx_n_batch(mt->ctx) ? mt->max_rows : sprig_ctx_n_batch(mt->ctx));
+    return SPRIG_OK;
+}
+
+static sprig_status t_verify_forward(sprig_target *t, const int32_t *block, int n, sprig_rows *rows,
+                                     sprig_capture *cap, sprig_error *err)
+{
+    model_target *mt = (model_target *)t;
+    sprig_status s = check_rows(mt, n, err);
+    if (s) return s;
+    struct sprig_fwd f = { .n = n, .tokens = block, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
+    if ((s = sprig_forward(mt->ctx, &f, err))) return s;
+    fill_rows(mt, n, rows);
+    cap->block = n;
+    cap->tree = false;
+    cap->hidden = mt->hidden;
+    cap->priv = NULL;
+    return SPRIG_OK;
+}
+
+static sprig_status t_verify_finalize(sprig_target *t, int accepted, int n, sprig_capture *cap,
+                                      sprig_target_state *st, sprig_error *err)
+{
+    model_target *mt = (model_target *)t;
+    sprig_status s = sprig_kv_trim(sprig_ctx_kv(mt->ctx), n - accepted - 1, err);
+    if (s) return s;
+    fill_state(mt, cap->hidden + (size_t)accepted * mt->m->hp.dim, st);
+    return SPRIG_OK;
+}
+
+static bool t_tree_available(sprig_target *t, char *reason, size_t cap)
+{
+    model_target *mt = (model_target *)t;
+    return sprig_kv_can_gather(sprig_ctx_kv(mt->ctx), reason, cap);
+}
+
+static sprig_status t_verify_forward_tree(sprig_target *t, const sprig_tree *tree, sprig_rows *rows,
+                                          sprig_capture *cap, sprig_error *err)
+{
+    model_target *mt = (model_target *)t;
+    int n = tree->n;
+    sprig_status s = check_rows(mt, n, err);
+    if (s) return s;
+    int off = sprig_kv_len(sprig_ctx_kv(mt->ctx));
+    if (off + n > sprig_ctx_n_ctx(mt->ctx))
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "target: tree of %d nodes does not fit after %d cached tokens (context %d)",
+                         n, off, sprig_ctx_n_ctx(mt->ctx));
+    if ((s = sprig_tree_mask_with_history(tree, off, -1e9f, mt->mask, err))) return s;
+    sprig_tree_depths(tree, mt->depths);
+    for (int i = 0; i < n; i++) mt->pos[i] = off + mt->depths[i];
+    struct sprig_fwd f = { .n = n, .tokens = tree->tokens, .pos = mt->pos, .mask = mt->mask,
+                           .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
+    if ((s = sprig_forward(mt->ctx, &f, err))) return s;
+    fill_rows(mt, n, rows);
+    cap->block = n;
+    cap->tree = true;
+    cap->hidden = mt->hidden;
+    cap->priv = NULL;
+    return SPRIG_OK;
+}
+
+static sprig_status t_verify_finalize_tree(sprig_target *t, const int *path, int n_path, int n,
+                                           sprig_capture *cap, sprig_target_state *st, sprig_error *err)
+{
+    model_target *mt = (model_target *)t;
+    sprig_status s = sprig_kv_gather_within_tail(sprig_ctx_kv(mt->ctx), n, path, n_path, err);
+    if (s) return s;
+    fill_state(mt, cap->hidden + (size_t)path[n_path - 1] * mt->m->hp.dim, st);
+    return SPRIG_OK;
+}
+
+static const struct sprig_target_vt model_target_vt = {
+    .name = "model",
+    .prefill = t_prefill,
+    .verify_forward = t_verify_forward,
+    .verify_finalize = t_verify_finalize,
+    .tree_round_is_available = t_tree_available,
+    .verify_forward_tree = t_verify_forward_tree,
+    .verify_finalize_tree = t_verify_finalize_tree,
+};
+
+void sprig_model_target_free(sprig_target *t)
+{
+    model_target *mt = (model_target *)t;
+    if (!mt) return;
+    sprig_free_aligned(mt->logits);
+    sprig_free_aligned(mt->hidden);
+    sprig_free_aligned(mt->state_hidden);
+    sprig_free_aligned(mt->mask);
+    free(mt);
+}
+
+sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_error *err)
+{
+    const sprig_model *m = sprig_ctx_model(ctx);
+    if (max_rows < 1 || max_rows > SPRIG_TREE_MAX) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "target: max_rows %d is outside [1, %d]", max_rows, SPRIG_TREE_MAX);
+        return NULL;
+    }
+    if (max_rows > sprig_ctx_n_batch(ctx)) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "target: blocks of %d rows need a batch size of at least %d (have %d)",
+                  max_rows, max_rows, sprig_ctx_n_batch(ctx));
+        return NULL;
+    }
+    model_target *mt = calloc(1, sizeof *mt);
+    if (!mt) { sprig_err(err, SPRIG_E_NOMEM, "target: out of memory"); return NULL; }
+    mt->base.vt = &model_target_vt;
+    mt->base.n_vocab = m->hp.n_vocab;
+    mt->base.n_ctx = sprig_ctx_n_ctx(ctx);
+    int eos = sprig_tokenizer_eos(m->tok);
+    mt->base.n_eos = eos >= 0 ? 1 : 0;
+    mt->base.eos[0] = eos;
+    mt->ctx = ctx;
+    mt->m = m;
+    mt->max_rows = max_rows;
+    size_t V = (size_t)m->hp.n_vocab, D = (size_t)m->hp.dim, C = (size_t)sprig_ctx_n_ctx(ctx);
+    mt->logits = sprig_calloc_aligned((size_t)max_rows * V, sizeof(float));
+    mt->hidden = sprig_calloc_aligned((size_t)max_rows * D, sizeof(float));
+    mt->state_hidden = sprig_calloc_aligned(D, sizeof(float));
+    mt->mask = sprig_calloc_aligned((size_t)max_rows * C, sizeof(float));
+    if (!mt->logits || !mt->hidden || !mt->state_hidden || !mt->mask) {
+        sprig_model_target_free(&mt->base);
+        sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for %d rows", max_rows);
+        return NULL;
+    }
+    return &mt->base;
+}
