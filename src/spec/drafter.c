@@ -39,6 +39,11 @@ static sprig_status check_k(const sprig_drafter *d, int k, int max_nodes, sprig_
     return SPRIG_OK;
 }
 
+void sprig_drafter_free(sprig_drafter *d)
+{
+    if (d && d->vt && d->vt->destroy) d->vt->destroy(d);
+}
+
 sprig_status sprig_drafter_draft_block(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int n_vocab,
                                        sprig_draft *out, sprig_error *err)
 {

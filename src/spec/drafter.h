@@ -79,12 +79,17 @@ struct sprig_drafter_vt {
     sprig_status (*begin)(sprig_drafter *d, const sprig_draft_ctx *ctx, sprig_error *err);
     sprig_status (*accept)(sprig_drafter *d, const sprig_round_info *info, sprig_error *err);
     sprig_status (*accept_tree)(sprig_drafter *d, const sprig_round_info *info, sprig_error *err);
+    /* optional: release the drafter (sprig_drafter_free calls it) */
+    void (*destroy)(sprig_drafter *d);
 };
 
 /* Common header every drafter embeds first. */
 struct sprig_drafter {
     const struct sprig_drafter_vt *vt;
 };
+
+/* Release a drafter through its destroy slot (NULL-safe). */
+void sprig_drafter_free(sprig_drafter *d);
 
 /* Checked entry points. draft_block: clears *out (runner_up -1, margin 0)
  * before the call; checks 0 <= n <= k - 1 and every token (and runner-up)

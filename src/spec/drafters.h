@@ -1,0 +1,51 @@
+/*
+ * spec/drafters — the three drafters sprig ships, behind spec/drafter.h:
+ *
+ *   draft model  a separate small model with the target's exact vocabulary
+ *                (refused otherwise, naming the first differing token id);
+ *                it keeps its own KV cache and re-syncs it each round to the
+ *                longest prefix it shares with what the target accepted.
+ *   MTP head     an assistant head that drafts from the target's final-norm
+ *                hidden state and last-layer K/V (model/mtp.h); stateless.
+ *   n-gram       prompt lookup over everything emitted so far (spec/ngram.h);
+ *                no model at all.
+ * Model drafters report each step's runner-up token and top-2 margin, so a
+ * branching tree (`--tree-branches N`) costs no extra drafter forwards.
+ * Drafts are argmax (deterministic) even when the session samples: the
+ * lossless acceptance treats each draft as proposed with probability one.
+ */
+#ifndef SPRIG_SPEC_DRAFTERS_H
+#define SPRIG_SPEC_DRAFTERS_H
+
+#include "model/model.h"
+#include "spec/drafter.h"
+
+/* Loads the draft model from `path`; n_ctx = slots for its cache (>= the
+ * target's context plus one block). The pool is borrowed. */
+sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *target, sprig_pool *pool,
+                                        int n_ctx, sprig_error *err);
+/* Loads an MTP head from `path` and checks it fits `target`. */
+sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *target, sprig_pool *pool,
+                                      int n_ctx, sprig_error *err);
+/* n-gram sizes [n_min, n_max] (1..8); capacity = the context size. */
+sprig_drafter *sprig_draft_ngram_create(int n_min, int n_max, int capacity, sprig_error *err);
+
+/* Two vocabularies are the same if they have the same size and, for every
+ * id, the same piece bytes and token type. Returns -1 when equal, else the
+ * first differing id (or the smaller size when only the sizes differ). */
+int sprig_vocab_first_difference(const sprig_tokenizer *a, const sprig_tokenizer *b);
+
+/* Best and second-best of x[n] (first index on ties) and their gap. */
+static inline void sprig_top2(const float *x, int n, int32_t *best, int32_t *second, float *margin)
+{
+    int b = 0, s = -1;
+    for (int i = 1; i < n; i++) {
+        if (x[i] > x[b]) { s = b; b = i; }
+        else if (s < 0 || x[i] > x[s]) s = i;
+    }
+    *best = b;
+    *second = s;
+    *margin = s >= 0 ? x[b] - x[s] : 0.0f;
+}
+
+#endif
