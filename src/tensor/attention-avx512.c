@@ -2,27 +2,36 @@
  * tensor/attention-avx512 — the AVX-512 work-item kernel of sprig_attention.
  *
  * One item = up to 64 rows (query x head pairs) of one kv head. Per lane it
- * performs exactly the operations of sprig_attention_ref (attention.c):
- *   scores  lanes = rows: qt[d][rows] (the item's queries transposed once)
- *           times the broadcast key element k_j[d], fmadd for d = 0..hd-1 in
- *           order — each lane is the reference's sequential fmaf chain; then
- *           * scale, + mask (gathered per lane), masked max.
- *   softmax lanes = rows: p = exp(s - mx) (sprig_expf_poly on 16 lanes),
- *           p = 0 past a row's causal limit, sum += p in key order.
- *   values  lanes = d: o_r += p_rj * v_j for j in key order, skipped when
- *           p_rj == 0; the accumulators live in registers for 4 rows x 64
- *           dims, are stored back to out between V tiles (exact), and are
- *           divided by the row's sum at the end.
- * Keys are streamed once per item; f16 keys/values are converted with
- * vcvtph2ps (identical to sprig_f16_to_f32). Several keys are in flight in
- * the score loop so the fmadd chains overlap.
+ * performs exactly the operations of sprig_attention_ref (attention.c), so
+ * the output is bit-identical to it; only the lane assignment differs:
+ *
+ * scores, many rows (> 8): lanes = rows. qt[d][rows] (the item's queries
+ *   transposed once) times the broadcast key element k_j[d], fmadd for
+ *   d = 0..hd-1 in order: each lane is the reference's fmaf chain. Then
+ *   * scale, + mask (gathered per lane), masked max; stored as P[j][rows].
+ * scores, few rows (<= 8, e.g. one decoded token): lanes = keys. 16 keys are
+ *   transposed in registers to kt[d][keys] and each row's broadcast q[d]
+ *   meets 16 keys per fmadd — again one sequential fmaf chain per lane, with
+ *   a quarter of the fmadds the row layout would spend on 4 rows. Scores go
+ *   to a row-major buffer, exp runs 16 keys per vector, and the
+ *   probabilities are transposed into P[j][8].
+ * softmax: p = exp(s - mx) (sprig_expf_poly on 16 lanes), 0 past a row's
+ *   causal limit.
+ * values: lanes = d. For key j in order and each block of 4 rows:
+ *   sum_r += p_rj (0 adds nothing), and o_r += p_rj * v_j unless p_rj == 0;
+ *   4 rows x 64 dims of accumulators live in registers across a V tile and
+ *   are stored to out between tiles (exact). Finally o_r / sum_r.
+ * Keys/values are streamed once per item; f16 rows are converted with
+ * vcvtph2ps (identical to sprig_f16_to_f32).
  */
 #include "tensor/attention.h"
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 
 #define AI static inline __attribute__((always_inline))
+#define PF_KEYS 64   /* software prefetch distance of the few-rows key stream, in keys */
 
 /* sprig_expf_poly on 16 lanes (the scheme is in ops.c). */
 AI __m512 exp16(__m512 x)
@@ -49,7 +58,10 @@ AI __m512 exp16(__m512 x)
     return _mm512_maskz_mul_ps((__mmask16)~zero, y, _mm512_castsi512_ps(eb));
 }
 
-static inline __mmask16 tail_mask(int n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1); }
+static inline __mmask16 tail_mask(int n)
+{
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
 
 /* Convert one f16 row of hd elements to f32. */
 static inline void f16_row(float *dst, const uint16_t *src, int hd)
@@ -78,16 +90,20 @@ struct item {
     sprig_attn_work w;
     int g, nr, rp, jmax, open;
     const float *mbase;            /* mask row of the item's first query */
+    float *P;                      /* [jmax][pstride] probabilities */
+    int pstride;
     _Alignas(64) int32_t lim[SPRIG_ATTN_ROWS];
     _Alignas(64) int32_t midx[SPRIG_ATTN_ROWS];
     _Alignas(64) float sum[SPRIG_ATTN_ROWS];
+    _Alignas(64) float mx[SPRIG_ATTN_ROWS];
     float *orow[SPRIG_ATTN_ROWS];
 };
 
-/* ---------------------------------------------------------------- scores */
+/* ---------------------------------------------------------------- scores, many rows */
 
-/* Scores of NV row vectors against KK keys at a time; leaves the row maxima in mxo. */
-AI void scores(struct item *it, __m512 *mxo, const int NV, const int KK)
+/* lanes = rows: NV row vectors against KK keys at a time; scores to P[j][rp],
+ * row maxima to it->mx. */
+AI void scores_rows(struct item *it, const int NV, const int KK)
 {
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, rp = it->rp, jmax = it->jmax;
@@ -97,7 +113,7 @@ AI void scores(struct item *it, __m512 *mxo, const int NV, const int KK)
     __m512i lv[4], mi[4];
     __mmask16 live[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < 4; v++) {
         mx[v] = _mm512_set1_ps(-INFINITY);
         lv[v] = _mm512_load_si512(it->lim + 16 * v);
         mi[v] = _mm512_load_si512(it->midx + 16 * v);
@@ -118,9 +134,9 @@ AI void scores(struct item *it, __m512 *mxo, const int NV, const int KK)
         }
         __m512 acc[8][4];
 #pragma GCC unroll 8
-        for (int kk = 0; kk < KK; kk++)
+        for (int kk = 0; kk < 8; kk++)
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[kk][v] = _mm512_setzero_ps();
+            for (int v = 0; v < 4; v++) acc[kk][v] = _mm512_setzero_ps();
         const float *qt = it->w.qt;
         for (int d = 0; d < hd; d++, qt += rp) {
             __m512 qv[4];
@@ -138,7 +154,7 @@ AI void scores(struct item *it, __m512 *mxo, const int NV, const int KK)
             if (kk >= kn) break;
             const int j = j0 + kk;
             const __m512i jv = _mm512_set1_epi32(j);
-            float *sj = it->w.sc + (size_t)j * (size_t)rp;
+            float *sj = it->P + (size_t)j * (size_t)rp;
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
                 __m512 s = _mm512_mul_ps(acc[kk][v], scale);
@@ -154,45 +170,180 @@ AI void scores(struct item *it, __m512 *mxo, const int NV, const int KK)
         }
     }
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) mxo[v] = mx[v];
+    for (int v = 0; v < NV; v++) _mm512_store_ps(it->mx + 16 * v, mx[v]);
 }
 
-/* ---------------------------------------------------------------- softmax */
-
-AI void softmax(struct item *it, const __m512 *mx, const int NV)
+/* lanes = rows: p = exp(s - mx) in place, 0 past each row's limit. */
+AI void softmax_rows(struct item *it, const int NV)
 {
     const int rp = it->rp, jmax = it->jmax;
-    __m512 sum[4];
+    __m512 mx[4];
     __m512i lv[4];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) {
-        sum[v] = _mm512_setzero_ps();
+    for (int v = 0; v < 4; v++) {
+        mx[v] = _mm512_load_ps(it->mx + 16 * v);
         lv[v] = _mm512_load_si512(it->lim + 16 * v);
     }
-    float *sj = it->w.sc;
+    float *sj = it->P;
     for (int j = 0; j < jmax; j++, sj += rp) {
         const __m512i jv = _mm512_set1_epi32(j);
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             const __m512 s = _mm512_load_ps(sj + 16 * v);
             const __mmask16 ok = _mm512_cmpgt_epi32_mask(lv[v], jv);
-            const __m512 p = _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(s, mx[v])));
-            sum[v] = _mm512_add_ps(sum[v], p);
-            _mm512_store_ps(sj + 16 * v, p);
+            _mm512_store_ps(sj + 16 * v, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(s, mx[v]))));
         }
     }
+}
+
+/* ---------------------------------------------------------------- scores, few rows */
+
+/* In-register 16x16 transpose: r[k] = row k in, r[d] = column d out. */
+AI void transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) _mm512_store_ps(it->sum + 16 * v, sum[v]);
+    for (int g = 0; g < 4; g++) {
+        t[4 * g + 0] = _mm512_unpacklo_ps(r[4 * g + 0], r[4 * g + 1]);
+        t[4 * g + 1] = _mm512_unpackhi_ps(r[4 * g + 0], r[4 * g + 1]);
+        t[4 * g + 2] = _mm512_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
+        t[4 * g + 3] = _mm512_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+        /* u[4g+e]: per 128-bit lane L, element 4L+e of rows 4g..4g+3 */
+        u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[4 * g + 0]), _mm512_castps_pd(t[4 * g + 2])));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[4 * g + 0]), _mm512_castps_pd(t[4 * g + 2])));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[4 * g + 1]), _mm512_castps_pd(t[4 * g + 3])));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[4 * g + 1]), _mm512_castps_pd(t[4 * g + 3])));
+    }
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; e++) {   /* 4x4 transpose of 128-bit lanes across the groups */
+        const __m512 x0 = _mm512_shuffle_f32x4(u[0 + e], u[4 + e], 0x44);
+        const __m512 x1 = _mm512_shuffle_f32x4(u[0 + e], u[4 + e], 0xEE);
+        const __m512 x2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
+        const __m512 x3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xEE);
+        r[0 + e] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+        r[4 + e] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+        r[8 + e] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+        r[12 + e] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+    }
+}
+
+/* Load keys [j, j + kn) (kn <= 16), dims [d0, d0 + 16) of the item's kv
+ * head and transpose them: r[e] = dim d0+e of the 16 keys (0 past kn or hd). */
+AI void key_columns(const struct item *it, __m512 r[16], int j, int kn, int d0)
+{
+    const sprig_attn_args *a = it->a;
+    const int hd = a->hd;
+    const bool f16 = a->kv_type == SPRIG_TYPE_F16;
+    const size_t es = f16 ? 2 : 4, rs = (size_t)a->kv_stride * es;
+    const char *b = (const char *)a->k + ((size_t)j * (size_t)a->kv_stride + (size_t)it->g * (size_t)hd + (size_t)d0) * es;
+    const int pf = a->n_keys - j - PF_KEYS;          /* keys k < pf have a row PF_KEYS ahead */
+    const __mmask16 dm = tail_mask(hd - d0);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++) {
+        if (k < pf && k < kn) _mm_prefetch(b + (size_t)(k + PF_KEYS) * rs, _MM_HINT_T0);
+        r[k] = k >= kn ? _mm512_setzero_ps()
+             : f16 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(dm, b + (size_t)k * rs))
+                   : _mm512_maskz_loadu_ps(dm, b + (size_t)k * rs);
+    }
+    transpose16(r);
+}
+
+/* Transpose 4 rows of 16 keys (s[r] = keys j..j+kn of row r) into
+ * P[j+k][rbase..rbase+3], P with row stride ps floats. */
+AI void store_rows4(float *P, size_t ps, const __m512 s[4], int j, int kn, int rbase)
+{
+    const __m512 t0 = _mm512_unpacklo_ps(s[0], s[1]), t1 = _mm512_unpackhi_ps(s[0], s[1]);
+    const __m512 t2 = _mm512_unpacklo_ps(s[2], s[3]), t3 = _mm512_unpackhi_ps(s[2], s[3]);
+    __m512 u[4];
+    u[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    u[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    u[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    u[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    float *base = P + (size_t)j * ps + rbase;
+#pragma GCC unroll 4
+    for (int L = 0; L < 4; L++)
+#pragma GCC unroll 4
+        for (int e = 0; e < 4; e++) {
+            const int k = 4 * L + e;   /* u[e] lane L holds key 4L+e */
+            if (k < kn) _mm_store_ps(base + (size_t)k * ps, _mm512_extractf32x4_ps(u[e], L));
+        }
+}
+
+/* lanes = keys, for items of at most NR (4 or 8) rows: scores to the
+ * row-major buffer S[r][n_keys], row maxima to it->mx. */
+AI void scores_few(struct item *it, float *S, const int NR)
+{
+    const sprig_attn_args *a = it->a;
+    const int hd = a->hd, rp = it->rp, jmax = it->jmax;
+    const size_t nk = (size_t)a->n_keys;
+    const __m512 scale = _mm512_set1_ps(a->scale);
+    __m512 mx[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) mx[r] = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < jmax; j += 16) {
+        const int kn = jmax - j < 16 ? jmax - j : 16;
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
+        for (int d0 = 0; d0 < hd; d0 += 16) {
+            __m512 kc[16];
+            key_columns(it, kc, j, kn, d0);
+            const float *qt = it->w.qt + (size_t)d0 * (size_t)rp;
+#pragma GCC unroll 16
+            for (int e = 0; e < 16; e++) {
+                if (d0 + e >= hd) break;
+#pragma GCC unroll 8
+                for (int r = 0; r < NR; r++)
+                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(qt[(size_t)e * (size_t)rp + r]), kc[e], acc[r]);
+            }
+        }
+        const __mmask16 km = tail_mask(kn);
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; r++) {
+            if (r >= it->nr) break;
+            __m512 s = _mm512_mul_ps(acc[r], scale);
+            if (it->mbase && j + kn > it->open)
+                s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(km, it->mbase + it->midx[r] + j));
+            mx[r] = _mm512_mask_max_ps(mx[r], tail_mask(it->lim[r] - j), s, mx[r]);
+            _mm512_mask_storeu_ps(S + (size_t)r * nk + j, km, s);
+        }
+    }
+    for (int r = 0; r < NR; r++) it->mx[r] = r < it->nr ? _mm512_reduce_max_ps(mx[r]) : -INFINITY;
+}
+
+/* lanes = keys: p = exp(s - mx) for rows [0, NR), transposed into P[j][8]. */
+static void softmax_few(struct item *it, const float *S, int NR)
+{
+    const int jmax = it->jmax;
+    const size_t nk = (size_t)it->a->n_keys;
+    for (int rb = 0; rb < NR; rb += 4) {
+        __m512 mx[4];
+        for (int r = 0; r < 4; r++) mx[r] = _mm512_set1_ps(it->mx[rb + r]);
+        for (int j = 0; j < jmax; j += 16) {
+            const int kn = jmax - j < 16 ? jmax - j : 16;
+            __m512 p[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                const int row = rb + r;
+                if (row >= it->nr) { p[r] = _mm512_setzero_ps(); continue; }
+                const __m512 s = _mm512_maskz_loadu_ps(tail_mask(kn), S + (size_t)row * nk + j);
+                p[r] = _mm512_maskz_mov_ps(tail_mask(it->lim[row] - j), exp16(_mm512_sub_ps(s, mx[r])));
+            }
+            store_rows4(it->P, 8, p, j, kn, rb);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- values */
 
 #define RB 4   /* rows per register block */
 
-/* o_r[c0 .. c0+16*NC) += p_rj * v_j[...] for keys [j0, j1) of a V tile. */
+/* For keys [j0, j1) of a V tile: o_r[c0 .. c0+16*NC) += p_rj * v_j[...];
+ * on the first column chunk also sum_r += p_rj. */
 AI void pv_chunk(struct item *it, const float *const *vp, int j0, int j1, int c0, __mmask16 last, const int NC)
 {
-    const int rp = it->rp;
+    const size_t ps = (size_t)it->pstride;
+    const __m128 zero = _mm_setzero_ps();
     for (int rb = 0; rb < it->nr; rb += RB) {
         float *o[RB];
         __m512 acc[RB][4];
@@ -200,25 +351,40 @@ AI void pv_chunk(struct item *it, const float *const *vp, int j0, int j1, int c0
         for (int r = 0; r < RB; r++) {
             o[r] = it->orow[rb + r] + c0;
 #pragma GCC unroll 4
-            for (int c = 0; c < NC; c++)
-                acc[r][c] = _mm512_maskz_loadu_ps(c == NC - 1 ? last : (__mmask16)0xFFFF, o[r] + 16 * c);
+            for (int c = 0; c < 4; c++)
+                acc[r][c] = c < NC ? _mm512_maskz_loadu_ps(c == NC - 1 ? last : (__mmask16)0xFFFF, o[r] + 16 * c)
+                                   : _mm512_setzero_ps();
         }
-        const float *pj = it->w.sc + (size_t)j0 * (size_t)rp + rb;
-        for (int j = j0; j < j1; j++, pj += rp) {
+        __m128 sum = _mm_load_ps(it->sum + rb);
+        const float *pj = it->P + (size_t)j0 * ps + rb;
+        for (int j = j0; j < j1; j++, pj += ps) {
+            const __m128 p4 = _mm_load_ps(pj);
+            if (c0 == 0) sum = _mm_add_ps(sum, p4);
+            const __mmask8 nz = _mm_cmp_ps_mask(p4, zero, _CMP_NEQ_UQ);
+            if (!nz) continue;
             const float *v = vp[j - j0] + c0;
             __m512 vv[4];
 #pragma GCC unroll 4
             for (int c = 0; c < NC; c++)
                 vv[c] = _mm512_maskz_loadu_ps(c == NC - 1 ? last : (__mmask16)0xFFFF, v + 16 * c);
+            if (nz == 0xF) {
 #pragma GCC unroll 4
-            for (int r = 0; r < RB; r++) {
-                const float p = pj[r];
-                if (p == 0.0f) continue;
-                const __m512 pb = _mm512_set1_ps(p);
+                for (int r = 0; r < RB; r++) {
+                    const __m512 pb = _mm512_set1_ps(pj[r]);
 #pragma GCC unroll 4
-                for (int c = 0; c < NC; c++) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+                    for (int c = 0; c < NC; c++) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int r = 0; r < RB; r++) {
+                    if (!(nz >> r & 1)) continue;
+                    const __m512 pb = _mm512_set1_ps(pj[r]);
+#pragma GCC unroll 4
+                    for (int c = 0; c < NC; c++) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+                }
             }
         }
+        if (c0 == 0) _mm_store_ps(it->sum + rb, sum);
 #pragma GCC unroll 4
         for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
@@ -234,6 +400,7 @@ static void values(struct item *it)
     const int64_t voff = (int64_t)it->g * hd;
     for (int r = 0; r < it->nr; r++)
         for (int d = 0; d < hd; d += 16) _mm512_mask_storeu_ps(it->orow[r] + d, tail_mask(hd - d), _mm512_setzero_ps());
+    for (int r = 0; r < SPRIG_ATTN_ROWS; r++) it->sum[r] = 0.0f;
     const float *vp[SPRIG_ATTN_TV];
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
@@ -282,21 +449,21 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
     sprig_attn_work_split(slot, (size_t)it.rp, (size_t)nk, &it.w);
     const int i_first = r0 / group, i_last = (r0 + nr - 1) / group;
     it.jmax = 0;
-    for (int r = 0; r < it.rp; r++) {
-        float *qt = it.w.qt + r;
+    for (int r = 0; r < SPRIG_ATTN_ROWS; r++) {
         if (r < nr) {
             const int R = r0 + r, i = R / group, h = g * group + R % group;
             it.lim[r] = a->mask ? nk : nk - n + i + 1;
             it.midx[r] = (i - i_first) * nk;
             it.orow[r] = a->out + i * qd + (int64_t)h * hd;
             const float *q = a->q + i * qd + (int64_t)h * hd;
-            for (int d = 0; d < hd; d++) qt[(size_t)d * (size_t)it.rp] = q[d];
+            for (int d = 0; d < hd; d++) it.w.qt[(size_t)d * (size_t)it.rp + r] = q[d];
             if (it.lim[r] > it.jmax) it.jmax = it.lim[r];
         } else {
             it.lim[r] = 0;
             it.midx[r] = 0;
             it.orow[r] = it.w.dummy;
-            for (int d = 0; d < hd; d++) qt[(size_t)d * (size_t)it.rp] = 0.0f;
+            if (r < it.rp)
+                for (int d = 0; d < hd; d++) it.w.qt[(size_t)d * (size_t)it.rp + r] = 0.0f;
         }
     }
     it.mbase = a->mask ? a->mask + (int64_t)i_first * nk : NULL;
@@ -307,12 +474,22 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
             if (z < it.open) it.open = z;
         }
 
-    __m512 mx[4];
-    switch (it.rp / 16) {
-    case 1: scores(&it, mx, 1, 8); softmax(&it, mx, 1); break;
-    case 2: scores(&it, mx, 2, 6); softmax(&it, mx, 2); break;
-    case 3: scores(&it, mx, 3, 4); softmax(&it, mx, 3); break;
-    default: scores(&it, mx, 4, 4); softmax(&it, mx, 4); break;
+    if (nr <= 8) {
+        /* sc (16 * n_keys floats) = P [n_keys][8], then S [8][n_keys] */
+        it.P = it.w.sc;
+        it.pstride = 8;
+        float *S = it.w.sc + (size_t)8 * (size_t)nk;
+        if (nr <= 4) { scores_few(&it, S, 4); softmax_few(&it, S, 4); }
+        else { scores_few(&it, S, 8); softmax_few(&it, S, 8); }
+    } else {
+        it.P = it.w.sc;
+        it.pstride = it.rp;
+        switch (it.rp / 16) {
+        case 1: scores_rows(&it, 1, 8); softmax_rows(&it, 1); break;
+        case 2: scores_rows(&it, 2, 6); softmax_rows(&it, 2); break;
+        case 3: scores_rows(&it, 3, 4); softmax_rows(&it, 3); break;
+        default: scores_rows(&it, 4, 4); softmax_rows(&it, 4); break;
+        }
     }
     values(&it);
 }

@@ -338,7 +338,8 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
 
     int nth = SPRIG_MIN(nth_pool, J.n_items);
     if (a->scratch_floats) {
-        const size_t fit = (a->scratch_floats - 16) / J.slot_floats;
+        const size_t off = (size_t)(J.base - a->scratch);
+        const size_t fit = a->scratch_floats > off ? (a->scratch_floats - off) / J.slot_floats : 0;
         if (fit < 1)
             sprig_abort(__FILE__, __LINE__, "attention: scratch_floats %zu holds no work slot of %zu floats",
                         a->scratch_floats, J.slot_floats);
