@@ -20,6 +20,7 @@
  */
 #include "test.h"
 #include "tokenizer/tokenizer.h"
+#include "gguf.h"
 #include "base/rng.h"
 #include "base/timer.h"
 
@@ -1018,9 +1019,191 @@ static void test_duplicates_first_wins(void)
     sprig_tokenizer_free(t);
 }
 
-static void test_from_gguf(void)
+/* ---------------------------------------------------------------- from GGUF */
+
+static bool same_vocab(const sprig_tokenizer *t, const char *what)
 {
-    /* added when the GGUF reader lands */
+    bool ok = sprig_tokenizer_n_vocab(t) == g_v.n && sprig_tokenizer_bos(t) == 1 && sprig_tokenizer_eos(t) == 2 &&
+              sprig_tokenizer_unk(t) == 0 && sprig_tokenizer_add_bos(t) && sprig_tokenizer_add_space_prefix(t);
+    int bad = -1;
+    for (int i = 0; ok && i < g_v.n; i++) {
+        size_t len;
+        const char *p = sprig_tokenizer_piece(t, i, &len);
+        if (!p || len != g_v.lens[i] || memcmp(p, g_v.pieces[i], len) || sprig_tokenizer_score(t, i) != g_v.scores[i] ||
+            sprig_tokenizer_type(t, i) != g_v.types[i]) { ok = false; bad = i; }
+    }
+    if (!ok) fprintf(stderr, "  %s: vocabulary differs from tok512.bin (first at token %d)\n", what, bad);
+    return ok;
+}
+
+static void test_from_gguf_models(void)
+{
+    static const char *const files[] = { "models/stories260K.gguf", "models/stories-draft.gguf", "models/stories-mtp.gguf" };
+    sprig_rng r;
+    sprig_rng_seed(&r, 404);
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        sprig_error err = { 0 };
+        sprig_gguf *g = sprig_gguf_open(test_shared(files[f]), &err);
+        CHECKF(g != NULL, "%s", err.msg);
+        if (!g) continue;
+        sprig_tokenizer *t = sprig_tokenizer_from_gguf(g, &err);
+        CHECKF(t != NULL, "%s", err.msg);
+        if (t) {
+            CHECKF(same_vocab(t, files[f]), "%s", files[f]);
+            /* same ids as the tok512.bin vocabulary on random text */
+            int diff = 0;
+            for (int it = 0; it < (test_quick() ? 50 : 500); it++) {
+                char text[2048];
+                int32_t a[8192], b[8192];
+                size_t n = random_text(&r, text, 100, it % 2 == 1);
+                int na = sprig_tokenize(t, text, n, true, a, 8192, NULL);
+                int nb = sprig_tokenize(g_tok, text, n, true, b, 8192, NULL);
+                if (na != nb || memcmp(a, b, (size_t)(na > 0 ? na : 0) * sizeof *a)) diff++;
+            }
+            CHECK_EQ_INT(diff, 0);
+            int32_t ids[16];
+            CHECK_EQ_INT(sprig_tokenize(t, "Once upon a time", 16, true, ids, 16, &err), 5);
+            CHECK(ids[0] == 1 && ids[1] == 403 && ids[2] == 407 && ids[3] == 261 && ids[4] == 378);
+        }
+        sprig_tokenizer_free(t);
+        sprig_gguf_close(g);
+    }
+}
+
+/* What to break in a written vocabulary file. */
+enum gbreak {
+    GB_NONE, GB_MODEL_GPT2, GB_MODEL_MISSING, GB_MODEL_U32, GB_TOKENS_I32, GB_TOKENS_MISSING, GB_TOKENS_EMPTY,
+    GB_SCORES_SHORT, GB_SCORES_I32, GB_TYPES_LONG, GB_TYPES_F32, GB_TYPE_VALUE, GB_TYPE_BYTE_ON_NORMAL,
+    GB_BOS_RANGE, GB_BOS_NONE, GB_EOS_NEG, GB_UNK_STR, GB_NO_OPTIONALS, GB_FLAGS_OFF, GB_FLAG_U32, GB_NAN_SCORE,
+};
+
+static sprig_gguf *write_vocab(enum gbreak b, sprig_error *err)
+{
+    sprig_gguf_writer *w = sprig_gguf_writer_create(err);
+    if (!w) return NULL;
+    int n = g_v.n;
+    if (b == GB_MODEL_GPT2) sprig_gguf_w_str(w, "tokenizer.ggml.model", "gpt2", 4, err);
+    else if (b == GB_MODEL_U32) sprig_gguf_w_u32(w, "tokenizer.ggml.model", 7, err);
+    else if (b != GB_MODEL_MISSING) sprig_gguf_w_str(w, "tokenizer.ggml.model", "llama", 5, err);
+    if (b == GB_TOKENS_I32) sprig_gguf_w_arr(w, "tokenizer.ggml.tokens", SPRIG_GGUF_I32, g_v.types, (uint64_t)n, err);
+    else if (b == GB_TOKENS_EMPTY) sprig_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)g_v.pieces, g_v.lens, 0, err);
+    else if (b != GB_TOKENS_MISSING)
+        sprig_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)g_v.pieces, g_v.lens, (uint64_t)n, err);
+    float scores[512];
+    memcpy(scores, g_v.scores, sizeof scores);
+    if (b == GB_NAN_SCORE) scores[77] = NAN;
+    if (b == GB_SCORES_I32) sprig_gguf_w_arr(w, "tokenizer.ggml.scores", SPRIG_GGUF_I32, g_v.types, (uint64_t)n, err);
+    else if (b != GB_NO_OPTIONALS)
+        sprig_gguf_w_arr(w, "tokenizer.ggml.scores", SPRIG_GGUF_F32, scores, (uint64_t)(b == GB_SCORES_SHORT ? n - 1 : n), err);
+    int32_t types[513];
+    memcpy(types, g_v.types, 512 * sizeof *types);
+    types[512] = 1;
+    if (b == GB_TYPE_VALUE) types[100] = 7;
+    if (b == GB_TYPE_BYTE_ON_NORMAL) types[300] = SPRIG_TOKEN_BYTE;
+    if (b == GB_TYPES_F32) sprig_gguf_w_arr(w, "tokenizer.ggml.token_type", SPRIG_GGUF_F32, scores, (uint64_t)n, err);
+    else if (b != GB_NO_OPTIONALS)
+        sprig_gguf_w_arr(w, "tokenizer.ggml.token_type", SPRIG_GGUF_I32, types, (uint64_t)(b == GB_TYPES_LONG ? n + 1 : n), err);
+    if (b == GB_BOS_RANGE) sprig_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 512, err);
+    else if (b == GB_BOS_NONE) sprig_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 0xFFFFFFFFu, err);
+    else if (b != GB_NO_OPTIONALS) sprig_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1, err);
+    if (b == GB_EOS_NEG) sprig_gguf_w_i32(w, "tokenizer.ggml.eos_token_id", -5, err);
+    else if (b != GB_NO_OPTIONALS) sprig_gguf_w_i32(w, "tokenizer.ggml.eos_token_id", 2, err);
+    if (b == GB_UNK_STR) sprig_gguf_w_str(w, "tokenizer.ggml.unknown_token_id", "0", 1, err);
+    else if (b != GB_NO_OPTIONALS) sprig_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0, err);
+    if (b == GB_FLAGS_OFF) {
+        sprig_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", false, err);
+        sprig_gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", false, err);
+    }
+    if (b == GB_FLAG_U32) sprig_gguf_w_u32(w, "tokenizer.ggml.add_bos_token", 1, err);
+    static int k;
+    char name[64];
+    snprintf(name, sizeof name, "vocab-%d.gguf", k++);
+    const char *path = test_tmpfile(name);
+    sprig_status st = sprig_gguf_writer_write(w, path, err);
+    sprig_gguf_writer_free(w);
+    if (st != SPRIG_OK) return NULL;
+    return sprig_gguf_open(path, err);
+}
+
+static void test_from_gguf_hostile(void)
+{
+    static const struct { enum gbreak b; sprig_status code; const char *needle; } cases[] = {
+        { GB_MODEL_GPT2, SPRIG_E_UNSUPPORTED, "\"gpt2\"" },
+        { GB_MODEL_MISSING, SPRIG_E_FORMAT, "tokenizer.ggml.model" },
+        { GB_MODEL_U32, SPRIG_E_FORMAT, "tokenizer.ggml.model" },
+        { GB_TOKENS_I32, SPRIG_E_FORMAT, "tokenizer.ggml.tokens" },
+        { GB_TOKENS_MISSING, SPRIG_E_FORMAT, "tokenizer.ggml.tokens" },
+        { GB_TOKENS_EMPTY, SPRIG_E_FORMAT, "tokenizer.ggml.tokens" },
+        { GB_SCORES_SHORT, SPRIG_E_FORMAT, "tokenizer.ggml.scores" },
+        { GB_SCORES_I32, SPRIG_E_FORMAT, "tokenizer.ggml.scores" },
+        { GB_TYPES_LONG, SPRIG_E_FORMAT, "tokenizer.ggml.token_type" },
+        { GB_TYPES_F32, SPRIG_E_FORMAT, "tokenizer.ggml.token_type" },
+        { GB_TYPE_VALUE, SPRIG_E_FORMAT, "tokenizer.ggml.token_type'[100]" },
+        { GB_TYPE_BYTE_ON_NORMAL, SPRIG_E_FORMAT, "tokens[300]" },
+        { GB_BOS_RANGE, SPRIG_E_FORMAT, "tokenizer.ggml.bos_token_id" },
+        { GB_EOS_NEG, SPRIG_E_FORMAT, "tokenizer.ggml.eos_token_id" },
+        { GB_UNK_STR, SPRIG_E_FORMAT, "tokenizer.ggml.unknown_token_id" },
+        { GB_FLAG_U32, SPRIG_E_FORMAT, "tokenizer.ggml.add_bos_token" },
+        { GB_NAN_SCORE, SPRIG_E_FORMAT, "scores[77]" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sprig_error err = { 0 };
+        sprig_gguf *g = write_vocab(cases[i].b, &err);
+        CHECKF(g != NULL, "case %zu: %s", i, err.msg);
+        if (!g) continue;
+        memset(&err, 0, sizeof err);
+        sprig_tokenizer *t = sprig_tokenizer_from_gguf(g, &err);
+        CHECKF(t == NULL && err.code == cases[i].code && strstr(err.msg, cases[i].needle) && strstr(err.msg, "vocab-"),
+               "case %zu: code %d: %s", i, (int)err.code, err.msg);
+        sprig_tokenizer_free(t);
+        sprig_gguf_close(g);
+    }
+    sprig_error err = { 0 };
+    CHECK(sprig_tokenizer_from_gguf(NULL, &err) == NULL && err.code == SPRIG_E_INVALID_ARG);
+
+    /* the unbroken file, and the accepted variants */
+    sprig_gguf *g = write_vocab(GB_NONE, &err);
+    sprig_tokenizer *t = g ? sprig_tokenizer_from_gguf(g, &err) : NULL;
+    CHECKF(t && same_vocab(t, "written"), "%s", err.msg);
+    sprig_tokenizer_free(t);
+    sprig_gguf_close(g);
+
+    g = write_vocab(GB_BOS_NONE, &err);
+    t = g ? sprig_tokenizer_from_gguf(g, &err) : NULL;
+    CHECKF(t && sprig_tokenizer_bos(t) == -1, "%s", err.msg);
+    int32_t ids[8];
+    CHECK_EQ_INT(sprig_tokenize(t, "a", 1, true, ids, 8, &err), -1);   /* no BOS to add */
+    sprig_tokenizer_free(t);
+    sprig_gguf_close(g);
+
+    g = write_vocab(GB_FLAGS_OFF, &err);
+    t = g ? sprig_tokenizer_from_gguf(g, &err) : NULL;
+    CHECKF(t && !sprig_tokenizer_add_bos(t) && !sprig_tokenizer_add_space_prefix(t), "%s", err.msg);
+    if (t) {   /* no dummy prefix: "Once" is not "▁Once" */
+        int na = sprig_tokenize(t, "Once upon", 9, false, ids, 8, &err);
+        int nb = sprig_tokenize(g_tok, "Once upon", 9, false, ids + 4, 4, &err);
+        CHECK(na > 0 && nb > 0 && ids[0] != ids[4]);
+    }
+    sprig_tokenizer_free(t);
+    sprig_gguf_close(g);
+
+    /* no scores, no types, no special ids: all NORMAL with scores 0, ids default to 1/2/0 */
+    g = write_vocab(GB_NO_OPTIONALS, &err);
+    t = g ? sprig_tokenizer_from_gguf(g, &err) : NULL;
+    CHECKF(t != NULL, "%s", err.msg);
+    if (t) {
+        CHECK_EQ_INT(sprig_tokenizer_bos(t), 1);
+        CHECK_EQ_INT(sprig_tokenizer_eos(t), 2);
+        CHECK_EQ_INT(sprig_tokenizer_unk(t), 0);
+        CHECK_EQ_INT(sprig_tokenizer_type(t, 13), SPRIG_TOKEN_NORMAL);
+        /* a NORMAL "<0x0A>" piece decodes literally */
+        int32_t id = 13;
+        char *s = sprig_detokenize(t, &id, 1, -1);
+        CHECK_STR(s, "<0x0A>");
+        free(s);
+    }
+    sprig_tokenizer_free(t);
+    sprig_gguf_close(g);
 }
 
 int main(void)
@@ -1044,7 +1227,8 @@ int main(void)
     RUN(test_long_input);
     RUN(test_create_validation);
     RUN(test_duplicates_first_wins);
-    RUN(test_from_gguf);
+    RUN(test_from_gguf_models);
+    RUN(test_from_gguf_hostile);
     sprig_tokenizer_free(g_tok);
     vocab_free(&g_v);
     return test_summary("test-tokenizer");

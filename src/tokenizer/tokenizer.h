@@ -47,8 +47,12 @@ struct sprig_vocab_desc {
  * "<0xNN>", special ids in range or -1). Duplicate pieces: the lowest id wins
  * for lookup. Control, unknown and unused tokens are never produced from text. */
 sprig_tokenizer *sprig_tokenizer_create(const struct sprig_vocab_desc *d, sprig_error *err);
-/* From a GGUF's tokenizer.* keys (validates types, lengths, special ids < n_vocab;
- * a special id of 0xFFFFFFFF or any negative value means none). */
+/* From a GGUF's tokenizer.* keys: model (must be "llama", else
+ * SPRIG_E_UNSUPPORTED naming it), tokens (array of str), scores (f32, optional),
+ * token_type (integers, optional) with lengths that agree, bos/eos/unknown ids
+ * (optional, default 1/2/0; -1 or 0xFFFFFFFF = none; else < n_vocab),
+ * add_bos_token and add_space_prefix (optional, default true). Errors name the
+ * file and the key. */
 sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_error *err);
 void sprig_tokenizer_free(sprig_tokenizer *t);
 

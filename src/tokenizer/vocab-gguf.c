@@ -1,0 +1,149 @@
+/*
+ * tokenizer/vocab-gguf — sprig_tokenizer_from_gguf: the tokenizer.* keys of a
+ * GGUF file turned into a sprig_vocab_desc, then sprig_tokenizer_create.
+ *
+ * Keys (llama.cpp's names):
+ *   tokenizer.ggml.model            str, must be "llama"
+ *   tokenizer.ggml.tokens           array of str (required; its length is n_vocab)
+ *   tokenizer.ggml.scores           array of f32 (or f64), optional, same length
+ *   tokenizer.ggml.token_type       array of integers (0..6), optional, same length
+ *   tokenizer.ggml.bos_token_id / eos_token_id / unknown_token_id
+ *                                   integers, optional (defaults 1 / 2 / 0 as
+ *                                   llama.cpp assumes for this model, when in range);
+ *                                   -1 or 0xFFFFFFFF means none
+ *   tokenizer.ggml.add_bos_token    bool, optional, default true
+ *   tokenizer.ggml.add_space_prefix bool, optional, default true
+ * Every error names the file and the key (and the element index when one
+ * element is at fault). Pieces point into the mapping; create copies them.
+ */
+#include "tokenizer/vocab.h"
+#include "gguf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_MODEL  "tokenizer.ggml.model"
+#define KEY_TOKENS "tokenizer.ggml.tokens"
+#define KEY_SCORES "tokenizer.ggml.scores"
+#define KEY_TYPES  "tokenizer.ggml.token_type"
+
+static bool is_int_vtype(int t)
+{
+    return t == SPRIG_GGUF_U8 || t == SPRIG_GGUF_I8 || t == SPRIG_GGUF_U16 || t == SPRIG_GGUF_I16 ||
+           t == SPRIG_GGUF_U32 || t == SPRIG_GGUF_I32 || t == SPRIG_GGUF_U64 || t == SPRIG_GGUF_I64;
+}
+
+/* An optional array key: absent (*kv = -1), or of an accepted element type and length n. */
+static sprig_status opt_array(const sprig_gguf *g, const char *key, bool want_float, uint64_t n, int64_t *kv, sprig_error *err)
+{
+    *kv = -1;
+    int et = -1;
+    uint64_t len = 0;
+    sprig_status st = sprig_gguf_get_arr(g, key, &et, &len, false, err);
+    if (st != SPRIG_OK) return st;
+    int64_t i = sprig_gguf_find_kv(g, key);
+    if (i < 0) return SPRIG_OK;
+    bool ok = want_float ? (et == SPRIG_GGUF_F32 || et == SPRIG_GGUF_F64) : is_int_vtype(et);
+    if (!ok)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s': array of %s, expected %s", sprig_gguf_path(g), key,
+                         sprig_gguf_vtype_name(et), want_float ? "f32" : "i32");
+    if (len != n)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu elements but '%s' has %llu", sprig_gguf_path(g), key,
+                         (unsigned long long)len, KEY_TOKENS, (unsigned long long)n);
+    *kv = i;
+    return SPRIG_OK;
+}
+
+static sprig_status special_id(const sprig_gguf *g, const char *key, int n_vocab, int def, int *out, sprig_error *err)
+{
+    int64_t v = def < n_vocab ? def : -1;
+    sprig_status st = sprig_gguf_get_i64(g, key, &v, false, err);
+    if (st != SPRIG_OK) return st;
+    if (v == -1 || v == 0xFFFFFFFFll) { *out = -1; return SPRIG_OK; }
+    if (v < 0 || v >= n_vocab)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range (0..%d, or -1 for none)", sprig_gguf_path(g),
+                         key, (long long)v, n_vocab - 1);
+    *out = (int)v;
+    return SPRIG_OK;
+}
+
+sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_error *err)
+{
+    if (!g) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenizer: gguf is NULL"); return NULL; }
+    const char *path = sprig_gguf_path(g);
+
+    const char *model;
+    size_t model_len;
+    if (sprig_gguf_get_str(g, KEY_MODEL, &model, &model_len, true, err) != SPRIG_OK) return NULL;
+    if (model_len != 5 || memcmp(model, "llama", 5) != 0) {
+        char shown[40];
+        size_t k = 0;
+        for (size_t i = 0; i < model_len && k + 1 < sizeof shown; i++) {
+            unsigned char c = (unsigned char)model[i];
+            shown[k++] = (c >= 0x20 && c < 0x7F && c != '"') ? (char)c : '?';
+        }
+        shown[k] = 0;
+        sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = \"%s%s\": tokenizer model not supported (only \"llama\")",
+                  path, KEY_MODEL, shown, k < model_len ? "..." : "");
+        return NULL;
+    }
+
+    int et = -1;
+    uint64_t n = 0;
+    if (sprig_gguf_get_arr(g, KEY_TOKENS, &et, &n, true, err) != SPRIG_OK) return NULL;
+    if (et != SPRIG_GGUF_STR) {
+        sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s': array of %s, expected str", path, KEY_TOKENS, sprig_gguf_vtype_name(et));
+        return NULL;
+    }
+    if (n == 0 || n > SPRIG_TOKENIZER_MAX_VOCAB) {
+        sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu tokens (expected 1..%d)", path, KEY_TOKENS,
+                  (unsigned long long)n, SPRIG_TOKENIZER_MAX_VOCAB);
+        return NULL;
+    }
+    const int n_vocab = (int)n;
+    int64_t kv_tokens = sprig_gguf_find_kv(g, KEY_TOKENS), kv_scores, kv_types;
+    if (opt_array(g, KEY_SCORES, true, n, &kv_scores, err) != SPRIG_OK) return NULL;
+    if (opt_array(g, KEY_TYPES, false, n, &kv_types, err) != SPRIG_OK) return NULL;
+
+    struct sprig_vocab_desc d = { .model = "llama", .n_vocab = n_vocab, .add_bos = true, .add_space_prefix = true };
+    if (special_id(g, "tokenizer.ggml.bos_token_id", n_vocab, 1, &d.bos, err) != SPRIG_OK) return NULL;
+    if (special_id(g, "tokenizer.ggml.eos_token_id", n_vocab, 2, &d.eos, err) != SPRIG_OK) return NULL;
+    if (special_id(g, "tokenizer.ggml.unknown_token_id", n_vocab, 0, &d.unk, err) != SPRIG_OK) return NULL;
+    if (sprig_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &d.add_bos, false, err) != SPRIG_OK) return NULL;
+    if (sprig_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &d.add_space_prefix, false, err) != SPRIG_OK) return NULL;
+
+    const char **pieces = malloc(n * sizeof *pieces);
+    size_t *lens = malloc(n * sizeof *lens);
+    float *scores = kv_scores >= 0 ? malloc(n * sizeof *scores) : NULL;
+    int32_t *types = kv_types >= 0 ? malloc(n * sizeof *types) : NULL;
+    sprig_tokenizer *t = NULL;
+    if (!pieces || !lens || (kv_scores >= 0 && !scores) || (kv_types >= 0 && !types)) {
+        sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory for %d tokens", path, n_vocab);
+        goto done;
+    }
+    for (int i = 0; i < n_vocab; i++) {
+        pieces[i] = sprig_gguf_arr_str(g, kv_tokens, (uint64_t)i, &lens[i]);
+        if (!pieces[i]) {
+            sprig_err(err, SPRIG_E_INTERNAL, "%s: key '%s': element %d unreadable", path, KEY_TOKENS, i);
+            goto done;
+        }
+        if (scores) scores[i] = sprig_gguf_arr_f32(g, kv_scores, (uint64_t)i);
+        if (types) {
+            int64_t ty = sprig_gguf_arr_int(g, kv_types, (uint64_t)i);
+            if (ty < SPRIG_TOKEN_UNDEFINED || ty > SPRIG_TOKEN_BYTE) {
+                sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] = %lld is not a token type (0..6)", path, KEY_TYPES, i, (long long)ty);
+                goto done;
+            }
+            types[i] = (int32_t)ty;
+        }
+    }
+    d.pieces = pieces;
+    d.piece_lens = lens;
+    d.scores = scores;
+    d.types = types;
+    t = sprig_tokenizer_create(&d, err);
+    if (!t) sprig_err_prefix(err, "%s", path);
+done:
+    free(pieces); free(lens); free(scores); free(types);
+    return t;
+}
