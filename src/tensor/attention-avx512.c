@@ -260,13 +260,15 @@ AI void store_rows4(float *P, size_t ps, const __m512 s[4], int j, int kn, int r
     u[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
     u[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
     float *base = P + (size_t)j * ps + rbase;
-#pragma GCC unroll 4
-    for (int L = 0; L < 4; L++)
-#pragma GCC unroll 4
-        for (int e = 0; e < 4; e++) {
-            const int k = 4 * L + e;   /* u[e] lane L holds key 4L+e */
-            if (k < kn) _mm_store_ps(base + (size_t)k * ps, _mm512_extractf32x4_ps(u[e], L));
-        }
+    /* u[e] lane L holds key 4L+e (the lane index must be an immediate) */
+#define STORE_LANE(L) \
+    for (int e = 0; e < 4; e++) \
+        if (4 * (L) + e < kn) _mm_store_ps(base + (size_t)(4 * (L) + e) * ps, _mm512_extractf32x4_ps(u[e], (L)));
+    STORE_LANE(0)
+    STORE_LANE(1)
+    STORE_LANE(2)
+    STORE_LANE(3)
+#undef STORE_LANE
 }
 
 /* lanes = keys, for items of at most NR (4 or 8) rows: scores to the
