@@ -48,6 +48,120 @@ typedef struct sprig_error {
 /* Short name of a status code ("ok", "invalid argument", ...). */
 const char *sprig_status_str(sprig_status s);
 
+/* ---------------------------------------------------------------- models */
+
+typedef struct sprig_model sprig_model;
+
+/* Load a GGUF model (mmap'd; weights are views, packed copies are made for
+ * the SIMD kernels). Validates the file, the architecture's keys, tensors
+ * and shapes, and the tokenizer. */
+sprig_status sprig_model_load(const char *path, sprig_model **out, sprig_error *err);
+void         sprig_model_free(sprig_model *m);
+
+struct sprig_model_info {
+    const char *arch;          /* general.architecture */
+    const char *name;          /* general.name ("" if absent) */
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    int64_t n_params;          /* parameters in the bound tensors */
+    uint64_t weight_bytes;     /* bytes one decode step reads from the weights */
+    double load_ms;            /* time sprig_model_load took */
+    const char *kernels;       /* kernel family in use: "avx512-vnni", "avx2", "reference" */
+};
+void sprig_model_get_info(const sprig_model *m, struct sprig_model_info *out);
+
+/* Text <-> tokens with the model's tokenizer. sprig_text_to_tokens writes up
+ * to cap ids and returns how many the text needs (call again with a bigger
+ * buffer if that is > cap), or -1 with err set. */
+int   sprig_text_to_tokens(const sprig_model *m, const char *text, size_t len, bool add_bos,
+                           int32_t *out, int cap, sprig_error *err);
+/* malloc'd NUL-terminated text of ids[n]; prev_token = the token before ids[0]
+ * (-1 = none; the BOS id drops the leading space). NULL on allocation failure. */
+char *sprig_tokens_to_text(const sprig_model *m, const int32_t *ids, int n, int prev_token);
+
+/* ---------------------------------------------------------------- sessions */
+
+enum sprig_kv_type { SPRIG_KV_F32 = 0, SPRIG_KV_F16 = 1 };
+
+enum sprig_drafter_kind {
+    SPRIG_DRAFTER_NONE = 0,    /* plain decoding */
+    SPRIG_DRAFTER_MODEL,       /* a separate draft model with the target's vocabulary (draft_path) */
+    SPRIG_DRAFTER_MTP,         /* an MTP assistant head over the target's state (draft_path) */
+    SPRIG_DRAFTER_NGRAM        /* prompt lookup, no model */
+};
+
+/* The tree switch: off by default; FROM_ENV reads SPRIG_TREE (1/true/on/yes). */
+enum sprig_tree_switch { SPRIG_TREE_FROM_ENV = -1, SPRIG_TREE_OFF = 0, SPRIG_TREE_ON = 1 };
+
+struct sprig_session_params {
+    int n_threads;                   /* 0 = every online core */
+    int n_ctx;                       /* KV slots; 0 = min(model context, 4096) */
+    int n_batch;                     /* prompt chunk / largest forward; 0 = 64 */
+    enum sprig_kv_type kv_type;
+    /* sampling (temp <= 0: greedy) */
+    float temp;
+    int top_k;                       /* 0 = off */
+    float top_p;                     /* 1 = off */
+    float min_p;                     /* 0 = off */
+    uint64_t seed;
+    /* speculative decoding */
+    enum sprig_drafter_kind drafter;
+    const char *draft_path;          /* draft model or MTP head file */
+    int draft_max;                   /* drafted tokens per round (the verify block is draft_max + 1) */
+    int tree;                        /* enum sprig_tree_switch; an explicit value overrides the environment */
+    int tree_branches;               /* runner-up sibling leaves added at the first N draft steps */
+    int ngram_min, ngram_max;        /* n-gram lengths for SPRIG_DRAFTER_NGRAM */
+    bool ignore_eos;
+};
+
+/* seed value meaning "pick one from the clock" (the session reports it) */
+#define SPRIG_SEED_RANDOM UINT64_MAX
+
+struct sprig_session_params sprig_session_default_params(void);
+
+typedef struct sprig_session sprig_session;
+
+/* The model is borrowed and must outlive the session; several sessions may
+ * share one model. Validates every parameter, naming it. */
+sprig_status sprig_session_create(const sprig_model *m, const struct sprig_session_params *p,
+                                  sprig_session **out, sprig_error *err);
+void         sprig_session_free(sprig_session *s);
+
+/* Streamed output: return false to stop generating. */
+typedef bool (*sprig_text_fn)(void *user, const char *text, size_t len);
+
+/* Generate up to n_predict tokens after the prompt (the context is reset
+ * first). Stops at the end-of-sequence token, n_predict or the context
+ * limit; the statistics say which. */
+sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t prompt_len, int n_predict,
+                                    sprig_text_fn on_text, void *user, sprig_error *err);
+
+struct sprig_stats {
+    uint64_t seed;                   /* the seed the sampler used */
+    const char *path;                /* what ran: "plain", "chain" or "tree" */
+    const char *stop;                /* "eos", "budget", "context", "cancel", "error", "running" */
+    const char *drafter;             /* "none", "draft-model", "mtp", "ngram" */
+    bool tree_mode;                  /* the switch resolved on (whether trees RAN is `path`) */
+    int draft_max, tree_branches;
+    int n_threads;
+    const char *kernels;             /* kernel family that ran */
+    int64_t prompt_tokens;
+    int64_t generated_tokens;        /* tokens delivered, the first included */
+    double load_ms;                  /* model load */
+    double prefill_ms, decode_ms;    /* prompt + first token; the rest */
+    double prefill_tok_s, decode_tok_s;
+    int64_t rounds, proposed, accepted, emitted;
+    double emitted_per_verify, acceptance_rate;
+    int64_t zero_accept_rounds, partial_accept_rounds, full_accept_rounds;
+    double draft_ms, verify_ms, walk_ms, finalize_ms;
+};
+void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
+/* The statistics as one JSON object (NUL-terminated) into buf[cap]; returns
+ * the length it needs (snprintf rules). */
+int  sprig_stats_to_json(const struct sprig_stats *st, char *buf, size_t cap);
+
+/* Library log level: 0 errors, 1 warnings (default), 2 info, 3 debug. */
+void sprig_set_log_level(int level);
+
 #ifdef __cplusplus
 }
 #endif

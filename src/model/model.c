@@ -6,6 +6,7 @@
  */
 #include "model/arch.h"
 #include "base/log.h"
+#include "base/timer.h"
 #include "tensor/ops.h"
 
 #include <limits.h>
@@ -241,7 +242,10 @@ fail:
 sprig_status sprig_model_load(const char *path, sprig_model **out, sprig_error *err)
 {
     *out = NULL;
+    double t0 = sprig_time_ms();
     sprig_gguf *g = sprig_gguf_open(path, err);
     if (!g) return err ? err->code : SPRIG_E_FORMAT;
-    return sprig_model_load_gguf(g, out, err);
+    sprig_status st = sprig_model_load_gguf(g, out, err);
+    if (st == SPRIG_OK) (*out)->load_ms = sprig_time_ms() - t0;
+    return st;
 }

@@ -68,6 +68,7 @@ typedef struct sprig_model {
     bool tied_output;
     struct sprig_layer *layers;   /* [n_layer] */
     size_t weight_bytes;          /* bytes a decode step reads from the weights */
+    double load_ms;               /* wall time of sprig_model_load */
     int64_t n_params;
 } sprig_model;
 

@@ -40,7 +40,7 @@
 #include "spec/drafter.h"
 #include "spec/stats.h"
 
-enum { SPRIG_TREE_FROM_ENV = -1, SPRIG_TREE_OFF = 0, SPRIG_TREE_ON = 1 };
+/* SPRIG_TREE_FROM_ENV / SPRIG_TREE_OFF / SPRIG_TREE_ON: enum sprig_tree_switch in sprig.h */
 
 /* Called for each emitted token (EOS is never passed); return false to stop. */
 typedef bool (*sprig_token_fn)(void *user, int32_t token);

@@ -1,0 +1,309 @@
+/*
+ * api — the thin implementation of include/sprig.h: argument checking and
+ * wiring. A session owns a thread pool, a forward context (KV cache +
+ * scratch), the target adapter, an optional drafter, a sampler and the
+ * round loop (spec/round), and turns emitted tokens into streamed text.
+ * No math lives here.
+ */
+#include "sprig.h"
+#include "base/log.h"
+#include "base/pool.h"
+#include "base/timer.h"
+#include "model/arch.h"
+#include "sample/sample.h"
+#include "spec/drafters.h"
+#include "spec/ngram.h"
+#include "spec/round.h"
+#include "spec/target_llama.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- models */
+
+void sprig_model_get_info(const sprig_model *m, struct sprig_model_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->arch = m->arch->name;
+    out->name = m->name;
+    out->n_vocab = m->hp.n_vocab;
+    out->n_ctx_train = m->hp.n_ctx_train;
+    out->n_embd = m->hp.dim;
+    out->n_layer = m->hp.n_layer;
+    out->n_head = m->hp.n_head;
+    out->n_head_kv = m->hp.n_kv_head;
+    out->n_ff = m->hp.n_ff;
+    out->n_params = m->n_params;
+    out->weight_bytes = m->weight_bytes;
+    out->load_ms = m->load_ms;
+    out->kernels = sprig_kernels_name();
+}
+
+int sprig_text_to_tokens(const sprig_model *m, const char *text, size_t len, bool add_bos,
+                         int32_t *out, int cap, sprig_error *err)
+{
+    return sprig_tokenize(m->tok, text, len, add_bos, out, cap, err);
+}
+
+char *sprig_tokens_to_text(const sprig_model *m, const int32_t *ids, int n, int prev_token)
+{
+    return sprig_detokenize(m->tok, ids, n, prev_token);
+}
+
+void sprig_set_log_level(int level) { sprig_log_set_level(level); }
+
+/* ---------------------------------------------------------------- sessions */
+
+struct sprig_session {
+    const sprig_model *m;
+    struct sprig_session_params p;
+    uint64_t seed;
+    int block;                     /* verify block (1 = plain) */
+    sprig_pool *pool;
+    sprig_ctx *ctx;
+    sprig_target *target;
+    sprig_drafter *drafter;
+    sprig_sampler *sampler;
+    sprig_spec_session *spec;
+    int32_t *prompt;               /* tokenized prompt */
+    int prompt_cap, n_prompt;
+    char *text;                    /* one token's text */
+    size_t text_cap;
+    sprig_detok detok;
+    sprig_text_fn on_text;
+    void *user;
+    double t_begin, t_end;
+};
+
+struct sprig_session_params sprig_session_default_params(void)
+{
+    return (struct sprig_session_params){
+        .n_threads = 0, .n_ctx = 0, .n_batch = 0, .kv_type = SPRIG_KV_F32,
+        .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = SPRIG_SEED_RANDOM,
+        .drafter = SPRIG_DRAFTER_NONE, .draft_path = NULL, .draft_max = 4,
+        .tree = SPRIG_TREE_FROM_ENV, .tree_branches = 0, .ngram_min = 1, .ngram_max = 4,
+        .ignore_eos = false,
+    };
+}
+
+static const char *const drafter_names[] = {
+    [SPRIG_DRAFTER_NONE] = "none", [SPRIG_DRAFTER_MODEL] = "draft-model",
+    [SPRIG_DRAFTER_MTP] = "mtp", [SPRIG_DRAFTER_NGRAM] = "ngram",
+};
+
+static sprig_status check_params(const struct sprig_session_params *p, sprig_error *err)
+{
+    if (p->n_threads < 0 || p->n_threads > 256)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "n_threads: %d is out of range [0, 256]", p->n_threads);
+    if (p->n_ctx < 0 || p->n_ctx > (1 << 24))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d is out of range [0, %d]", p->n_ctx, 1 << 24);
+    if (p->n_batch < 0 || p->n_batch > 4096)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d is out of range [0, 4096]", p->n_batch);
+    if (p->kv_type != SPRIG_KV_F32 && p->kv_type != SPRIG_KV_F16)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type", (int)p->kv_type);
+    if ((unsigned)p->drafter > SPRIG_DRAFTER_NGRAM)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "drafter: %d is not a drafter kind", (int)p->drafter);
+    if ((p->drafter == SPRIG_DRAFTER_MODEL || p->drafter == SPRIG_DRAFTER_MTP) && (!p->draft_path || !*p->draft_path))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "draft_path: the %s drafter needs a file", drafter_names[p->drafter]);
+    if (p->draft_max < 1 || p->draft_max > SPRIG_TREE_MAX - 1)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "draft_max: %d is out of range [1, %d]", p->draft_max, SPRIG_TREE_MAX - 1);
+    if (p->tree < SPRIG_TREE_FROM_ENV || p->tree > SPRIG_TREE_ON)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "tree: %d is not -1 (environment), 0 (off) or 1 (on)", p->tree);
+    if (p->tree == SPRIG_TREE_ON && p->drafter == SPRIG_DRAFTER_NONE)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "tree: tree mode needs a drafter (a draft model, an MTP head or the n-gram drafter)");
+    if (p->tree_branches < 0 || p->draft_max + 1 + p->tree_branches > SPRIG_TREE_MAX)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "tree_branches: %d is out of range [0, %d] for draft_max %d",
+                         p->tree_branches, SPRIG_TREE_MAX - 1 - p->draft_max, p->draft_max);
+    if (p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > SPRIG_NGRAM_MAX_N)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "ngram_min/ngram_max: [%d, %d] must satisfy 1 <= min <= max <= %d",
+                         p->ngram_min, p->ngram_max, SPRIG_NGRAM_MAX_N);
+    if (!isfinite(p->temp) || p->temp < 0)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "temp: %g must be a finite number >= 0", (double)p->temp);
+    return SPRIG_OK;
+}
+
+void sprig_session_free(sprig_session *s)
+{
+    if (!s) return;
+    sprig_spec_free(s->spec);
+    sprig_drafter_free(s->drafter);
+    sprig_model_target_free(s->target);
+    sprig_sampler_free(s->sampler);
+    sprig_ctx_free(s->ctx);
+    sprig_pool_free(s->pool);
+    free(s->prompt);
+    free(s->text);
+    free(s);
+}
+
+sprig_status sprig_session_create(const sprig_model *m, const struct sprig_session_params *p,
+                                  sprig_session **out, sprig_error *err)
+{
+    *out = NULL;
+    if (!m) return sprig_err(err, SPRIG_E_INVALID_ARG, "model: NULL");
+    struct sprig_session_params dp = sprig_session_default_params();
+    if (!p) p = &dp;
+    sprig_status st = check_params(p, err);
+    if (st) return st;
+    sprig_session *s = calloc(1, sizeof *s);
+    if (!s) return sprig_err(err, SPRIG_E_NOMEM, "session: out of memory");
+    s->m = m;
+    s->p = *p;
+    s->seed = p->seed == SPRIG_SEED_RANDOM ? (sprig_time_ns() ^ ((uint64_t)(uintptr_t)s << 16)) & 0xffffffffu : p->seed;
+    s->block = p->drafter == SPRIG_DRAFTER_NONE ? 1 : p->draft_max + 1;
+    int rows = s->block + (p->drafter == SPRIG_DRAFTER_NONE ? 0 : p->tree_branches);
+
+    if (!(s->pool = sprig_pool_create(p->n_threads, err))) goto fail;
+    struct sprig_ctx_params cp = {
+        .n_ctx = p->n_ctx, .n_batch = p->n_batch > 0 ? (p->n_batch < rows ? rows : p->n_batch) : (rows > 64 ? rows : 64),
+        .kv_type = p->kv_type == SPRIG_KV_F16 ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32,
+    };
+    if ((st = sprig_ctx_create(m, s->pool, &cp, &s->ctx, err))) goto fail_st;
+    if (sprig_ctx_n_batch(s->ctx) < rows) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d slots cannot hold a verify block of %d", sprig_ctx_n_ctx(s->ctx), rows);
+        goto fail_st;
+    }
+    if (!(s->target = sprig_model_target_create(s->ctx, rows, err))) goto fail;
+    struct sprig_sampler_params sp = {
+        .temp = p->temp, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p, .seed = s->seed,
+    };
+    if (!(s->sampler = sprig_sampler_create(&sp, m->hp.n_vocab, err))) goto fail;
+    int n_ctx = sprig_ctx_n_ctx(s->ctx);
+    switch (p->drafter) {   /* four constructors with different arguments */
+    case SPRIG_DRAFTER_NONE: break;
+    case SPRIG_DRAFTER_MODEL: s->drafter = sprig_draft_model_create(p->draft_path, m, s->pool, n_ctx + SPRIG_TREE_MAX, err); break;
+    case SPRIG_DRAFTER_MTP: s->drafter = sprig_draft_mtp_create(p->draft_path, m, s->pool, n_ctx, err); break;
+    case SPRIG_DRAFTER_NGRAM: s->drafter = sprig_draft_ngram_create(p->ngram_min, p->ngram_max, n_ctx + 1, err); break;
+    }
+    if (p->drafter != SPRIG_DRAFTER_NONE && !s->drafter) goto fail;
+    s->text_cap = sprig_detok_max_out(m->tok) + 64;
+    if (!(s->text = malloc(s->text_cap))) { st = sprig_err(err, SPRIG_E_NOMEM, "session: out of memory"); goto fail_st; }
+    *out = s;
+    return SPRIG_OK;
+fail:
+    st = err ? err->code : SPRIG_E_INTERNAL;
+    if (st == SPRIG_OK) st = SPRIG_E_INTERNAL;
+fail_st:
+    sprig_session_free(s);
+    return st;
+}
+
+static bool on_token(void *user, int32_t token)
+{
+    sprig_session *s = user;
+    size_t n = sprig_detok_push(s->m->tok, &s->detok, token, s->text, s->text_cap);
+    if (n && s->on_text) return s->on_text(s->user, s->text, n);
+    return true;
+}
+
+sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t prompt_len, int n_predict,
+                                    sprig_text_fn on_text, void *user, sprig_error *err)
+{
+    if (!prompt && prompt_len) return sprig_err(err, SPRIG_E_INVALID_ARG, "prompt: NULL with length %zu", prompt_len);
+    if (n_predict < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "n_predict: %d must be at least 1", n_predict);
+    if (prompt_len > (size_t)1 << 28) return sprig_err(err, SPRIG_E_INVALID_ARG, "prompt: %zu bytes is too long", prompt_len);
+    sprig_spec_free(s->spec);
+    s->spec = NULL;
+    sprig_kv_clear(sprig_ctx_kv(s->ctx));
+    sprig_sampler_reseed(s->sampler, s->seed);
+
+    bool bos = sprig_tokenizer_add_bos(s->m->tok);
+    int need = sprig_tokenize(s->m->tok, prompt ? prompt : "", prompt_len, bos, s->prompt, s->prompt_cap, err);
+    if (need < 0) return err ? err->code : SPRIG_E_INVALID_ARG;
+    if (need > s->prompt_cap) {
+        int32_t *np = realloc(s->prompt, (size_t)need * sizeof *np);
+        if (!np) return sprig_err(err, SPRIG_E_NOMEM, "prompt: out of memory for %d tokens", need);
+        s->prompt = np;
+        s->prompt_cap = need;
+        need = sprig_tokenize(s->m->tok, prompt ? prompt : "", prompt_len, bos, s->prompt, s->prompt_cap, err);
+        if (need < 0) return err ? err->code : SPRIG_E_INVALID_ARG;
+    }
+    s->n_prompt = need;
+    if (need == 0) return sprig_err(err, SPRIG_E_INVALID_ARG, "prompt: empty, and the model adds no BOS token");
+    int n_ctx = sprig_ctx_n_ctx(s->ctx);
+    if (need >= n_ctx)
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "prompt: %d tokens do not fit the context of %d (leave room to generate)", need, n_ctx);
+
+    struct sprig_spec_params sp = sprig_spec_default_params();
+    sp.block = s->block;
+    sp.tree_branches = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.tree_branches;
+    sp.tree = s->p.drafter == SPRIG_DRAFTER_NONE ? SPRIG_TREE_OFF : s->p.tree;
+    sp.max_tokens = n_predict;
+    sp.ignore_eos = s->p.ignore_eos;
+    sp.sampling = !sprig_sampler_is_greedy(s->sampler);
+    sp.sampler = s->sampler;
+    sp.seed = s->seed;
+    sp.on_token = on_token;
+    sp.user = s;
+    if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
+
+    s->on_text = on_text;
+    s->user = user;
+    sprig_detok_init(&s->detok, s->prompt[need - 1]);
+    s->t_begin = sprig_time_ms();
+    sprig_status st = sprig_spec_generate(s->spec, s->prompt, need, err);
+    size_t n = sprig_detok_flush(s->m->tok, &s->detok, s->text, s->text_cap);
+    if (n && on_text) on_text(user, s->text, n);
+    s->t_end = sprig_time_ms();
+    return st;
+}
+
+void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seed = s->seed;
+    o->drafter = drafter_names[s->p.drafter];
+    o->draft_max = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.draft_max;
+    o->tree_branches = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.tree_branches;
+    o->n_threads = sprig_pool_size(s->pool);
+    o->kernels = sprig_kernels_name();
+    o->load_ms = s->m->load_ms;
+    o->path = "plain";
+    o->stop = "running";
+    if (!s->spec) return;
+    const sprig_spec_stats *t = sprig_spec_get_stats(s->spec);
+    o->tree_mode = sprig_spec_tree_mode(s->spec);
+    o->path = sprig_path_name(t->path);
+    o->stop = sprig_stop_name(t->stop);
+    o->prompt_tokens = t->prompt_tokens;
+    o->generated_tokens = t->emitted;
+    o->prefill_ms = t->ms_prefill;
+    double total = s->t_end > s->t_begin ? s->t_end - s->t_begin : 0;
+    o->decode_ms = total > t->ms_prefill ? total - t->ms_prefill : 0;
+    o->prefill_tok_s = t->ms_prefill > 0 ? (double)t->prompt_tokens / t->ms_prefill * 1e3 : 0;
+    o->decode_tok_s = o->decode_ms > 0 && t->emitted > 1 ? (double)(t->emitted - 1) / o->decode_ms * 1e3 : 0;
+    o->rounds = t->rounds;
+    o->proposed = t->proposed;
+    o->accepted = t->accepted;
+    o->emitted = t->emitted_rounds;
+    o->emitted_per_verify = sprig_stats_emitted_per_verify(t);
+    o->acceptance_rate = sprig_stats_acceptance_rate(t);
+    o->zero_accept_rounds = t->zero_accept_rounds;
+    o->partial_accept_rounds = t->partial_accept_rounds;
+    o->full_accept_rounds = t->full_accept_rounds;
+    o->draft_ms = t->ms_draft;
+    o->verify_ms = t->ms_verify;
+    o->walk_ms = t->ms_walk;
+    o->finalize_ms = t->ms_finalize;
+}
+
+int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
+{
+    return snprintf(buf, cap,
+        "{\"path\":\"%s\",\"stop\":\"%s\",\"drafter\":\"%s\",\"tree_mode\":%s,\"draft_max\":%d,\"tree_branches\":%d,"
+        "\"n_threads\":%d,\"kernels\":\"%s\",\"seed\":%llu,"
+        "\"prompt_tokens\":%lld,\"generated_tokens\":%lld,\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,"
+        "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,"
+        "\"rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_per_verify\":%.4f,"
+        "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
+        "\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f}",
+        t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
+        t->n_threads, t->kernels ? t->kernels : "", (unsigned long long)t->seed,
+        (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
+        t->prefill_tok_s, t->decode_tok_s,
+        (long long)t->rounds, (long long)t->proposed, (long long)t->accepted, (long long)t->emitted, t->emitted_per_verify,
+        t->acceptance_rate, (long long)t->zero_accept_rounds, (long long)t->partial_accept_rounds,
+        (long long)t->full_accept_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms);
+}

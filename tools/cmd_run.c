@@ -1,0 +1,248 @@
+/*
+ * tools/cmd_run.c — `sprig run`: generate text, plainly or with speculative
+ * decoding (chain or tree).
+ *
+ * stdout carries exactly the prompt followed by the generated text, streamed
+ * token by token; everything else (timings, the path taken, round
+ * statistics) goes to stderr, and --stats-json writes the same figures as
+ * one JSON object. Exit status: 0 ok, 1 runtime failure, 2 bad usage.
+ */
+#include "cli.h"
+#include "sprig.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: sprig run [options]\n"
+        "\n"
+        "  -m, --model FILE       target model (GGUF); default $SPRIG_MODEL, models/stories260K.gguf,\n"
+        "                         ../shared/models/stories260K.gguf\n"
+        "  -p, --prompt TEXT      prompt (default: empty, i.e. start from BOS)\n"
+        "  -f, --file FILE        read the prompt from a file\n"
+        "  -n, --n-predict N      tokens to generate (default 256)\n"
+        "  -t, --threads N        threads (default: all cores)\n"
+        "  -c, --ctx-size N       KV cache slots (default: min(model context, 4096))\n"
+        "  -b, --batch-size N     prompt chunk size (default 64)\n"
+        "      --kv-type T        f32 (default) or f16\n"
+        "      --temp T           temperature; 0 = greedy (default 0.8)\n"
+        "      --top-k K          (default 40; 0 = off)\n"
+        "      --top-p P          (default 0.95; 1 = off)\n"
+        "      --min-p P          (default 0.05; 0 = off)\n"
+        "      --seed S           sampling seed (default: random, reported on stderr)\n"
+        "      --ignore-eos       keep generating past the end-of-sequence token\n"
+        "\n"
+        "speculative decoding (off unless a drafter is given):\n"
+        "      --draft FILE       draft model with the target's vocabulary\n"
+        "      --mtp FILE         MTP assistant head for the target\n"
+        "      --draft-ngram      prompt-lookup drafter (no model)\n"
+        "      --ngram-min N, --ngram-max N   n-gram lengths (default 1..4)\n"
+        "      --draft-max K      drafted tokens per round, 1..63 (default 4)\n"
+        "      --tree             draft and verify token trees (also: SPRIG_TREE=1)\n"
+        "      --no-tree          force chain rounds even if SPRIG_TREE is set\n"
+        "      --tree-branches N  add the drafter's runner-up as a sibling leaf at the first N draft steps\n"
+        "\n"
+        "      --stats-json FILE  write the session's figures as one JSON object\n"
+        "  -q, --quiet            no statistics on stderr\n"
+        "  -h, --help\n");
+}
+
+struct out_ctx { size_t bytes; };
+
+static bool write_text(void *user, const char *text, size_t len)
+{
+    struct out_ctx *o = user;
+    if (fwrite(text, 1, len, stdout) != len) return false;
+    fflush(stdout);
+    o->bytes += len;
+    return true;
+}
+
+static const char *default_model(char *looked, size_t cap)
+{
+    const char *env = getenv("SPRIG_MODEL");
+    static const char *const cand[] = { "models/stories260K.gguf", "../shared/models/stories260K.gguf" };
+    if (env && *env) {
+        if (access(env, R_OK) == 0) return env;
+        snprintf(looked, cap, "$SPRIG_MODEL=%s (not readable), %s, %s", env, cand[0], cand[1]);
+    } else {
+        snprintf(looked, cap, "$SPRIG_MODEL (unset), %s, %s", cand[0], cand[1]);
+    }
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+        if (access(cand[i], R_OK) == 0) return cand[i];
+    return NULL;
+}
+
+static char *read_prompt_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap + 1);
+    while (b) {
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        if (cap > ((size_t)1 << 28)) { free(b); b = NULL; break; }
+        char *nb = realloc(b, cap * 2 + 1);
+        if (!nb) { free(b); b = NULL; break; }
+        b = nb;
+        cap *= 2;
+    }
+    if (b) b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+int sprig_cmd_run(int argc, char **argv)
+{
+    const char *C = "run";
+    struct sprig_session_params p = sprig_session_default_params();
+    const char *model_path = NULL, *prompt = "", *prompt_file = NULL, *stats_json = NULL;
+    long long n_predict = 256, v;
+    double d;
+    bool quiet = false;
+    int tree_flag = SPRIG_TREE_FROM_ENV;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!val) { fprintf(stderr, "sprig run: %s: missing value\n", a); return 2; } i++; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); model_path = val; }
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { NEEDV(); prompt = val; }
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { NEEDV(); prompt_file = val; }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 1 << 24, &n_predict)) return 2; }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 256, &v)) return 2; p.n_threads = (int)v; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEEDV(); if (!cli_parse_int(C, a, val, 8, 1 << 24, &v)) return 2; p.n_ctx = (int)v; }
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 4096, &v)) return 2; p.n_batch = (int)v; }
+        else if (!strcmp(a, "--kv-type")) {
+            NEEDV();
+            if (!strcmp(val, "f32")) p.kv_type = SPRIG_KV_F32;
+            else if (!strcmp(val, "f16")) p.kv_type = SPRIG_KV_F16;
+            else { fprintf(stderr, "sprig run: --kv-type: '%s' is not f32 or f16\n", val); return 2; }
+        }
+        else if (!strcmp(a, "--temp")) { NEEDV(); if (!cli_parse_float(C, a, val, 0, 1e6, &d)) return 2; p.temp = (float)d; }
+        else if (!strcmp(a, "--top-k")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 1 << 24, &v)) return 2; p.top_k = (int)v; }
+        else if (!strcmp(a, "--top-p")) {
+            NEEDV();
+            if (!cli_parse_float(C, a, val, 0, 1, &d)) return 2;
+            if (d <= 0) { fprintf(stderr, "sprig run: --top-p: %g must be in (0, 1]\n", d); return 2; }
+            p.top_p = (float)d;
+        }
+        else if (!strcmp(a, "--min-p")) {
+            NEEDV();
+            if (!cli_parse_float(C, a, val, 0, 1, &d)) return 2;
+            if (d >= 1) { fprintf(stderr, "sprig run: --min-p: %g must be in [0, 1)\n", d); return 2; }
+            p.min_p = (float)d;
+        }
+        else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 0x7fffffffffffffffLL, &v)) return 2; p.seed = (uint64_t)v; }
+        else if (!strcmp(a, "--ignore-eos")) p.ignore_eos = true;
+        else if (!strcmp(a, "--draft")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MODEL; p.draft_path = val; }
+        else if (!strcmp(a, "--mtp")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MTP; p.draft_path = val; }
+        else if (!strcmp(a, "--draft-ngram")) p.drafter = SPRIG_DRAFTER_NGRAM;
+        else if (!strcmp(a, "--ngram-min")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.ngram_min = (int)v; }
+        else if (!strcmp(a, "--ngram-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.ngram_max = (int)v; }
+        else if (!strcmp(a, "--draft-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; }
+        else if (!strcmp(a, "--tree")) tree_flag = SPRIG_TREE_ON;
+        else if (!strcmp(a, "--no-tree")) tree_flag = SPRIG_TREE_OFF;
+        else if (!strcmp(a, "--tree-branches")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 62, &v)) return 2; p.tree_branches = (int)v; }
+        else if (!strcmp(a, "--stats-json")) { NEEDV(); stats_json = val; }
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
+        else { fprintf(stderr, "sprig run: unknown option '%s' (see sprig run --help)\n", a); return 2; }
+#undef NEEDV
+    }
+    p.tree = tree_flag;
+    if (tree_flag == SPRIG_TREE_ON && p.drafter == SPRIG_DRAFTER_NONE) {
+        fprintf(stderr, "sprig run: --tree needs a drafter: --draft FILE, --mtp FILE or --draft-ngram\n");
+        return 2;
+    }
+    if (p.tree_branches > 0 && p.drafter == SPRIG_DRAFTER_NONE) {
+        fprintf(stderr, "sprig run: --tree-branches needs a drafter: --draft FILE, --mtp FILE or --draft-ngram\n");
+        return 2;
+    }
+    if (p.ngram_min > p.ngram_max) {
+        fprintf(stderr, "sprig run: --ngram-min %d is larger than --ngram-max %d\n", p.ngram_min, p.ngram_max);
+        return 2;
+    }
+    if (p.draft_max + 1 + p.tree_branches > 64) {
+        fprintf(stderr, "sprig run: --draft-max %d plus --tree-branches %d exceeds the 64-node tree limit\n", p.draft_max, p.tree_branches);
+        return 2;
+    }
+    char looked[1024];
+    if (!model_path && !(model_path = default_model(looked, sizeof looked))) {
+        fprintf(stderr, "sprig run: no model given (-m FILE) and none found; looked at: %s\n", looked);
+        return 1;
+    }
+    char *file_prompt = NULL;
+    if (prompt_file) {
+        if (!(file_prompt = read_prompt_file(prompt_file))) {
+            fprintf(stderr, "sprig run: --file: cannot read '%s'\n", prompt_file);
+            return 1;
+        }
+        prompt = file_prompt;
+    }
+    if (!quiet) sprig_set_log_level(2);
+
+    int rc = 1;
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    sprig_session *s = NULL;
+    if (sprig_model_load(model_path, &m, &err)) {
+        fprintf(stderr, "sprig run: %s\n", err.msg);
+        goto done;
+    }
+    if (sprig_session_create(m, &p, &s, &err)) {
+        fprintf(stderr, "sprig run: %s\n", err.msg);
+        goto done;
+    }
+    struct out_ctx oc = { 0 };
+    size_t plen = strlen(prompt);
+    if (fwrite(prompt, 1, plen, stdout) != plen) goto done;
+    fflush(stdout);
+    sprig_status st = sprig_session_generate(s, prompt, plen, (int)n_predict, write_text, &oc, &err);
+    fputc('\n', stderr);
+    if (st) {
+        fprintf(stderr, "sprig run: %s\n", err.msg);
+        goto done;
+    }
+    struct sprig_stats t;
+    sprig_session_get_stats(s, &t);
+    if (!strcmp(t.stop, "context"))
+        fprintf(stderr, "sprig run: stopped at the context limit (%lld prompt + %lld generated tokens)\n",
+                (long long)t.prompt_tokens, (long long)t.generated_tokens);
+    if (!quiet) {
+        struct sprig_model_info mi;
+        sprig_model_get_info(m, &mi);
+        fprintf(stderr, "sprig: model %s (%s, %.2fM params) loaded in %.1f ms; kernels %s, %d threads, seed %llu\n",
+                model_path, mi.arch, (double)mi.n_params / 1e6, t.load_ms, t.kernels, t.n_threads, (unsigned long long)t.seed);
+        fprintf(stderr, "sprig: prefill %lld tokens in %.2f ms (%.1f tok/s); decode %lld tokens in %.2f ms (%.1f tok/s); stop: %s\n",
+                (long long)t.prompt_tokens, t.prefill_ms, t.prefill_tok_s, (long long)(t.generated_tokens > 0 ? t.generated_tokens - 1 : 0),
+                t.decode_ms, t.decode_tok_s, t.stop);
+        if (strcmp(t.drafter, "none"))
+            fprintf(stderr, "sprig: %s path, drafter %s, draft-max %d, tree-branches %d: %lld rounds, %.3f emitted/verify, "
+                            "acceptance %.3f (%lld/%lld), accept rounds zero/partial/full %lld/%lld/%lld; "
+                            "ms draft %.1f verify %.1f walk %.1f finalize %.1f\n",
+                    t.path, t.drafter, t.draft_max, t.tree_branches, (long long)t.rounds, t.emitted_per_verify, t.acceptance_rate,
+                    (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
+                    (long long)t.full_accept_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms);
+    }
+    if (stats_json) {
+        char buf[4096];
+        sprig_stats_to_json(&t, buf, sizeof buf);
+        FILE *f = fopen(stats_json, "w");
+        if (!f || fprintf(f, "%s\n", buf) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "sprig run: --stats-json: cannot write '%s'\n", stats_json);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    sprig_session_free(s);
+    sprig_model_free(m);
+    free(file_prompt);
+    return rc;
+}
