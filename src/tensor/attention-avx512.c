@@ -121,7 +121,7 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
     }
     for (int j0 = 0; j0 < jmax; j0 += KK) {
         const int kn = jmax - j0 < KK ? jmax - j0 : KK;
-        const float *kp[8];
+        const float *kp[8] = { 0 };
 #pragma GCC unroll 8
         for (int kk = 0; kk < KK; kk++) {
             const int j = j0 + (kk < kn ? kk : 0);
