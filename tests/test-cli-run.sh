@@ -1,0 +1,98 @@
+#!/bin/sh
+# tests/test-cli-run.sh — `sprig run` end to end: the default model and
+# llama2.c's published greedy text, stdout = prompt + generation exactly,
+# speculative flags (output identical, path reported, --stats-json), the
+# SPRIG_TREE switch, and bad usage (exit 2) / runtime failures (exit 1).
+# Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
+set -u
+BIN=${SPRIG_BIN:-./sprig}
+SHARED=${SPRIG_SHARED:-../shared}
+M="$SHARED/models"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sprig-cli-run-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+check() { d=$1; shift; if "$@"; then :; else echo "FAIL: $d"; fail=1; fi; }
+has() { grep -F -q -- "$1" "$2"; }
+
+cat >"$TMP/want200" <<'TXT'
+Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.
+Lily's mom said, "Lily, let's go to the park." Lily was sad and didn't know what to do. She said, "I want to play with your ball, but I can't find it."
+Lily was sad and didn't know what to do. She said, "I'm sorry, Lily. I didn't know what to do."
+Lily didn't want to help her mom, so she
+TXT
+printf '%s' "$(cat "$TMP/want200")" >"$TMP/want"
+
+# the default model (found through $SPRIG_MODEL here, as CI's checkout has no models/)
+SPRIG_MODEL="$M/stories260K.gguf" "$BIN" run --temp 0 -n 200 -t 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "default model run exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "greedy 200 tokens from BOS = llama2.c's published text" cmp -s "$TMP/out" "$TMP/want"
+check "stderr reports decode speed" has "decode 199 tokens" "$TMP/err"
+check "stderr says which path ran" has "decoding path: plain" "$TMP/err"
+
+# stdout is exactly the prompt followed by the generation
+"$BIN" run -m "$M/stories260K.gguf" -p "Once upon a time" --temp 0 -n 20 -q >"$TMP/p" 2>/dev/null
+check "stdout starts with the prompt" sh -c "head -c 16 '$TMP/p' | grep -q '^Once upon a time$'"
+check "stdout is a prefix of the greedy text" sh -c "head -c \$(wc -c <'$TMP/p') '$TMP/want' | cmp -s - '$TMP/p'"
+check "and longer than the prompt" [ "$(wc -c <"$TMP/p")" -gt 40 ]
+
+# speculative runs: identical output, path and statistics reported
+for spec in "--draft $M/stories-draft.gguf" "--mtp $M/stories-mtp.gguf" "--draft-ngram"; do
+    # shellcheck disable=SC2086
+    "$BIN" run --temp 0 -n 200 -t 1 -m "$M/stories260K.gguf" $spec --tree --tree-branches 2 --draft-max 5 \
+        --stats-json "$TMP/stats.json" >"$TMP/s" 2>"$TMP/serr"; rc=$?
+    check "$spec --tree exits 0" [ $rc -eq 0 ]
+    check "$spec --tree output = plain greedy" cmp -s "$TMP/s" "$TMP/want"
+    check "$spec --tree says the tree path ran" has "decoding path: tree" "$TMP/serr"
+    check "$spec stats json path tree" has '"path":"tree"' "$TMP/stats.json"
+    check "$spec stats json rounds" has '"rounds":' "$TMP/stats.json"
+done
+SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --stats-json "$TMP/e.json" >/dev/null 2>&1
+check "SPRIG_TREE=1 turns tree mode on" has '"path":"tree"' "$TMP/e.json"
+SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --no-tree --stats-json "$TMP/e.json" >/dev/null 2>&1
+check "--no-tree overrides SPRIG_TREE" has '"path":"chain"' "$TMP/e.json"
+"$BIN" run -n 30 -t 1 -m "$M/stories260K.gguf" --seed 7 -q >"$TMP/a" 2>/dev/null
+"$BIN" run -n 30 -t 1 -m "$M/stories260K.gguf" --seed 7 -q >"$TMP/b" 2>/dev/null
+check "same seed, same output" cmp -s "$TMP/a" "$TMP/b"
+"$BIN" run -n 30 -t 1 -m "$M/stories260K.gguf" --seed 7 -q --draft "$M/stories-draft.gguf" --tree >"$TMP/c" 2>/dev/null; rc=$?
+check "sampling with a tree drafter runs" [ $rc -eq 0 ]
+
+# bad usage: exit 2 with a message naming the flag
+bad() { # bad DESCRIPTION WORD -- ARGS...
+    d=$1; w=$2; shift 2
+    "$BIN" run -m "$M/stories260K.gguf" "$@" >/dev/null 2>"$TMP/bad"; rc=$?
+    check "$d exits 2 (rc $rc)" [ $rc -eq 2 ]
+    check "$d names '$w'" has "$w" "$TMP/bad"
+}
+bad "negative -n" "-n" -n -5
+bad "top-p > 1" "--top-p" --top-p 1.5
+bad "min-p = 1" "--min-p" --min-p 1
+bad "non-numeric temp" "--temp" --temp abc
+bad "unknown flag" "--frobnicate" --frobnicate
+bad "missing value" "--seed" --seed
+bad "draft-max 0" "--draft-max" --draft-ngram --draft-max 0
+bad "draft-max 100" "--draft-max" --draft-ngram --draft-max 100
+bad "tree without drafter" "--tree" --tree
+bad "bad kv type" "--kv-type" --kv-type q4
+
+# runtime failures: exit 1 with a message naming the file
+"$BIN" run -m "$TMP/nope.gguf" >/dev/null 2>"$TMP/e1"; rc=$?
+check "missing model exits 1" [ $rc -eq 1 ]
+check "missing model named" has "nope.gguf" "$TMP/e1"
+printf 'not a gguf file at all' >"$TMP/junk.gguf"
+"$BIN" run -m "$TMP/junk.gguf" >/dev/null 2>"$TMP/e2"; rc=$?
+check "garbage model exits 1" [ $rc -eq 1 ]
+"$BIN" run -m "$M/stories260K.gguf" --draft "$TMP/nope.gguf" >/dev/null 2>"$TMP/e3"; rc=$?
+check "missing draft exits 1" [ $rc -eq 1 ]
+check "missing draft named" has "nope.gguf" "$TMP/e3"
+"$BIN" run -m "$M/stories260K.gguf" --mtp "$M/stories-draft.gguf" >/dev/null 2>"$TMP/e4"; rc=$?
+check "a draft model as --mtp exits 1" [ $rc -eq 1 ]
+(cd "$TMP" && SPRIG_MODEL= "$OLDPWD/$BIN" run -n 1 >/dev/null 2>"$TMP/e5"); rc=$?
+if [ ! -f "$TMP/../shared/models/stories260K.gguf" ]; then
+    check "no default model exits 1" [ $rc -eq 1 ]
+    check "no default model says where it looked" has "models/stories260K.gguf" "$TMP/e5"
+fi
+"$BIN" run -m "$M/stories260K.gguf" -c 8 -n 50 --temp 0 -q >/dev/null 2>"$TMP/e6"; rc=$?
+check "context limit ends the run cleanly" [ $rc -eq 0 ]
+check "context limit is reported" has "context limit" "$TMP/e6"
+
+exit $fail
