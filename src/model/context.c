@@ -29,6 +29,8 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
 {
     *out = NULL;
     const struct sprig_hparams *hp = &m->hp;
+    if (p && p->n_ctx < 0) return sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d must be >= 0 (0 = default)", p->n_ctx);
+    if (p && p->n_batch < 0) return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d must be >= 0 (0 = default)", p->n_batch);
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     int n_batch = p && p->n_batch > 0 ? p->n_batch : 64;
     int kv_type = p ? p->kv_type : SPRIG_TYPE_F32;
