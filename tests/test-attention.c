@@ -488,6 +488,7 @@ int main(void)
 {
     sprig_error err;
     for (int i = 1; i <= 3; i++) g_pool[i] = sprig_pool_create(i, &err);
+    sprig_attention_set_parallel_threshold(0);   /* small shapes still run on every thread */
     g_has_avx512 = sprig_attention_use_kernel("avx512");
     sprig_attention_use_kernel(NULL);
     fprintf(stderr, "attention kernel: %s (avx512 %s)\n", sprig_attention_kernel(), g_has_avx512 ? "tested" : "absent");
@@ -500,6 +501,7 @@ int main(void)
     RUN(test_gqa_mapping);
     RUN(test_arg_checks);
     RUN(test_small_scratch_limits_threads);
+    sprig_attention_set_parallel_threshold(-1);
     if (getenv("SPRIG_BENCH_ATTN")) bench();
     for (int i = 1; i <= 3; i++) sprig_pool_free(g_pool[i]);
     return test_summary("test-attention");

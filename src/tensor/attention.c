@@ -277,6 +277,14 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
 
 /* ------------------------------------------------------------------ driver */
 
+/* Calls below this many scalar fmas run on the calling thread only. */
+static _Atomic double g_parallel_fmas = 4.0e5;
+
+void sprig_attention_set_parallel_threshold(double fmas)
+{
+    atomic_store_explicit(&g_parallel_fmas, fmas < 0 ? 4.0e5 : fmas, memory_order_relaxed);
+}
+
 typedef void (*attn_item_fn)(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
 
 struct attn_job {
@@ -337,6 +345,9 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
     SPRIG_ASSERT(((uintptr_t)J.base & 63) == 0);   /* float scratch: the offset is whole floats */
 
     int nth = SPRIG_MIN(nth_pool, J.n_items);
+    /* a call worth a few microseconds is not worth waking workers for */
+    const double work = 2.0 * a->n * a->n_head * (double)a->n_keys * a->hd;   /* scalar fmas */
+    if (work < atomic_load_explicit(&g_parallel_fmas, memory_order_relaxed)) nth = 1;
     if (a->scratch_floats) {
         const size_t off = (size_t)(J.base - a->scratch);
         const size_t fit = a->scratch_floats > off ? (a->scratch_floats - off) / J.slot_floats : 0;
