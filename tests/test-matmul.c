@@ -148,70 +148,62 @@ static void test_reference_vs_double(void)
 static void test_quant_block(void)
 {
     float x[32];
-    int8_t q[32];
-    float d;
-    int32_t s;
+    sprig_mm_qblock r;
     memset(x, 0, sizeof x);
-    sprig_mm_quant_block_ref(x, q, &d, &s);
-    CHECK(d == 0.0f && s == 0 && !signbit(d));
-    for (int i = 0; i < 32; i++) CHECK_EQ_INT(q[i], 0);
+    sprig_mm_quant_block_ref(x, &r);
+    CHECK(r.d == 0.0f && r.c8 == 0 && r.c4 == 0 && !signbit(r.d));
+    for (int i = 0; i < 32; i++) CHECK_EQ_INT(r.q[i], 0);
 
     /* ties round to even: amax 127 -> d = 1, id = 1 */
-    for (int i = 0; i < 32; i++) x[i] = 0;
     x[0] = 127; x[1] = 0.5f; x[2] = 1.5f; x[3] = 2.5f; x[4] = -0.5f; x[5] = -1.5f; x[6] = -127;
-    sprig_mm_quant_block_ref(x, q, &d, &s);
-    CHECK(d == 1.0f);
-    CHECK_EQ_INT(q[0], 127); CHECK_EQ_INT(q[1], 0); CHECK_EQ_INT(q[2], 2); CHECK_EQ_INT(q[3], 2);
-    CHECK_EQ_INT(q[4], 0); CHECK_EQ_INT(q[5], -2); CHECK_EQ_INT(q[6], -127);
-    CHECK_EQ_INT(s, 127 + 2 + 2 - 2 - 127);
+    sprig_mm_quant_block_ref(x, &r);
+    CHECK(r.d == 1.0f);
+    CHECK_EQ_INT(r.q[0], 127); CHECK_EQ_INT(r.q[1], 0); CHECK_EQ_INT(r.q[2], 2); CHECK_EQ_INT(r.q[3], 2);
+    CHECK_EQ_INT(r.q[4], 0); CHECK_EQ_INT(r.q[5], -2); CHECK_EQ_INT(r.q[6], -127);
+    CHECK_EQ_INT(r.c8, -128 * (127 + 2 + 2 - 2 - 127));
+    CHECK_EQ_INT(r.c4, -8 * (127 + 2 + 2 - 2 - 127));
 
     x[9] = INFINITY;
-    sprig_mm_quant_block_ref(x, q, &d, &s);
-    CHECK(isnan(d) && s == 0 && q[0] == 0);
+    sprig_mm_quant_block_ref(x, &r);
+    CHECK(isnan(r.d) && r.c8 == 0 && r.q[0] == 0);
     x[9] = NAN;
-    sprig_mm_quant_block_ref(x, q, &d, &s);
-    CHECK(isnan(d));
+    sprig_mm_quant_block_ref(x, &r);
+    CHECK(isnan(r.d));
 
     for (int i = 0; i < 32; i++) x[i] = 1e-40f * (float)(i - 16);   /* subnormal block */
-    sprig_mm_quant_block_ref(x, q, &d, &s);
-    CHECK(d == 0.0f && s == 0);
+    sprig_mm_quant_block_ref(x, &r);
+    CHECK(r.d == 0.0f && r.c8 == 0);
 
     for (int i = 0; i < 32; i++) x[i] = 3e38f * (i & 1 ? 1.0f : -0.9f);   /* near FLT_MAX */
-    sprig_mm_quant_block_ref(x, q, &d, &s);
-    CHECK(d > 0 && isfinite(d) && q[1] == 127 && q[0] == -114);
+    sprig_mm_quant_block_ref(x, &r);
+    CHECK(r.d > 0 && isfinite(r.d) && r.q[1] == 127 && r.q[0] == -114);
 
-    /* Every SIMD quantizer equals the scalar rule. */
+    /* Every SIMD quantizer equals the scalar rule, for row counts (record
+     * strides) 1 and 16 and block counts that are not multiples of 16. */
     const struct sprig_cpu_features *c = sprig_cpu_features();
     const struct sprig_mm_family *fams[2] = {
         c->avx2 && c->fma && c->f16c ? &sprig_mm_family_avx2 : NULL,
         c->avx512f && c->avx512bw && c->avx512vl && c->avx512dq && c->avx512vnni ? &sprig_mm_family_avx512 : NULL,
     };
-    const int n = 16, K = 32 * 24;
+    const int n = 16, K = 32 * 150;
+    const int64_t nb = K / 32;
     float *xa = make_act(n, K, true);
     for (int i = 0; i < 32; i++) xa[5 * K + 64 + i] = 3e38f * (i & 1 ? 1.0f : -0.9f);
-    const int64_t nb = K / 32;
-    int8_t *q0 = malloc((size_t)n * K), *q1 = malloc((size_t)n * K);
-    float d0[16 * 24], d1[16 * 24];
-    int32_t a0[16 * 24], b0[16 * 24], a1[16 * 24], b1[16 * 24];
-    for (int r = 0; r < n; r++)
-        for (int64_t b = 0; b < nb; b++) {
-            int32_t sum;
-            sprig_mm_quant_block_ref(xa + r * K + b * 32, q0 + (b * n + r) * 32, &d0[b * n + r], &sum);
-            a0[b * n + r] = -128 * sum;
-            b0[b * n + r] = -8 * sum;
-        }
+    for (int i = 0; i < 32; i++) xa[6 * K + 4000 + i] = 1e-36f * (float)(i - 16);   /* d just under FLT_MIN */
+    sprig_mm_qblock *r0 = calloc((size_t)n * nb, sizeof *r0), *r1 = calloc((size_t)n * nb, sizeof *r1);
     for (int f = 0; f < 2; f++) {
         if (!fams[f]) continue;
-        memset(q1, 0x55, (size_t)n * K);
-        for (int r = 0; r < n; r++)
-            fams[f]->quant(xa + r * K, nb, n, q1 + r * 32, d1 + r, a1 + r, b1 + r);
-        CHECKF(memcmp(q0, q1, (size_t)n * K) == 0, "%s quantizer: q differs", fams[f]->name);
-        CHECKF(memcmp(d0, d1, sizeof d0) == 0, "%s quantizer: d differs", fams[f]->name);
-        CHECKF(memcmp(a0, a1, sizeof a0) == 0 && memcmp(b0, b1, sizeof b0) == 0, "%s quantizer: sums differ",
-               fams[f]->name);
+        for (int rows = 1; rows <= n; rows += n - 1) {
+            for (int i = 0; i < rows; i++)
+                for (int64_t b = 0; b < nb; b++) sprig_mm_quant_block_ref(xa + i * K + b * 32, &r0[b * rows + i]);
+            memset(r1, 0x55, (size_t)n * nb * sizeof *r1);
+            for (int i = 0; i < rows; i++) fams[f]->quant(xa + i * K, nb, rows, r1 + i);
+            CHECKF(memcmp(r0, r1, (size_t)rows * nb * sizeof *r0) == 0, "%s quantizer differs (rows %d)",
+                   fams[f]->name, rows);
+        }
     }
-    free(q0);
-    free(q1);
+    free(r0);
+    free(r1);
     free(xa);
 }
 

@@ -59,10 +59,8 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
     const size_t qsb = q4 ? 256 : 512;
     const uint8_t *base = J->packed + (size_t)p * J->pstride;
     const uint8_t *wd = base + (size_t)nb * qsb;
-    const int8_t *aq = J->aq + (size_t)r0 * SPRIG_QK;
+    const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
     const int64_t n = J->n;
-    const float *ad = J->ad + r0;
-    const int32_t *ac = J->ac4 + r0;
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(15);
 
     __m256 acc[QRMAX][2];
@@ -78,7 +76,7 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
                     __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64 + h * 32));
                     __m256i aw = _mm256_abs_epi8(w);
                     UNROLL for (int r = 0; r < R; r++) {
-                        __m256i t = _mm256_sign_epi8(bcast4(aq + (b * n + r) * SPRIG_QK + j * 4), w);
+                        __m256i t = _mm256_sign_epi8(bcast4(aq[b * n + r].q + j * 4), w);
                         t = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, t), ones);
                         ia[r] = _mm256_add_epi32(ia[r], t);
                     }
@@ -90,17 +88,17 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
                     __m256i v = _mm256_loadu_si256((const __m256i *)(qb + t * 64 + h * 32));
                     __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
                     UNROLL for (int r = 0; r < R; r++) {
-                        const int8_t *a = aq + (b * n + r) * SPRIG_QK + t * 4;
+                        const int8_t *a = aq[b * n + r].q + t * 4;
                         s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(lo, bcast4(a)));
                         s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(hi, bcast4(a + 16)));
                     }
                 }
                 UNROLL for (int r = 0; r < R; r++)
-                    ia[r] = _mm256_add_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(ac[b * n + r]));
+                    ia[r] = _mm256_add_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(aq[b * n + r].c4));
             }
             __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + b * 32 + h * 16)));
             UNROLL for (int r = 0; r < R; r++) {
-                __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(ad[b * n + r]));
+                __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(aq[b * n + r].d));
                 acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), s, acc[r][h]);
             }
         }
@@ -206,12 +204,13 @@ static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, RM
 
 /* ---------------------------------------------------------------- activation quantizer */
 
-static void quant_row(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8, int32_t *c4)
+static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qblock *out)
 {
     const __m256i absm = _mm256_set1_epi32(0x7fffffff), perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t b = 0; b < nb; b++) {
         const float *xb = x + b * SPRIG_QK;
-        int8_t *qb = q + b * stride * SPRIG_QK;
+        sprig_mm_qblock *rec = &out[b * stride];
+        int8_t *qb = rec->q;
         __m256 xv[4];
         __m256i m = _mm256_setzero_si256();
         for (int i = 0; i < 4; i++) {
@@ -226,9 +225,8 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, int8_t *q, flo
         memcpy(&fa, &amax, 4);
         da = fa / 127.0f;
         if (amax >= 0x7f800000u || !(da >= FLT_MIN)) {
-            memset(qb, 0, SPRIG_QK);
-            d[b * stride] = amax >= 0x7f800000u ? NAN : 0.0f;
-            c8[b * stride] = c4[b * stride] = 0;
+            memset(rec, 0, sizeof *rec);
+            rec->d = amax >= 0x7f800000u ? NAN : 0.0f;
             continue;
         }
         __m256 id = _mm256_set1_ps(1.0f / da);
@@ -244,14 +242,49 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, int8_t *q, flo
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
         int32_t s = _mm_cvtsi128_si32(s4);
-        d[b * stride] = da;
-        c8[b * stride] = -128 * s;
-        c4[b * stride] = -8 * s;
+        rec->d = da;
+        rec->c8 = -128 * s;
+        rec->c4 = -8 * s;
+        rec->pad = 0;
     }
+}
+
+/* ---------------------------------------------------------------- peak loop */
+
+/* 10 named accumulators (they stay in registers). int8: the Q4_0 inner step
+ * (vpmaddubsw + vpaddw, 32 multiply-adds); fp32: FMA. */
+#define PEAK_BODY(T, STEP)                                                                  \
+    T a0 = a, a1 = a, a2 = a, a3 = a, a4 = a, a5 = a, a6 = a, a7 = a, a8 = a, a9 = a;       \
+    for (uint64_t i = 0; i < iters; i++) {                                                  \
+        a0 = STEP(a0); a1 = STEP(a1); a2 = STEP(a2); a3 = STEP(a3); a4 = STEP(a4);          \
+        a5 = STEP(a5); a6 = STEP(a6); a7 = STEP(a7); a8 = STEP(a8); a9 = STEP(a9);          \
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5),   \
+                         "+x"(a6), "+x"(a7), "+x"(a8), "+x"(a9), "+x"(w));                  \
+    }                                                                                       \
+    __asm__ volatile("" : : "x"(a0), "x"(a1), "x"(a2), "x"(a3), "x"(a4), "x"(a5), "x"(a6),  \
+                     "x"(a7), "x"(a8), "x"(a9));
+
+static double peak(bool int8, uint64_t iters)
+{
+    if (int8) {
+        __m256i a = _mm256_set1_epi16(1), w = _mm256_set1_epi8(3);
+        const __m256i x = _mm256_set1_epi8(-1);
+#define STEP_I8(v) _mm256_add_epi16(v, _mm256_maddubs_epi16(w, x))
+        PEAK_BODY(__m256i, STEP_I8)
+#undef STEP_I8
+        return (double)iters * 10 * 32 * 2;
+    }
+    __m256 a = _mm256_set1_ps(1.0f), w = _mm256_set1_ps(1.0000001f);
+    const __m256 x = _mm256_set1_ps(1e-7f);
+#define STEP_F(v) _mm256_fmadd_ps(v, w, x)
+    PEAK_BODY(__m256, STEP_F)
+#undef STEP_F
+    return (double)iters * 10 * 8 * 2;
 }
 
 const struct sprig_mm_family sprig_mm_family_avx2 = {
     .name = "avx2", .q8_xor = false,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
     .quant = quant_row,
+    .peak = peak,
 };

@@ -29,6 +29,16 @@
 #define UNROLL _Pragma("GCC unroll 16")
 
 #define RMAX 12   /* rows per tile */
+#include <stdlib.h>
+size_t sprig_pf1 = 2048, sprig_pf2 = 0;
+#define pf1 sprig_pf1
+#define pf2 sprig_pf2
+__attribute__((constructor)) void sprig_pf_env(void);
+__attribute__((constructor)) void sprig_pf_env(void)
+{
+    if (getenv("PF1")) pf1 = (size_t)atol(getenv("PF1"));
+    if (getenv("PF2")) pf2 = (size_t)atol(getenv("PF2"));
+}
 #define GMAX 8    /* panels per tile */
 
 AI __m512i bcast4(const int8_t *p)
@@ -36,6 +46,19 @@ AI __m512i bcast4(const int8_t *p)
     int32_t v;
     memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
+}
+
+/* acc += dot4(u8 w, s8 broadcast of the 4 bytes at p), the broadcast embedded
+ * in the instruction's memory operand (gcc would emit a separate
+ * vpbroadcastd, an extra uop on a busy vector port). */
+AI __m512i dpbusd_b(__m512i acc, __m512i w, const int8_t *p)
+{
+#ifdef NO_EMBED
+    return _mm512_dpbusd_epi32(acc, w, bcast4(p));
+#else
+    __asm__("vpdpbusd %[m]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [m] "m"(*(const int32_t *)p));
+    return acc;
+#endif
 }
 
 /* Store 16 columns starting at col (masked at the right edge of y). */
@@ -54,10 +77,8 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
     const size_t ps = J->pstride, qsb = q4 ? 256 : 512;
     const uint8_t *base = J->packed + (size_t)p * ps;
     const uint8_t *wd = base + (size_t)nb * qsb;
-    const int8_t *aq = J->aq + (size_t)r0 * SPRIG_QK;
+    const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
     const int64_t n = J->n;
-    const float *ad = J->ad + r0;
-    const int32_t *ac = (q4 ? J->ac4 : J->ac8) + r0;
     const __m512i m4 = _mm512_set1_epi8(15);
 
     __m512 acc[RMAX][GMAX];
@@ -65,9 +86,21 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
+        if (pf1) {
+            UNROLL for (int g = 0; g < G; g++) {
+                UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + g * ps + pf1 + l, _MM_HINT_T0);
+                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + pf1 / 16, _MM_HINT_T0);
+            }
+        }
+        if (pf2) {
+            UNROLL for (int g = 0; g < G; g++) {
+                UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + g * ps + pf2 + l, _MM_HINT_T1);
+                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + pf2 / 16, _MM_HINT_T1);
+            }
+        }
         __m512i ia[RMAX][GMAX];
         UNROLL for (int r = 0; r < R; r++) {
-            __m512i c = _mm512_set1_epi32(ac[b * n + r]);
+            __m512i c = _mm512_set1_epi32(q4 ? aq[b * n + r].c4 : aq[b * n + r].c8);
             UNROLL for (int g = 0; g < G; g++) ia[r][g] = c;
         }
         if (!q4) {
@@ -75,8 +108,8 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
                 __m512i wv[GMAX];
                 UNROLL for (int g = 0; g < G; g++) wv[g] = _mm512_loadu_si512(qb + g * ps + j * 64);
                 UNROLL for (int r = 0; r < R; r++) {
-                    __m512i av = bcast4(aq + (b * n + r) * SPRIG_QK + j * 4);
-                    UNROLL for (int g = 0; g < G; g++) ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], wv[g], av);
+                    const int8_t *a = aq[b * n + r].q + j * 4;
+                    UNROLL for (int g = 0; g < G; g++) ia[r][g] = dpbusd_b(ia[r][g], wv[g], a);
                 }
             }
         } else {
@@ -88,11 +121,10 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
                     hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 }
                 UNROLL for (int r = 0; r < R; r++) {
-                    const int8_t *a = aq + (b * n + r) * SPRIG_QK + t * 4;
-                    __m512i al = bcast4(a), ah = bcast4(a + 16);
+                    const int8_t *a = aq[b * n + r].q + t * 4;
                     UNROLL for (int g = 0; g < G; g++) {
-                        ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], lo[g], al);
-                        ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], hi[g], ah);
+                        ia[r][g] = dpbusd_b(ia[r][g], lo[g], a);
+                        ia[r][g] = dpbusd_b(ia[r][g], hi[g], a + 16);
                     }
                 }
             }
@@ -101,7 +133,7 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
         UNROLL for (int g = 0; g < G; g++)
             dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wd + g * ps + b * 32)));
         UNROLL for (int r = 0; r < R; r++) {
-            __m512 s = _mm512_set1_ps(ad[b * n + r]);
+            __m512 s = _mm512_set1_ps(aq[b * n + r].d);
             UNROLL for (int g = 0; g < G; g++)
                 acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[r][g]), _mm512_mul_ps(dw[g], s), acc[r][g]);
         }
@@ -224,39 +256,150 @@ static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g); }
 
 /* ---------------------------------------------------------------- activation quantizer */
 
-static void quant_row(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8, int32_t *c4)
+/* Reduce 16 vectors at once: lane i of the result is the max (or sum) of the
+ * 16 lanes of v[i]. A transposing tree (shuffle, shuffle, op per output
+ * vector; 15 of them) costs about 3 ops per vector instead of ~9 for a
+ * separate horizontal reduction of each. */
+AI __m512i red_op(__m512i a, __m512i b, const bool max)
+{
+    return max ? _mm512_max_epu32(a, b) : _mm512_add_epi32(a, b);
+}
+
+AI __m512i reduce16(__m512i v[16], const bool max)
+{
+    __m512i t[8], w[4], x[2];
+    UNROLL for (int i = 0; i < 8; i++)   /* lanes 0-7: v[2i] halves folded, 8-15: v[2i+1] */
+        t[i] = red_op(_mm512_shuffle_i32x4(v[2 * i], v[2 * i + 1], 0x44),
+                      _mm512_shuffle_i32x4(v[2 * i], v[2 * i + 1], 0xee), max);
+    UNROLL for (int i = 0; i < 4; i++)   /* 4 lanes per vector, in 128-bit lane k: v[4i + k] */
+        w[i] = red_op(_mm512_shuffle_i32x4(t[2 * i], t[2 * i + 1], 0x88),
+                      _mm512_shuffle_i32x4(t[2 * i], t[2 * i + 1], 0xdd), max);
+    UNROLL for (int i = 0; i < 2; i++)   /* lane k: [v[8i+k] x2, v[8i+4+k] x2] */
+        x[i] = red_op(_mm512_unpacklo_epi64(w[2 * i], w[2 * i + 1]), _mm512_unpackhi_epi64(w[2 * i], w[2 * i + 1]),
+                      max);
+    __m512i e = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x[0]), _mm512_castsi512_ps(x[1]), 0x88));
+    __m512i o = _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x[0]), _mm512_castsi512_ps(x[1]), 0xdd));
+    __m512i y = red_op(e, o, max);       /* lane 4k + j holds v[k + 4j] */
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), y);
+}
+
+/* The row is taken in chunks of up to QCHUNK blocks and passes, each a stream
+ * of independent work the out-of-order core can overlap (one fused pass is a
+ * long dependency chain per 16 blocks that does not fit its window):
+ *   A: per 16 blocks, the maxima (a transposing reduction) and d = amax/127,
+ *      1/d as one vdivps each;
+ *   B: per block, q = nearest(x * (1/d)) stored as int8, q's lanes summed;
+ *   C: per 16 blocks, the sums (transposing reduction) and corrections;
+ *   D: per block, d and the corrections into the record, read back from
+ *      stack arrays written a pass earlier (a narrow load right behind a zmm
+ *      store to the same place cannot be forwarded and stalls). */
+#define QCHUNK 128
+
+static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qblock *out)
 {
     const __m512i absm = _mm512_set1_epi32(0x7fffffff);
-    for (int64_t b = 0; b < nb; b++) {
-        const float *xb = x + b * SPRIG_QK;
-        int8_t *qb = q + b * stride * SPRIG_QK;
-        __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
-        __m512i a0 = _mm512_and_si512(_mm512_castps_si512(x0), absm);
-        __m512i a1 = _mm512_and_si512(_mm512_castps_si512(x1), absm);
-        uint32_t amax = _mm512_reduce_max_epu32(_mm512_max_epu32(a0, a1));
-        float fa, da;
-        memcpy(&fa, &amax, 4);
-        da = fa / 127.0f;
-        if (amax >= 0x7f800000u || !(da >= FLT_MIN)) {
-            memset(qb, 0, SPRIG_QK);
-            d[b * stride] = amax >= 0x7f800000u ? NAN : 0.0f;
-            c8[b * stride] = c4[b * stride] = 0;
-            continue;
+    _Alignas(64) float idv[QCHUNK], dv[QCHUNK];
+    _Alignas(64) int32_t sv[QCHUNK][16], s8v[QCHUNK], s4v[QCHUNK];
+    __mmask16 bad[QCHUNK / 16];
+    for (int64_t c0 = 0; c0 < nb; c0 += QCHUNK) {
+        const int cn = nb - c0 < QCHUNK ? (int)(nb - c0) : QCHUNK;
+        const float *xc = x + c0 * SPRIG_QK;
+        sprig_mm_qblock *oc = out + c0 * stride;
+        /* A */
+        for (int g = 0; g < cn; g += 16) {
+            const int m = cn - g < 16 ? cn - g : 16;
+            const __mmask16 live = (__mmask16)((1u << m) - 1);
+            __m512i v[16];
+            UNROLL for (int i = 0; i < 16; i++) {   /* (m == 16 ||: keeps full groups branch-free) */
+                const float *xb = xc + (g + i) * SPRIG_QK;
+                if (m == 16 || i < m) {
+                    __m512i a0 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(xb)), absm);
+                    __m512i a1 = _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(xb + 16)), absm);
+                    v[i] = _mm512_max_epu32(a0, a1);
+                } else {
+                    v[i] = _mm512_setzero_si512();
+                }
+            }
+            __m512i amv = reduce16(v, true);
+            __mmask16 nf = _mm512_cmpge_epu32_mask(amv, _mm512_set1_epi32(0x7f800000)) & live;
+            __m512 da = _mm512_div_ps(_mm512_castsi512_ps(amv), _mm512_set1_ps(127.0f));
+            __mmask16 ok = _mm512_cmp_ps_mask(da, _mm512_set1_ps(FLT_MIN), _CMP_GE_OQ) & (__mmask16)~nf & live;
+            _mm512_store_ps(idv + g, _mm512_maskz_div_ps(ok, _mm512_set1_ps(1.0f), da));   /* 0: q = 0 */
+            _mm512_store_ps(dv + g, _mm512_mask_blend_ps(nf, _mm512_maskz_mov_ps(ok, da), _mm512_set1_ps(NAN)));
+            bad[g / 16] = nf;
         }
-        __m512 id = _mm512_set1_ps(1.0f / da);
-        __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm_storeu_si128((__m128i *)qb, _mm512_cvtepi32_epi8(q0));
-        _mm_storeu_si128((__m128i *)(qb + 16), _mm512_cvtepi32_epi8(q1));
-        int32_t s = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-        d[b * stride] = da;
-        c8[b * stride] = -128 * s;
-        c4[b * stride] = -8 * s;
+        /* B */
+        for (int i = 0; i < cn; i++) {
+            const float *xb = xc + i * SPRIG_QK;
+            int8_t *qb = oc[i * stride].q;
+            __m512 iv = _mm512_set1_ps(idv[i]);
+            __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb), iv),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), iv),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            _mm_storeu_si128((__m128i *)qb, _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(qb + 16), _mm512_cvtepi32_epi8(q1));
+            _mm512_store_si512(sv[i], _mm512_add_epi32(q0, q1));
+        }
+        /* C */
+        for (int g = 0; g < cn; g += 16) {
+            const int m = cn - g < 16 ? cn - g : 16;
+            if (bad[g / 16]) {   /* inf/NaN blocks: x * 0 gave NaN, so q must be cleared */
+                for (int i = 0; i < m; i++)
+                    if ((bad[g / 16] >> i) & 1) {
+                        memset(oc[(g + i) * stride].q, 0, SPRIG_QK);
+                        memset(sv[g + i], 0, sizeof sv[g + i]);
+                    }
+            }
+            __m512i v[16];
+            UNROLL for (int i = 0; i < 16; i++)
+                v[i] = m == 16 || i < m ? _mm512_load_si512(sv[g + i]) : _mm512_setzero_si512();
+            __m512i sum = reduce16(v, false);
+            _mm512_store_si512(s8v + g, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 7)));
+            _mm512_store_si512(s4v + g, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 3)));
+        }
+        /* D */
+        for (int i = 0; i < cn; i++) {
+            sprig_mm_qblock *r = &oc[i * stride];
+            r->d = dv[i];
+            r->c8 = s8v[i];
+            r->c4 = s4v[i];
+            r->pad = 0;
+        }
     }
+}
+
+/* ---------------------------------------------------------------- peak loop */
+
+/* 12 independent accumulators (named, so they stay in registers) hide the
+ * 4-5 cycle latency of vpdpbusd / vfmadd. */
+#define PEAK_BODY(T, OP, W, X)                                                              \
+    T a0 = a, a1 = a, a2 = a, a3 = a, a4 = a, a5 = a, a6 = a, a7 = a, a8 = a, a9 = a, a10 = a, a11 = a; \
+    for (uint64_t i = 0; i < iters; i++) {                                                  \
+        a0 = OP(a0, W, X); a1 = OP(a1, W, X); a2 = OP(a2, W, X); a3 = OP(a3, W, X);          \
+        a4 = OP(a4, W, X); a5 = OP(a5, W, X); a6 = OP(a6, W, X); a7 = OP(a7, W, X);          \
+        a8 = OP(a8, W, X); a9 = OP(a9, W, X); a10 = OP(a10, W, X); a11 = OP(a11, W, X);      \
+        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5),   \
+                         "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));     \
+    }                                                                                       \
+    __asm__ volatile("" : : "v"(a0), "v"(a1), "v"(a2), "v"(a3), "v"(a4), "v"(a5), "v"(a6),  \
+                     "v"(a7), "v"(a8), "v"(a9), "v"(a10), "v"(a11));
+
+static double peak(bool int8, uint64_t iters)
+{
+    if (int8) {
+        __m512i a = _mm512_set1_epi32(1), w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
+        PEAK_BODY(__m512i, _mm512_dpbusd_epi32, w, x)
+        return (double)iters * 12 * 64 * 2;
+    }
+    __m512 a = _mm512_set1_ps(1.0f), w = _mm512_set1_ps(1.0000001f), x = _mm512_set1_ps(1e-7f);
+    PEAK_BODY(__m512, _mm512_fmadd_ps, w, x)
+    return (double)iters * 12 * 16 * 2;
 }
 
 const struct sprig_mm_family sprig_mm_family_avx512 = {
     .name = "avx512-vnni", .q8_xor = true,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
     .quant = quant_row,
+    .peak = peak,
 };

@@ -18,11 +18,13 @@
  *         uint16   d[nb][16]
  * with nb = n_in / 32. So a 64-byte load is 16 columns x 4 consecutive k.
  *
- * Quantized activations (built once per sprig_act), block-major so that the
- * rows of a tile sit at constant offsets: for block b and row r, int8
- * q[b][r][32], float d[b][r], and the offset corrections
- * c8[b][r] = -128 * sum(q) (for u8 = q ^ 0x80 weights) and c4 = -8 * sum(q)
- * (for Q4_0 nibbles), so the exact int32 dot is init + sum(u8 * s8).
+ * Quantized activations (built once per sprig_act) are 48-byte records, one
+ * per (block b, row r), block-major: rec[b][r] holds the int8 q[32], the
+ * float scale d and the offset corrections c8 = -128 * sum(q) (for
+ * u8 = q ^ 0x80 weights) and c4 = -8 * sum(q) (for Q4_0 nibbles), so the exact
+ * int32 dot is c + sum(u8 * s8). Every field of every row of a tile then sits
+ * at a constant offset from one pointer per block, and a quantizer writes
+ * each block's record whole.
  */
 #ifndef SPRIG_TENSOR_MATMUL_KERN_H
 #define SPRIG_TENSOR_MATMUL_KERN_H
@@ -33,6 +35,14 @@
 
 #define SPRIG_MM_PANEL 16
 
+typedef struct sprig_mm_qblock {
+    int8_t  q[32];
+    float   d;
+    int32_t c8, c4;
+    int32_t pad;
+} sprig_mm_qblock;
+_Static_assert(sizeof(sprig_mm_qblock) == 48, "activation record is 48 bytes");
+
 /* One kernel call: rows [0, n) of the activations times panels [p0, p1) of one weight. */
 typedef struct sprig_mm_job {
     int            type;
@@ -41,9 +51,7 @@ typedef struct sprig_mm_job {
     size_t         pstride;    /* bytes per panel */
     int            n;          /* activation rows */
     const float   *x;          /* [n][n_in] float activations (float weights) */
-    const int8_t  *aq;         /* [nb][n][32] quantized activations */
-    const float   *ad;         /* [nb][n] */
-    const int32_t *ac8, *ac4;  /* [nb][n] */
+    const sprig_mm_qblock *aq; /* [nb][n] quantized activations */
     float         *y;          /* [n][n_out] */
     int64_t        p0, p1;     /* panel range */
 } sprig_mm_job;
@@ -51,24 +59,35 @@ typedef struct sprig_mm_job {
 typedef void (*sprig_mm_kernel_fn)(const sprig_mm_job *job);
 
 /* Quantize one activation row of k = 32 * nb floats (rule in matmul.c); block b
- * goes to q + b*stride*32, d[b*stride], c8[b*stride], c4[b*stride]. */
-typedef void (*sprig_mm_quant_fn)(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8,
-                                  int32_t *c4);
+ * goes to out[b * stride]. */
+typedef void (*sprig_mm_quant_fn)(const float *x, int64_t nb, int64_t stride, sprig_mm_qblock *out);
+
+/* A register-only loop of `iters` iterations for peak measurements: int8 dot
+ * products (int8 = true) or fp32 FMAs; returns the arithmetic ops done (a
+ * multiply-add counts 2). */
+typedef double (*sprig_mm_peak_fn)(bool int8, uint64_t iters);
 
 struct sprig_mm_family {
     const char *name;            /* "avx512-vnni", "avx2" */
     bool q8_xor;                 /* Q8_0 packed as q ^ 0x80 */
     sprig_mm_kernel_fn f32, f16, bf16, q8_0, q4_0;
     sprig_mm_quant_fn quant;
+    sprig_mm_peak_fn peak;
 };
 
 extern const struct sprig_mm_family sprig_mm_family_avx512;
 extern const struct sprig_mm_family sprig_mm_family_avx2;
 
+/* The family new weights are packed for (NULL: reference), and the best one
+ * the CPU has whatever SPRIG_NO_SIMD or forcing says (NULL: none). */
+const struct sprig_mm_family *sprig_mm_family_current(void);
+const struct sprig_mm_family *sprig_mm_family_best(void);
+
 /* Bytes per panel of the packed layout (multiple of 64); 0 for other types. */
 size_t sprig_mm_panel_bytes(int type, int64_t n_in);
 
-/* The scalar block quantizer (the spec the SIMD quantizers must equal). */
-void sprig_mm_quant_block_ref(const float *x, int8_t *q, float *d, int32_t *sum);
+/* The scalar block quantizer (the spec the SIMD quantizers must equal); also
+ * fills c8 and c4. */
+void sprig_mm_quant_block_ref(const float *x, sprig_mm_qblock *out);
 
 #endif

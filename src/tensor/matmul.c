@@ -28,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { FAM_REF = 0, FAM_AVX2 = 1, FAM_AVX512 = 2, FAM_COUNT };
 
@@ -85,6 +86,13 @@ static int fam_current(void)
 }
 
 const char *sprig_kernels_name(void) { return fam_names[fam_current()]; }
+
+const struct sprig_mm_family *sprig_mm_family_current(void) { return family(fam_current()); }
+
+const struct sprig_mm_family *sprig_mm_family_best(void)
+{
+    return family(fam_available(FAM_AVX512) ? FAM_AVX512 : fam_available(FAM_AVX2) ? FAM_AVX2 : FAM_REF);
+}
 
 bool sprig_kernels_force(const char *name)
 {
@@ -149,6 +157,32 @@ static sprig_mm_kernel_fn fam_kernel(const struct sprig_mm_family *f, int type)
 }
 
 /* ---------------------------------------------------------------- weights */
+
+/* Packed copies of 1 MB and more live in their own mapping, advised to use
+ * transparent huge pages: a decode step streams every weight once, and 2 MB
+ * pages spare the TLB and let the hardware prefetcher run across 4 KB
+ * boundaries. The rule depends on the size alone, so free() knows which. */
+#define PACK_HUGE_MIN ((size_t)1 << 20)
+#define PACK_HUGE_PAGE ((size_t)2 << 20)
+
+static void *packed_alloc(size_t bytes)
+{
+    if (bytes < PACK_HUGE_MIN) return sprig_calloc_aligned(bytes, 1);
+    size_t len = (bytes + PACK_HUGE_PAGE - 1) & ~(PACK_HUGE_PAGE - 1);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void packed_free(void *p, size_t bytes)
+{
+    if (!p) return;
+    if (bytes < PACK_HUGE_MIN) sprig_free_aligned(p);
+    else munmap(p, (bytes + PACK_HUGE_PAGE - 1) & ~(PACK_HUGE_PAGE - 1));
+}
 
 /* Repack raw GGUF rows into panels (layout in matmul-kern.h). */
 static void pack_weight(sprig_weight *w, bool q8_xor)
@@ -234,7 +268,7 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
     size_t ps = sprig_mm_panel_bytes(type, n_in), bytes;
     if (!ps || sprig_mul_ovf(ps, panels, &bytes))
         return sprig_err(err, SPRIG_E_NOMEM, "weight '%s': packed size overflows", name);
-    w->packed = sprig_calloc_aligned(bytes, 1);
+    w->packed = packed_alloc(bytes);
     if (!w->packed)
         return sprig_err(err, SPRIG_E_NOMEM, "weight '%s': out of memory for the packed copy (%zu bytes)", name, bytes);
     w->packed_bytes = bytes;
@@ -246,7 +280,7 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
 void sprig_weight_free(sprig_weight *w)
 {
     if (!w) return;
-    sprig_free_aligned(w->packed);
+    packed_free(w->packed, w->packed_bytes);
     w->packed = NULL;
     w->packed_bytes = 0;
 }
@@ -261,7 +295,7 @@ void sprig_weight_row_f32(const sprig_weight *w, int64_t o, float *out)
 
 /* ---------------------------------------------------------------- activations */
 
-void sprig_mm_quant_block_ref(const float *x, int8_t *q, float *d, int32_t *sum)
+void sprig_mm_quant_block_ref(const float *x, sprig_mm_qblock *out)
 {
     uint32_t amax = 0;
     for (int j = 0; j < SPRIG_QK; j++) {
@@ -270,67 +304,49 @@ void sprig_mm_quant_block_ref(const float *x, int8_t *q, float *d, int32_t *sum)
         u &= 0x7fffffffu;
         if (u > amax) amax = u;
     }
-    int32_t s = 0;
+    memset(out, 0, sizeof *out);
     if (amax >= 0x7f800000u) {          /* inf or NaN in the block */
-        memset(q, 0, SPRIG_QK);
-        *d = NAN;
-        *sum = 0;
+        out->d = NAN;
         return;
     }
     float fa;
     memcpy(&fa, &amax, 4);
     float da = fa / 127.0f;
-    if (!(da >= FLT_MIN)) {
-        memset(q, 0, SPRIG_QK);
-        *d = 0.0f;
-        *sum = 0;
-        return;
-    }
+    if (!(da >= FLT_MIN)) return;       /* zero or subnormal: d = 0, q = 0 */
     float id = 1.0f / da;
+    int32_t s = 0;
     for (int j = 0; j < SPRIG_QK; j++) {
         int v = (int)nearbyintf(x[j] * id);
-        q[j] = (int8_t)v;
+        out->q[j] = (int8_t)v;
         s += v;
     }
-    *d = da;
-    *sum = s;
+    out->d = da;
+    out->c8 = -128 * s;
+    out->c4 = -8 * s;
 }
 
-static void quant_row_ref(const float *x, int64_t nb, int64_t stride, int8_t *q, float *d, int32_t *c8, int32_t *c4)
+static void quant_row_ref(const float *x, int64_t nb, int64_t stride, sprig_mm_qblock *out)
 {
-    for (int64_t b = 0; b < nb; b++) {
-        int32_t s;
-        sprig_mm_quant_block_ref(x + b * SPRIG_QK, q + b * stride * SPRIG_QK, &d[b * stride], &s);
-        c8[b * stride] = -128 * s;
-        c4[b * stride] = -8 * s;
-    }
+    for (int64_t b = 0; b < nb; b++) sprig_mm_quant_block_ref(x + b * SPRIG_QK, &out[b * stride]);
 }
 
-/* Offsets of the quantized form inside the scratch (from its 64-aligned start). */
-struct act_layout { size_t q, d, c8, c4, total; };
-
-static bool act_layout(int64_t n, int64_t k, struct act_layout *L)
+/* Bytes of the quantized form for n rows of k (+ 64 to align an unaligned scratch). */
+static bool act_bytes(int64_t n, int64_t k, size_t *out)
 {
-    memset(L, 0, sizeof *L);
-    L->total = 64;
+    *out = 64;
     if (n <= 0 || k <= 0) return true;
     if (n > MM_MAX_DIM || k > MM_MAX_DIM) return false;
-    size_t nb = (size_t)(k / SPRIG_QK), blocks, qb;
-    if (sprig_mul_ovf((size_t)n, nb, &blocks) || sprig_mul_ovf(blocks, SPRIG_QK, &qb)) return false;
-    size_t sb = round64(blocks * 4);
-    L->q = 0;
-    L->d = round64(qb);
-    L->c8 = L->d + sb;
-    L->c4 = L->c8 + sb;
-    L->total = L->c4 + sb + 64;     /* + slack to align an unaligned scratch */
-    return L->total > L->c4;
+    size_t recs;
+    if (sprig_mul_ovf((size_t)n, (size_t)(k / SPRIG_QK), &recs) || sprig_mul_ovf(recs, sizeof(sprig_mm_qblock), out) ||
+        sprig_add_ovf(*out, 64, out))
+        return false;
+    return true;
 }
 
 size_t sprig_act_scratch_bytes(int max_n, int64_t max_k)
 {
-    struct act_layout L;
-    if (!act_layout(max_n, max_k, &L)) return SIZE_MAX;
-    return L.total;
+    size_t b;
+    return act_bytes(max_n, max_k, &b) ? b : SIZE_MAX;
 }
 
 void sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scratch, size_t scratch_bytes)
@@ -344,19 +360,15 @@ void sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scratc
     a->q8_ready = false;
 }
 
-struct act_q { const int8_t *q; const float *d; const int32_t *c8, *c4; };
-
-static struct act_q act_q_view(const sprig_act *a)
+static sprig_mm_qblock *act_q_view(const sprig_act *a)
 {
-    struct act_layout L;
-    SPRIG_ASSERT(act_layout(a->n, a->k, &L));
-    SPRIG_ASSERT(a->scratch && L.total <= a->scratch_bytes);
-    uint8_t *base = (uint8_t *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
-    return (struct act_q){ (const int8_t *)(base + L.q), (const float *)(base + L.d),
-                           (const int32_t *)(base + L.c8), (const int32_t *)(base + L.c4) };
+    size_t need;
+    SPRIG_ASSERT(act_bytes(a->n, a->k, &need));
+    SPRIG_ASSERT(a->scratch && need <= a->scratch_bytes);
+    return (sprig_mm_qblock *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
 }
 
-struct quant_ctx { const sprig_act *a; struct act_q v; sprig_mm_quant_fn fn; };
+struct quant_ctx { const sprig_act *a; sprig_mm_qblock *v; sprig_mm_quant_fn fn; };
 
 static void quant_task(void *ctx, int ith, int nth)
 {
@@ -364,9 +376,7 @@ static void quant_task(void *ctx, int ith, int nth)
     int64_t nb = c->a->k / SPRIG_QK;
     long lo, hi;
     sprig_split(c->a->n, ith, nth, &lo, &hi);
-    for (long r = lo; r < hi; r++)
-        c->fn(c->a->x + r * c->a->k, nb, c->a->n, (int8_t *)c->v.q + r * SPRIG_QK, (float *)c->v.d + r,
-              (int32_t *)c->v.c8 + r, (int32_t *)c->v.c4 + r);
+    for (long r = lo; r < hi; r++) c->fn(c->a->x + r * c->a->k, nb, c->a->n, c->v + r);
 }
 
 static void act_quantize(sprig_pool *pool, sprig_act *a)
@@ -375,8 +385,8 @@ static void act_quantize(sprig_pool *pool, sprig_act *a)
     SPRIG_ASSERT(a->k % SPRIG_QK == 0);
     const struct sprig_mm_family *f = family(fam_current());
     struct quant_ctx c = { a, act_q_view(a), f ? f->quant : quant_row_ref };
-    /* Rows in parallel only when there is enough of them to beat a dispatch. */
-    int nth = (int64_t)a->n * a->k >= 65536 ? a->n : 1;
+    /* Rows in parallel once there is more than a dispatch's worth (~1 us) of work. */
+    int nth = (int64_t)a->n * a->k >= 8192 ? a->n : 1;
     sprig_pool_run(pool, quant_task, &c, nth);
     a->q8_ready = true;
 }
@@ -429,7 +439,8 @@ static float ref_block(int type, const uint8_t *row, int64_t b, const int8_t *q,
 }
 
 /* Columns [o0, o1) of y[n][n_out] from the raw rows; aq/ad: the quantized activations. */
-static void ref_cols(const sprig_weight *w, int n, const float *x, struct act_q aq, float *y, int64_t o0, int64_t o1)
+static void ref_cols(const sprig_weight *w, int n, const float *x, const sprig_mm_qblock *aq, float *y, int64_t o0,
+                     int64_t o1)
 {
     const int64_t K = w->n_in, nb = K / SPRIG_QK;
     const bool quant = mm_type(w->type)->quant;
@@ -439,7 +450,7 @@ static void ref_cols(const sprig_weight *w, int n, const float *x, struct act_q 
             float acc = 0.0f;
             if (quant) {
                 for (int64_t b = 0; b < nb; b++)
-                    acc = ref_block(w->type, row, b, aq.q + (b * n + r) * SPRIG_QK, aq.d[b * n + r], acc);
+                    acc = ref_block(w->type, row, b, aq[b * n + r].q, aq[b * n + r].d, acc);
             } else {
                 const float *xr = x + (int64_t)r * K;
                 for (int64_t k = 0; k < K; k++) acc = fmaf(wf(w->type, row, k), xr[k], acc);
@@ -454,7 +465,7 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
     SPRIG_ASSERT(w && x && y && n >= 0);
     const int64_t K = w->n_in, N = w->n_out;
     if (!mm_type(w->type)->quant) {
-        ref_cols(w, n, x, (struct act_q){ 0 }, y, 0, N);
+        ref_cols(w, n, x, NULL, y, 0, N);
         return;
     }
     /* Quantize one block at a time (no allocation); y rows are the accumulators. */
@@ -463,12 +474,10 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
         float *yr = y + (int64_t)r * N;
         for (int64_t o = 0; o < N; o++) yr[o] = 0.0f;
         for (int64_t b = 0; b < nb; b++) {
-            int8_t q[SPRIG_QK];
-            float d;
-            int32_t s;
-            sprig_mm_quant_block_ref(x + (int64_t)r * K + b * SPRIG_QK, q, &d, &s);
+            sprig_mm_qblock qb;
+            sprig_mm_quant_block_ref(x + (int64_t)r * K + b * SPRIG_QK, &qb);
             for (int64_t o = 0; o < N; o++)
-                yr[o] = ref_block(w->type, (const uint8_t *)w->raw + (size_t)o * w->row_bytes, b, q, d, yr[o]);
+                yr[o] = ref_block(w->type, (const uint8_t *)w->raw + (size_t)o * w->row_bytes, b, qb.q, qb.d, yr[o]);
         }
     }
 }
@@ -480,7 +489,7 @@ struct mm_ctx {
     int m;
     const sprig_weight *const *w;
     float *const *y;
-    struct act_q aq;
+    const sprig_mm_qblock *aq;
     int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
 };
 
@@ -503,7 +512,7 @@ static void mm_task(void *ctx, int ith, int nth)
         sprig_mm_job job = {
             .type = w->type, .n_in = w->n_in, .n_out = w->n_out, .packed = w->packed,
             .pstride = sprig_mm_panel_bytes(w->type, w->n_in), .n = c->a->n, .x = c->a->x,
-            .aq = c->aq.q, .ad = c->aq.d, .ac8 = c->aq.c8, .ac4 = c->aq.c4, .y = c->y[i], .p0 = p0, .p1 = p1,
+            .aq = c->aq, .y = c->y[i], .p0 = p0, .p1 = p1,
         };
         fam_kernel(f, w->type)(&job);
     }

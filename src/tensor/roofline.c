@@ -1,0 +1,248 @@
+/*
+ * tensor/roofline — see roofline.h. Read bandwidth, peak arithmetic and the
+ * matmul timing helper behind `sprig bench`.
+ *
+ * Timing a matmul alone is easy to get wrong: a 4 MB weight fits the 32 MB L3
+ * and a repeated call would then run at cache speed, far above what a
+ * forward pass over a 1 GB model sees. So the helper rotates through enough
+ * separately packed copies (>= 160 MB together) that every call streams its
+ * weight from DRAM, alternates the batch sizes call by call (a noisy shared
+ * machine then disturbs all of them alike), drops a warm-up round and
+ * reports medians.
+ */
+#include "tensor/roofline.h"
+
+#include "base/mem.h"
+#include "base/timer.h"
+#include "tensor/matmul-kern.h"
+#include "tensor/matmul.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- bandwidth */
+
+struct bw_ctx { const uint64_t *buf; size_t words; uint64_t sink[256]; };
+
+static void bw_task(void *ctx, int ith, int nth)
+{
+    struct bw_ctx *c = ctx;
+    long lo, hi;
+    sprig_split((long)(c->words / 8), ith, nth, &lo, &hi);
+    const uint64_t *p = c->buf;
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+    for (long i = lo * 8; i < hi * 8; i += 8) {
+        a0 ^= p[i]; a1 ^= p[i + 1]; a2 ^= p[i + 2]; a3 ^= p[i + 3];
+        a4 ^= p[i + 4]; a5 ^= p[i + 5]; a6 ^= p[i + 6]; a7 ^= p[i + 7];
+    }
+    c->sink[ith & 255] = a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+}
+
+double sprig_measure_read_bandwidth(sprig_pool *pool, size_t bytes)
+{
+    if (!bytes) bytes = (size_t)512 << 20;
+    size_t words = bytes / 64 * 8;
+    if (!words) return -1;
+    uint64_t *buf = sprig_calloc_aligned(words, sizeof(uint64_t));
+    if (!buf) return -1;
+    for (size_t i = 0; i < words; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;   /* touch every page */
+    struct bw_ctx *c = calloc(1, sizeof *c);
+    if (!c) { sprig_free_aligned(buf); return -1; }
+    c->buf = buf;
+    c->words = words;
+    double best = 1e30;
+    for (int run = 0; run < 6; run++) {
+        uint64_t t0 = sprig_time_ns();
+        sprig_pool_run(pool, bw_task, c, 0);
+        double dt = (double)(sprig_time_ns() - t0) * 1e-9;
+        if (run > 0 && dt < best) best = dt;   /* the first pass warms the TLB and the threads */
+    }
+    free(c);
+    sprig_free_aligned(buf);
+    return (double)words * 8 / best * 1e-9;
+}
+
+/* ---------------------------------------------------------------- peak */
+
+struct peak_ctx { sprig_mm_peak_fn fn; bool int8; uint64_t iters; double ops[256]; };
+
+static void peak_task(void *ctx, int ith, int nth)
+{
+    struct peak_ctx *c = ctx;
+    SPRIG_UNUSED(nth);
+    c->ops[ith & 255] = c->fn(c->int8, c->iters);
+}
+
+double sprig_measure_peak_gops(sprig_pool *pool, int type)
+{
+    bool int8;
+    switch (type) {
+    case SPRIG_TYPE_Q8_0: case SPRIG_TYPE_Q4_0: int8 = true; break;
+    case SPRIG_TYPE_F32: case SPRIG_TYPE_F16: case SPRIG_TYPE_BF16: int8 = false; break;
+    default: return -1;
+    }
+    const struct sprig_mm_family *f = sprig_mm_family_best();
+    if (!f || !f->peak) return -1;
+    int nth = sprig_pool_size(pool);
+    struct peak_ctx *c = calloc(1, sizeof *c);
+    if (!c) return -1;
+    c->fn = f->peak;
+    c->int8 = int8;
+    /* Calibrate to ~0.1 s per run on one thread, then best of 3 on all. */
+    c->iters = 1 << 16;
+    for (;;) {
+        uint64_t t0 = sprig_time_ns();
+        f->peak(int8, c->iters);
+        double dt = (double)(sprig_time_ns() - t0) * 1e-9;
+        if (dt > 0.02 || c->iters >= ((uint64_t)1 << 34)) {
+            c->iters = (uint64_t)((double)c->iters * 0.1 / (dt > 1e-9 ? dt : 1e-9)) + 1;
+            break;
+        }
+        c->iters *= 4;
+    }
+    double best = 0;
+    for (int run = 0; run < 3; run++) {
+        uint64_t t0 = sprig_time_ns();
+        sprig_pool_run(pool, peak_task, c, nth);
+        double dt = (double)(sprig_time_ns() - t0) * 1e-9, ops = 0;
+        for (int i = 0; i < nth && i < 256; i++) ops += c->ops[i];
+        if (ops / dt > best) best = ops / dt;
+    }
+    free(c);
+    return best * 1e-9;
+}
+
+/* ---------------------------------------------------------------- matmul timing */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Random GGUF-layout data for an n_out x n_in matrix of `type`. */
+static void *make_raw(int type, int64_t n_in, int64_t n_out, size_t *rb)
+{
+    const struct sprig_type_traits *t = sprig_type_traits(type);
+    size_t total;
+    if (!t || !t->from_f32 || !sprig_row_bytes(type, n_in, rb) || sprig_mul_ovf(*rb, (size_t)n_out, &total))
+        return NULL;
+    uint8_t *raw = sprig_calloc_aligned(total, 1);
+    float *row = malloc((size_t)n_in * sizeof(float));
+    if (!raw || !row) { sprig_free_aligned(raw); free(row); return NULL; }
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    for (int64_t o = 0; o < n_out; o++) {
+        for (int64_t k = 0; k < n_in; k++) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            row[k] = (float)((double)(s >> 11) * (1.0 / 9007199254740992.0) - 0.5);
+        }
+        t->from_f32(row, raw + (size_t)o * *rb, n_in);
+    }
+    free(row);
+    return raw;
+}
+
+sprig_status sprig_bench_matmul_ns(sprig_pool *pool, int type, int64_t n_in, int64_t n_out, const int *ns,
+                                   int count, int reps, sprig_bench_mm *out, size_t *weight_bytes,
+                                   sprig_error *err)
+{
+    if (!ns || !out || count < 1 || count > 64 || reps < 1 || reps > 100000)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "bench matmul: count %d (1..64) or reps %d (1..100000) out of range",
+                         count, reps);
+    int max_n = 0;
+    for (int i = 0; i < count; i++) {
+        if (ns[i] < 1 || ns[i] > 4096)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "bench matmul: batch size %d out of range (1..4096)", ns[i]);
+        if (ns[i] > max_n) max_n = ns[i];
+    }
+    size_t rb;
+    void *raw = make_raw(type, n_in, n_out, &rb);
+    if (!raw)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "bench matmul: cannot make a %s [%lld, %lld] weight",
+                         sprig_type_name(type), (long long)n_in, (long long)n_out);
+    sprig_status st = SPRIG_OK;
+    sprig_weight first;
+    if ((st = sprig_weight_init(&first, "bench", type, raw, n_in, n_out, err))) {
+        sprig_free_aligned(raw);
+        return st;
+    }
+    bool packed = first.packed != NULL;
+    size_t wbytes = packed ? first.packed_bytes : rb * (size_t)n_out;
+    sprig_weight_free(&first);
+    size_t target = (size_t)160 << 20;
+    int copies = (int)((target + wbytes - 1) / wbytes);
+    if (copies < 2) copies = 2;
+    if (copies > 512) copies = 512;
+
+    sprig_weight *w = calloc((size_t)copies, sizeof *w);
+    void **raws = calloc((size_t)copies, sizeof *raws);
+    float *x = malloc((size_t)max_n * (size_t)n_in * sizeof(float));
+    float *y = sprig_calloc_aligned((size_t)max_n * (size_t)n_out, sizeof(float));
+    size_t sb = sprig_act_scratch_bytes(max_n, n_in);
+    void *scratch = sprig_calloc_aligned(sb, 1);
+    double *t = malloc((size_t)count * (size_t)reps * sizeof(double));
+    int made = 0;
+    if (!w || !raws || !x || !y || !scratch || !t) {
+        st = sprig_err(err, SPRIG_E_NOMEM, "bench matmul: out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < (size_t)max_n * (size_t)n_in; i++) x[i] = (float)((int)(i * 2654435761u % 2001) - 1000) * 1e-3f;
+    for (; made < copies; made++) {
+        raws[made] = raw;
+        if (!packed && made > 0) {   /* reference kernels read the raw rows: copy those instead */
+            raws[made] = sprig_calloc_aligned(wbytes, 1);
+            if (!raws[made]) { st = sprig_err(err, SPRIG_E_NOMEM, "bench matmul: out of memory"); goto done; }
+            memcpy(raws[made], raw, wbytes);
+        }
+        if ((st = sprig_weight_init(&w[made], "bench", type, raws[made], n_in, n_out, err))) {
+            if (raws[made] != raw) sprig_free_aligned(raws[made]);
+            goto done;
+        }
+    }
+    int next = 0;
+    for (int rep = -1; rep < reps; rep++) {
+        for (int i = 0; i < count; i++) {
+            sprig_act a;
+            sprig_act_init(&a, x, ns[i], n_in, scratch, sb);
+            const sprig_weight *ws[1] = { &w[next] };
+            float *ys[1] = { y };
+            next = (next + 1) % copies;
+            uint64_t t0 = sprig_time_ns();
+            sprig_matmul(pool, &a, 1, ws, ys);
+            double dt = (double)(sprig_time_ns() - t0) * 1e-9;
+            if (rep >= 0) t[(size_t)i * reps + rep] = dt;
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        double *ti = t + (size_t)i * reps;
+        qsort(ti, (size_t)reps, sizeof *ti, cmp_double);
+        double med = reps % 2 ? ti[reps / 2] : 0.5 * (ti[reps / 2 - 1] + ti[reps / 2]);
+        out[i].n = ns[i];
+        out[i].sec_median = med;
+        out[i].sec_min = ti[0];
+        out[i].gops = 2.0 * ns[i] * (double)n_in * (double)n_out / med * 1e-9;
+        out[i].gbs = (double)wbytes / med * 1e-9;
+    }
+    if (weight_bytes) *weight_bytes = wbytes;
+done:
+    for (int i = 0; i < made; i++) {
+        sprig_weight_free(&w[i]);
+        if (raws[i] != raw) sprig_free_aligned(raws[i]);
+    }
+    free(w);
+    free(raws);
+    free(x);
+    sprig_free_aligned(y);
+    sprig_free_aligned(scratch);
+    free(t);
+    sprig_free_aligned(raw);
+    return st;
+}
+
+double sprig_bench_matmul(sprig_pool *pool, int type, int64_t n_in, int64_t n_out, int n, int reps)
+{
+    sprig_bench_mm r;
+    if (sprig_bench_matmul_ns(pool, type, n_in, n_out, &n, 1, reps, &r, NULL, NULL)) return -1;
+    return r.sec_median;
+}

@@ -1,0 +1,52 @@
+/*
+ * tensor/roofline — what this machine can do, and what the matmul does.
+ *
+ * Decoding one token is a stream over every weight, so its floor is
+ * weight bytes / read bandwidth; verifying n drafted tokens costs little more
+ * only while the int8/fp32 arithmetic stays under its peak. These
+ * measurements give `sprig bench` both roofs and the matmul's place under
+ * them:
+ *   - read bandwidth: all threads stream a buffer much larger than the L3,
+ *     best of a few passes;
+ *   - peak: a register-only loop of the kernels' instruction (vpdpbusd, or
+ *     vfmadd for float weights) on all threads;
+ *   - matmul timing: one shape, several batch sizes, alternated call by call
+ *     over enough packed copies of the weight that every call reads it from
+ *     DRAM (as a forward pass over a whole model does); medians reported.
+ * All of them allocate, spin the CPUs for a while and are not for hot paths.
+ */
+#ifndef SPRIG_TENSOR_ROOFLINE_H
+#define SPRIG_TENSOR_ROOFLINE_H
+
+#include "base/err.h"
+#include "base/pool.h"
+
+/* GB/s (1e9 bytes) of a multi-threaded streaming read of `bytes` (0: 512 MiB);
+ * negative when the buffer cannot be allocated. */
+double sprig_measure_read_bandwidth(sprig_pool *pool, size_t bytes);
+
+/* Peak arithmetic in G ops/s (a multiply-add counts 2) on all pool threads:
+ * int8 dot products for Q8_0/Q4_0, fp32 FMA for F32/F16/BF16, with the best
+ * kernel family of the CPU; negative for other types or without SIMD. */
+double sprig_measure_peak_gops(sprig_pool *pool, int type);
+
+typedef struct sprig_bench_mm {
+    int     n;              /* batch rows */
+    double  sec_median;     /* per call, activation quantization included */
+    double  sec_min;
+    double  gops;           /* 2 * n * n_in * n_out / sec_median / 1e9 */
+    double  gbs;            /* weight bytes (as the kernels read them) / sec_median / 1e9 */
+} sprig_bench_mm;
+
+/* Time y = x W^T for one weight shape (random data of `type`) and each batch
+ * size ns[i], interleaving the batch sizes call by call; reps timed calls per
+ * size after one warm-up round. out[i] gets the figures of ns[i];
+ * *weight_bytes (may be NULL) the bytes one call reads. */
+sprig_status sprig_bench_matmul_ns(sprig_pool *pool, int type, int64_t n_in, int64_t n_out, const int *ns,
+                                   int count, int reps, sprig_bench_mm *out, size_t *weight_bytes,
+                                   sprig_error *err);
+
+/* Median seconds per call for one batch size; negative on error. */
+double sprig_bench_matmul(sprig_pool *pool, int type, int64_t n_in, int64_t n_out, int n, int reps);
+
+#endif
