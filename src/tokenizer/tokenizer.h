@@ -5,10 +5,15 @@
  * pieces ('▁' = U+2581 for a space): a dummy-prefix space (add_space_prefix,
  * default true), pieces looked up per UTF-8 character with byte fallback to
  * <0xNN> tokens, then repeated merges of the adjacent pair whose merged piece
- * has the highest score (leftmost on ties). Control and unknown tokens decode
- * to nothing; byte tokens decode to their byte; a leading space right after
- * BOS is dropped. Streaming decode holds back an incomplete UTF-8 sequence
- * split across tokens until it completes (or turns out invalid).
+ * has the highest score (leftmost on ties; merges scoring <= -1e30 never
+ * happen), exactly llama2.c's rule, computed with a heap in O(n log n).
+ * Control, unknown and unused tokens are never produced from text (text "<s>"
+ * is three characters, not BOS) and decode to nothing; byte tokens decode to
+ * their byte; a leading space right after BOS is dropped. Decoded text is
+ * always valid UTF-8 (ill-formed bytes -> U+FFFD as Python's "replace"), and
+ * streaming decode holds back an incomplete UTF-8 sequence split across tokens
+ * until it completes (or turns out invalid). Encode and decode only read the
+ * tokenizer, so threads may share one.
  */
 #ifndef SPRIG_TOKENIZER_H
 #define SPRIG_TOKENIZER_H
