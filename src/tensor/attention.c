@@ -199,6 +199,10 @@ void sprig_attention_ref(const sprig_attn_args *a)
 
 /* The same per-row arithmetic as the reference, keys in the outer loop and
  * the item's rows inside, so each key/value row is read once per item. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* an x86-64-v3 clone turns fmaf into one instruction on AVX2/FMA machines */
+__attribute__((target_clones("default", "arch=x86-64-v3")))
+#endif
 static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *slot)
 {
     const int n = a->n, hd = a->hd, nk = a->n_keys, group = a->n_head / a->n_kv_head;
@@ -221,26 +225,49 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
         mx[r] = -INFINITY;
         sum[r] = 0.0f;
     }
-    /* scores and max */
-    for (int j = 0; j < jmax; j++) {
-        const float *kp;
-        if (a->kv_type == SPRIG_TYPE_F16) {
-            const sprig_f16 *src = (const sprig_f16 *)a->k + j * a->kv_stride + (int64_t)g * hd;
-            for (int d = 0; d < hd; d++) w.kb[d] = sprig_f16_to_f32(src[d]);
-            kp = w.kb;
-        } else {
-            kp = (const float *)a->k + j * a->kv_stride + (int64_t)g * hd;
+    /* queries transposed to qt[d][rows] so that the rows' fmaf chains run side by side */
+    for (size_t r = 0; r < rp; r++)
+        for (int d = 0; d < hd; d++) w.qt[(size_t)d * rp + r] = r < (size_t)nr ? qrow[r][d] : 0.0f;
+    /* scores and max: 4 keys x 16 rows of independent fmaf chains at a time */
+    for (int j0 = 0; j0 < jmax; j0 += 4) {
+        const int kn = jmax - j0 < 4 ? jmax - j0 : 4;
+        const float *kp[4];
+        for (int kk = 0; kk < 4; kk++) {
+            const int j = j0 + (kk < kn ? kk : 0);
+            if (a->kv_type == SPRIG_TYPE_F16) {
+                const sprig_f16 *src = (const sprig_f16 *)a->k + j * a->kv_stride + (int64_t)g * hd;
+                float *dst = w.kb + (size_t)kk * (size_t)hd;
+                for (int d = 0; d < hd; d++) dst[d] = sprig_f16_to_f32(src[d]);
+                kp[kk] = dst;
+            } else {
+                kp[kk] = (const float *)a->k + j * a->kv_stride + (int64_t)g * hd;
+            }
         }
-        float *sj = w.sc + (size_t)j * rp;
-        for (int r = 0; r < nr; r++) {
-            if (j >= lim[r]) continue;
-            const float *q = qrow[r];
-            float acc = 0.0f;
-            for (int d = 0; d < hd; d++) acc = fmaf(q[d], kp[d], acc);
-            float s = acc * a->scale;
-            if (a->mask) s = s + a->mask[(int64_t)qi[r] * nk + j];
-            sj[r] = s;
-            mx[r] = s > mx[r] ? s : mx[r];
+        for (size_t rb = 0; rb < rp; rb += 16) {
+            float acc[4][16];
+            memset(acc, 0, sizeof acc);
+            const float *qt = w.qt + rb;
+            for (int d = 0; d < hd; d++, qt += rp) {
+                const float k0 = kp[0][d], k1 = kp[1][d], k2 = kp[2][d], k3 = kp[3][d];
+                for (int l = 0; l < 16; l++) {      /* fixed-size: the compiler vectorises it */
+                    acc[0][l] = fmaf(qt[l], k0, acc[0][l]);
+                    acc[1][l] = fmaf(qt[l], k1, acc[1][l]);
+                    acc[2][l] = fmaf(qt[l], k2, acc[2][l]);
+                    acc[3][l] = fmaf(qt[l], k3, acc[3][l]);
+                }
+            }
+            for (int kk = 0; kk < kn; kk++) {
+                const int j = j0 + kk;
+                float *sj = w.sc + (size_t)j * rp;
+                for (int l = 0; l < 16; l++) {
+                    const int r = (int)rb + l;
+                    if (r >= nr || j >= lim[r]) continue;
+                    float sc = acc[kk][l] * a->scale;
+                    if (a->mask) sc = sc + a->mask[(int64_t)qi[r] * nk + j];
+                    sj[r] = sc;
+                    mx[r] = sc > mx[r] ? sc : mx[r];
+                }
+            }
         }
     }
     /* probabilities and sums */
@@ -267,8 +294,12 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
         for (int r = 0; r < nr; r++) {
             const float p = sj[r];
             if (p == 0.0f) continue;
-            float *o = orow[r];
-            for (int d = 0; d < hd; d++) o[d] = fmaf(p, vp[d], o[d]);
+            float *restrict o = orow[r];
+            const float *restrict vr = vp;
+            int d = 0;
+            for (; d + 16 <= hd; d += 16)
+                for (int l = 0; l < 16; l++) o[d + l] = fmaf(p, vr[d + l], o[d + l]);
+            for (; d < hd; d++) o[d] = fmaf(p, vr[d], o[d]);
         }
     }
     for (int r = 0; r < nr; r++)

@@ -48,6 +48,9 @@ const char *sprig_ops_kernel(void) { return ops_kernel() == KERN_AVX512 ? "avx51
 
 /* ------------------------------------------------------------------ exp */
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("default", "arch=x86-64-v3")))   /* fmaf inline where FMA exists */
+#endif
 float sprig_expf_poly(float x)
 {
     if (x < -87.0f) return 0.0f;
