@@ -15,13 +15,6 @@
 
 struct command { const char *name; int (*fn)(int, char **); const char *help; };
 
-/* Weak defaults so the binary links while subcommands are being written. */
-__attribute__((weak)) int sprig_cmd_run(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "sprig run: not built\n"); return 1; }
-__attribute__((weak)) int sprig_cmd_bench(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "sprig bench: not built\n"); return 1; }
-__attribute__((weak)) int sprig_cmd_gguf(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "sprig gguf: not built\n"); return 1; }
-__attribute__((weak)) int sprig_cmd_convert(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "sprig convert: not built\n"); return 1; }
-__attribute__((weak)) int sprig_cmd_mkmodel(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "sprig mkmodel: not built\n"); return 1; }
-
 static const struct command commands[] = {
     { "run",     sprig_cmd_run,     "generate text (plain, chain or tree speculative decoding)" },
     { "bench",   sprig_cmd_bench,   "measure speed: decode | forward | spec" },

@@ -1,0 +1,484 @@
+/*
+ * tools/cmd_bench.c — `sprig bench <what>`: speed, measured, side by side.
+ *
+ *   decode   tokens/s of plain decoding, the weight bytes one token reads,
+ *            the machine's measured read bandwidth and the ratio of the two
+ *            (how close decoding runs to its memory roof)
+ *   forward  T(n)/T(1) of one batched forward of n tokens at a context of
+ *            64: the cost of verifying n draft nodes relative to decoding
+ *            one token; with the arithmetic rate, its share of the measured
+ *            peak, and the bandwidth reached
+ *   spec     plain, chain, tree and tree-with-branches sessions alternated
+ *            (A B C D A B C D ..., the first round discarded): median tok/s,
+ *            emitted per verify, acceptance and the ratios
+ *   matmul   the kernel alone: one weight shape, batch sizes alternated
+ *
+ * The machine is shared and noisy, so every figure is a median over
+ * alternated repetitions after a warm-up, and ratios are taken inside one
+ * run. --json prints one JSON object on stdout instead of the table.
+ */
+#include "cli.h"
+#include "sprig.h"
+#include "base/pool.h"
+#include "base/timer.h"
+#include "model/model.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "tensor/roofline.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NS 16
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static bool parse_ns(const char *s, int *ns, int *count)
+{
+    *count = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1 || v > 4096 || *count == MAX_NS) return false;
+        ns[(*count)++] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return false;
+    }
+    return *count > 0;
+}
+
+struct common {
+    const char *model;
+    int threads;
+    bool json;
+    int reps;
+};
+
+/* Parse the flags every bench shares; returns 1 consumed-with-value, 0 consumed, -1 not ours, -2 error. */
+static int common_flag(const char *cmd, struct common *c, const char *a, const char *val)
+{
+    long long v;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!val) goto missing; c->model = val; return 1; }
+    if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (!val) goto missing;
+        if (!cli_parse_int(cmd, a, val, 1, 256, &v)) return -2;
+        c->threads = (int)v;
+        return 1;
+    }
+    if (!strcmp(a, "--reps")) {
+        if (!val) goto missing;
+        if (!cli_parse_int(cmd, a, val, 1, 100000, &v)) return -2;
+        c->reps = (int)v;
+        return 1;
+    }
+    if (!strcmp(a, "--json")) { c->json = true; return 0; }
+    return -1;
+missing:
+    fprintf(stderr, "sprig %s: %s: missing value\n", cmd, a);
+    return -2;
+}
+
+static int weight_type_of(const sprig_model *m) { return m->layers[0].wq.type; }
+
+/* ---------------------------------------------------------------- decode */
+
+static int bench_decode(int argc, char **argv)
+{
+    const char *C = "bench decode";
+    struct common c = { .threads = 0, .reps = 1 };
+    long long n_tok = 64, v;
+    for (int i = 1; i < argc; i++) {
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = common_flag(C, &c, argv[i], val);
+        if (r == -2) return 2;
+        if (r >= 0) { i += r; continue; }
+        if (!strcmp(argv[i], "-n")) {
+            if (!val || !cli_parse_int(C, "-n", val, 4, 100000, &v)) return 2;
+            n_tok = v;
+            i++;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--reps R] [--json]\n");
+            return 0;
+        } else {
+            fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
+            return 2;
+        }
+    }
+    if (!c.model) { fprintf(stderr, "sprig %s: -m FILE is required\n", C); return 2; }
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    if (sprig_model_load(c.model, &m, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
+    sprig_pool *pool = sprig_pool_create(c.threads, &err);
+    sprig_ctx *ctx = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = (int)n_tok + 32, .n_batch = 16 };
+    if (!pool || sprig_ctx_create(m, pool, &cp, &ctx, &err)) {
+        fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+        sprig_pool_free(pool);
+        sprig_model_free(m);
+        return 1;
+    }
+    int V = m->hp.n_vocab;
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    double *ms = malloc(sizeof(double) * (size_t)n_tok * (size_t)c.reps);
+    int n_ms = 0;
+    double bw_best = 0;
+    int rc = 0;
+    for (int rep = 0; rep < c.reps && !rc; rep++) {
+        double bw = sprig_measure_read_bandwidth(pool, 0);
+        if (bw > bw_best) bw_best = bw;
+        sprig_kv_clear(sprig_ctx_kv(ctx));
+        int32_t t = sprig_tokenizer_bos(m->tok) >= 0 ? sprig_tokenizer_bos(m->tok) : 0;
+        for (int i = 0; i < n_tok; i++) {
+            double t0 = sprig_time_ms();
+            struct sprig_fwd f = { .n = 1, .tokens = &t, .n_out = 1, .logits = logits };
+            if (sprig_forward(ctx, &f, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); rc = 1; break; }
+            t = sprig_argmax(logits, V);
+            double dt = sprig_time_ms() - t0;
+            if (i >= 2) ms[n_ms++] = dt;        /* the first tokens warm caches and threads */
+        }
+    }
+    double bw = sprig_measure_read_bandwidth(pool, 0);
+    if (bw > bw_best) bw_best = bw;
+    if (!rc) {
+        double med = median(ms, n_ms);
+        double tok_s = 1e3 / med;
+        double bytes = (double)m->weight_bytes + (double)m->tok_embd.row_bytes;
+        double achieved = bytes * tok_s / 1e9;
+        double bound = bw_best * 1e9 / bytes;
+        struct sprig_model_info mi;
+        sprig_model_get_info(m, &mi);
+        if (c.json) {
+            printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
+                   "\"tokens\":%d,\"ms_per_token_median\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
+                   "\"achieved_gb_s\":%.3f,\"measured_read_gb_s\":%.3f,\"bound_tok_s\":%.3f,\"fraction_of_bound\":%.4f}\n",
+                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, n_ms, med,
+                   tok_s, bytes, achieved, bw_best, bound, achieved / bw_best);
+        } else {
+            printf("model            %s (%s, %.1fM params, %s weights)\n", c.model, mi.arch, (double)mi.n_params / 1e6,
+                   sprig_type_name(weight_type_of(m)));
+            printf("threads          %d (kernels %s)\n", sprig_pool_size(pool), mi.kernels);
+            printf("decode           %.3f ms/token median over %d tokens = %.2f tok/s\n", med, n_ms, tok_s);
+            printf("weight bytes     %.1f MB per token\n", bytes / 1e6);
+            printf("achieved         %.2f GB/s\n", achieved);
+            printf("measured read    %.2f GB/s (best of %d)\n", bw_best, c.reps + 1);
+            printf("bandwidth bound  %.2f tok/s\n", bound);
+            printf("ratio            %.1f%% of the bound\n", 100 * achieved / bw_best);
+        }
+    }
+    free(ms);
+    free(logits);
+    sprig_ctx_free(ctx);
+    sprig_pool_free(pool);
+    sprig_model_free(m);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+static int bench_forward(int argc, char **argv)
+{
+    const char *C = "bench forward";
+    struct common c = { .threads = 0, .reps = 7 };
+    int ns[MAX_NS] = { 1, 2, 4, 8, 16, 32, 64 }, n_ns = 7;
+    long long ctx_len = 64, v;
+    for (int i = 1; i < argc; i++) {
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = common_flag(C, &c, argv[i], val);
+        if (r == -2) return 2;
+        if (r >= 0) { i += r; continue; }
+        if (!strcmp(argv[i], "--ctx")) {
+            if (!val || !cli_parse_int(C, "--ctx", val, 1, 1 << 20, &v)) return 2;
+            ctx_len = v;
+            i++;
+        } else if (!strcmp(argv[i], "--ns")) {
+            if (!val || !parse_ns(val, ns, &n_ns)) { fprintf(stderr, "sprig %s: --ns: want a list like 1,2,4,8\n", C); return 2; }
+            i++;
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: sprig bench forward -m FILE [-t N] [--ctx 64] [--ns 1,2,4,8,16,32,64] [--reps R] [--json]\n");
+            return 0;
+        } else {
+            fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
+            return 2;
+        }
+    }
+    if (!c.model) { fprintf(stderr, "sprig %s: -m FILE is required\n", C); return 2; }
+    int n_max = 1;
+    for (int i = 0; i < n_ns; i++) if (ns[i] > n_max) n_max = ns[i];
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    if (sprig_model_load(c.model, &m, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
+    sprig_pool *pool = sprig_pool_create(c.threads, &err);
+    sprig_ctx *ctx = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = (int)ctx_len + n_max + 8, .n_batch = n_max };
+    if (!pool || sprig_ctx_create(m, pool, &cp, &ctx, &err)) {
+        fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+        sprig_pool_free(pool);
+        sprig_model_free(m);
+        return 1;
+    }
+    int V = m->hp.n_vocab;
+    float *logits = malloc(sizeof(float) * (size_t)V * (size_t)n_max);
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(ctx_len + n_max));
+    for (int64_t i = 0; i < ctx_len + n_max; i++) toks[i] = (int32_t)((i * 7919 + 13) % V);
+    int rc = 0;
+    for (int64_t done = 0; done < ctx_len && !rc;) {       /* the history */
+        int chunk = (int)(ctx_len - done < n_max ? ctx_len - done : n_max);
+        struct sprig_fwd f = { .n = chunk, .tokens = toks + done };
+        if (sprig_forward(ctx, &f, &err)) rc = 1;
+        done += chunk;
+    }
+    double *t = calloc((size_t)n_ns * (size_t)c.reps, sizeof(double));
+    for (int rep = -1; rep < c.reps && !rc; rep++) {        /* rep -1 is the warm-up */
+        for (int j = 0; j < n_ns && !rc; j++) {
+            int n = ns[(j + (rep < 0 ? 0 : rep)) % n_ns];      /* rotate the order each rep */
+            int jj = (j + (rep < 0 ? 0 : rep)) % n_ns;
+            double t0 = sprig_time_ms();
+            struct sprig_fwd f = { .n = n, .tokens = toks + ctx_len, .n_out = n, .logits = logits };
+            if (sprig_forward(ctx, &f, &err) || sprig_kv_trim(sprig_ctx_kv(ctx), n, &err)) { rc = 1; break; }
+            double dt = sprig_time_ms() - t0;
+            if (rep >= 0) t[(size_t)jj * c.reps + rep] = dt;
+        }
+    }
+    if (rc) fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+    int wt = weight_type_of(m);
+    double peak = rc ? 0 : sprig_measure_peak_gops(pool, wt);
+    double bw = rc ? 0 : sprig_measure_read_bandwidth(pool, 0);
+    /* matmul work per token: every matrix the forward multiplies (2 ops per weight) */
+    double ops_tok = 0;
+    {
+        const struct sprig_hparams *hp = &m->hp;
+        double qd = (double)hp->n_head * hp->head_dim, kvd = (double)hp->n_kv_head * hp->head_dim;
+        ops_tok = 2.0 * hp->n_layer * ((double)hp->dim * (qd + 2 * kvd) + qd * hp->dim + 3.0 * hp->dim * hp->n_ff)
+                + 2.0 * hp->dim * hp->n_vocab;
+    }
+    double med[MAX_NS] = { 0 };
+    for (int j = 0; j < n_ns && !rc; j++) med[j] = median(t + (size_t)j * c.reps, c.reps);
+    double t1 = 0;
+    for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = med[j];
+    if (t1 <= 0 && n_ns) t1 = med[0] / ns[0];
+    struct sprig_model_info mi;
+    sprig_model_get_info(m, &mi);
+    double bytes = (double)m->weight_bytes;
+    if (!rc) {
+        if (c.json) {
+            printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
+                   "\"ctx\":%lld,\"reps\":%d,\"peak_gops\":%.2f,\"measured_read_gb_s\":%.3f,\"rows\":[",
+                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, ctx_len, c.reps, peak, bw);
+            for (int j = 0; j < n_ns; j++) {
+                double gops = ops_tok * ns[j] / (med[j] * 1e-3) / 1e9;
+                printf("%s{\"n\":%d,\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"gb_s\":%.3f}", j ? "," : "",
+                       ns[j], med[j], med[j] / t1, gops, peak > 0 ? gops / peak : 0, bytes / (med[j] * 1e-3) / 1e9);
+            }
+            printf("]}\n");
+        } else {
+            printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s\n", c.model, mi.arch,
+                   (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels);
+            printf("context    %lld tokens of history; medians of %d alternated reps after a warm-up\n", ctx_len, c.reps);
+            printf("peak       %.1f G ops/s measured (%s); read bandwidth %.2f GB/s measured\n", peak,
+                   wt == SPRIG_TYPE_Q8_0 || wt == SPRIG_TYPE_Q4_0 ? "int8 dot" : "fp32 fma", bw);
+            printf("%6s %10s %8s %10s %8s %8s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "GB/s");
+            for (int j = 0; j < n_ns; j++) {
+                double gops = ops_tok * ns[j] / (med[j] * 1e-3) / 1e9;
+                printf("%6d %10.3f %8.3f %10.1f %7.1f%% %8.2f\n", ns[j], med[j], med[j] / t1, gops,
+                       peak > 0 ? 100 * gops / peak : 0, bytes / (med[j] * 1e-3) / 1e9);
+            }
+        }
+    }
+    free(t);
+    free(toks);
+    free(logits);
+    sprig_ctx_free(ctx);
+    sprig_pool_free(pool);
+    sprig_model_free(m);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- spec */
+
+#define N_CONF 4
+static const char *const conf_names[N_CONF] = { "plain", "chain", "tree", "tree+branches" };
+
+static int bench_spec(int argc, char **argv)
+{
+    const char *C = "bench spec";
+    struct common c = { .threads = 0, .reps = 5 };
+    struct sprig_session_params base = sprig_session_default_params();
+    base.temp = 0;
+    base.ignore_eos = true;
+    base.draft_max = 4;
+    int branches = 2;
+    long long n_tok = 256, v;
+    const char *prompt = "Once upon a time";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = common_flag(C, &c, a, val);
+        if (r == -2) return 2;
+        if (r >= 0) { i += r; continue; }
+        if (!strcmp(a, "--draft") && val) { base.drafter = SPRIG_DRAFTER_MODEL; base.draft_path = val; i++; }
+        else if (!strcmp(a, "--mtp") && val) { base.drafter = SPRIG_DRAFTER_MTP; base.draft_path = val; i++; }
+        else if (!strcmp(a, "--draft-ngram")) base.drafter = SPRIG_DRAFTER_NGRAM;
+        else if (!strcmp(a, "--draft-max") && val) { if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; base.draft_max = (int)v; i++; }
+        else if (!strcmp(a, "--tree-branches") && val) { if (!cli_parse_int(C, a, val, 1, 62, &v)) return 2; branches = (int)v; i++; }
+        else if (!strcmp(a, "-n") && val) { if (!cli_parse_int(C, a, val, 8, 1 << 20, &v)) return 2; n_tok = v; i++; }
+        else if (!strcmp(a, "-p") && val) { prompt = val; i++; }
+        else if (!strcmp(a, "--pairs") && val) { if (!cli_parse_int(C, a, val, 1, 100000, &v)) return 2; c.reps = (int)v; i++; }
+        else if (!strcmp(a, "-c") && val) { if (!cli_parse_int(C, a, val, 16, 1 << 24, &v)) return 2; base.n_ctx = (int)v; i++; }
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: sprig bench spec -m TARGET (--draft FILE | --mtp FILE | --draft-ngram) [--draft-max K]\n"
+                   "                        [--tree-branches N] [-n TOKENS] [-p PROMPT] [--pairs R] [-t N] [-c N] [--json]\n");
+            return 0;
+        } else {
+            fprintf(stderr, "sprig %s: unknown or incomplete option '%s'\n", C, a);
+            return 2;
+        }
+    }
+    if (!c.model) { fprintf(stderr, "sprig %s: -m FILE is required\n", C); return 2; }
+    if (base.drafter == SPRIG_DRAFTER_NONE) { fprintf(stderr, "sprig %s: a drafter is required (--draft, --mtp or --draft-ngram)\n", C); return 2; }
+    if (base.draft_max + 1 + branches > 64) { fprintf(stderr, "sprig %s: --draft-max + --tree-branches exceeds 63\n", C); return 2; }
+    base.n_threads = c.threads;
+    if (base.n_ctx == 0) base.n_ctx = (int)(n_tok + 64 + strlen(prompt) * 3);
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    if (sprig_model_load(c.model, &m, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
+    sprig_session *s[N_CONF] = { 0 };
+    int rc = 0;
+    for (int k = 0; k < N_CONF && !rc; k++) {
+        struct sprig_session_params p = base;
+        if (k == 0) { p.drafter = SPRIG_DRAFTER_NONE; p.tree = SPRIG_TREE_OFF; }
+        if (k == 1) p.tree = SPRIG_TREE_OFF;
+        if (k >= 2) p.tree = SPRIG_TREE_ON;
+        p.tree_branches = k == 3 ? branches : 0;
+        if (sprig_session_create(m, &p, &s[k], &err)) { fprintf(stderr, "sprig %s: %s: %s\n", C, conf_names[k], err.msg); rc = 1; }
+    }
+    int R = c.reps;
+    double *tps = calloc((size_t)N_CONF * R, sizeof(double));
+    struct sprig_stats st[N_CONF];
+    for (int rep = -1; rep < R && !rc; rep++) {
+        for (int k = 0; k < N_CONF && !rc; k++) {
+            if (sprig_session_generate(s[k], prompt, strlen(prompt), (int)n_tok, NULL, NULL, &err)) {
+                fprintf(stderr, "sprig %s: %s: %s\n", C, conf_names[k], err.msg);
+                rc = 1;
+                break;
+            }
+            sprig_session_get_stats(s[k], &st[k]);
+            if (rep >= 0) tps[(size_t)k * R + rep] = st[k].decode_tok_s;
+        }
+    }
+    if (!rc) {
+        double med[N_CONF];
+        for (int k = 0; k < N_CONF; k++) med[k] = median(tps + (size_t)k * R, R);
+        if (c.json) {
+            printf("{\"bench\":\"spec\",\"model\":\"%s\",\"drafter\":\"%s\",\"draft\":\"%s\",\"draft_max\":%d,\"tree_branches\":%d,"
+                   "\"tokens\":%lld,\"pairs\":%d,\"threads\":%d,\"configs\":[",
+                   c.model, st[1].drafter, base.draft_path ? base.draft_path : "", base.draft_max, branches, n_tok, R, st[0].n_threads);
+            for (int k = 0; k < N_CONF; k++)
+                printf("%s{\"name\":\"%s\",\"path\":\"%s\",\"tok_s\":%.3f,\"ratio_vs_plain\":%.4f,\"emitted_per_verify\":%.4f,"
+                       "\"acceptance\":%.4f,\"rounds\":%lld}", k ? "," : "", conf_names[k], st[k].path, med[k], med[k] / med[0],
+                       st[k].emitted_per_verify, st[k].acceptance_rate, (long long)st[k].rounds);
+            printf("],\"tree_vs_chain\":%.4f,\"branches_vs_chain\":%.4f}\n", med[2] / med[1], med[3] / med[1]);
+        } else {
+            printf("target %s, drafter %s%s%s, draft-max %d, branches %d, %lld tokens, %d alternated rounds after a warm-up, %d threads\n",
+                   c.model, st[1].drafter, base.draft_path ? " " : "", base.draft_path ? base.draft_path : "", base.draft_max, branches,
+                   n_tok, R, st[0].n_threads);
+            printf("%-14s %-6s %12s %9s %14s %11s\n", "config", "path", "tok/s (med)", "vs plain", "emitted/verify", "acceptance");
+            for (int k = 0; k < N_CONF; k++)
+                printf("%-14s %-6s %12.1f %8.3fx %14.3f %11.3f\n", conf_names[k], st[k].path, med[k], med[k] / med[0],
+                       st[k].emitted_per_verify, st[k].acceptance_rate);
+            printf("tree vs chain %.3fx, tree+branches vs chain %.3fx\n", med[2] / med[1], med[3] / med[1]);
+        }
+    }
+    free(tps);
+    for (int k = 0; k < N_CONF; k++) sprig_session_free(s[k]);
+    sprig_model_free(m);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+static int bench_matmul(int argc, char **argv)
+{
+    const char *C = "bench matmul";
+    struct common c = { .threads = 0, .reps = 21 };
+    int type = SPRIG_TYPE_Q8_0;
+    long long k = 2048, n = 8192, v;
+    int ns[MAX_NS] = { 1, 2, 4, 8, 16, 32, 64 }, n_ns = 7;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = common_flag(C, &c, a, val);
+        if (r == -2) return 2;
+        if (r >= 0) { i += r; continue; }
+        if (!strcmp(a, "--type") && val) {
+            type = sprig_type_from_name(val);
+            const struct sprig_type_traits *tt = sprig_type_traits(type);
+            if (!tt || !tt->can_compute) { fprintf(stderr, "sprig %s: --type: '%s' is not f32, f16, bf16, q8_0 or q4_0\n", C, val); return 2; }
+            i++;
+        } else if (!strcmp(a, "--in") && val) { if (!cli_parse_int(C, a, val, 32, 1 << 20, &k)) return 2; i++; }
+        else if (!strcmp(a, "--out") && val) { if (!cli_parse_int(C, a, val, 1, 1 << 20, &n)) return 2; i++; }
+        else if (!strcmp(a, "--ns") && val) { if (!parse_ns(val, ns, &n_ns)) { fprintf(stderr, "sprig %s: --ns: want a list like 1,2,4\n", C); return 2; } i++; }
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: sprig bench matmul [--type q8_0] [--in 2048] [--out 8192] [--ns 1,2,4,...] [-t N] [--reps R] [--json]\n");
+            return 0;
+        } else { fprintf(stderr, "sprig %s: unknown or incomplete option '%s'\n", C, a); return 2; }
+    }
+    (void)v;
+    sprig_error err = { 0 };
+    sprig_pool *pool = sprig_pool_create(c.threads, &err);
+    if (!pool) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
+    sprig_bench_mm out[MAX_NS];
+    size_t wbytes = 0;
+    if (sprig_bench_matmul_ns(pool, type, k, n, ns, n_ns, c.reps, out, &wbytes, &err)) {
+        fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+        sprig_pool_free(pool);
+        return 1;
+    }
+    double peak = sprig_measure_peak_gops(pool, type), bw = sprig_measure_read_bandwidth(pool, 0);
+    double t1 = out[0].sec_median / ns[0];
+    for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = out[j].sec_median;
+    if (c.json) {
+        printf("{\"bench\":\"matmul\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"peak_gops\":%.2f,"
+               "\"measured_read_gb_s\":%.3f,\"weight_bytes\":%zu,\"rows\":[", sprig_type_name(type), k, n, sprig_pool_size(pool),
+               sprig_kernels_name(), peak, bw, wbytes);
+        for (int j = 0; j < n_ns; j++)
+            printf("%s{\"n\":%d,\"us\":%.3f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"gb_s\":%.3f}", j ? "," : "", out[j].n,
+                   out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops, peak > 0 ? out[j].gops / peak : 0, out[j].gbs);
+        printf("]}\n");
+    } else {
+        printf("matmul %s %lldx%lld (n_in x n_out), %d threads, kernels %s; peak %.1f G ops/s, read %.2f GB/s\n", sprig_type_name(type),
+               k, n, sprig_pool_size(pool), sprig_kernels_name(), peak, bw);
+        printf("%6s %10s %9s %10s %8s %8s\n", "n", "us", "T(n)/T(1)", "G ops/s", "of peak", "GB/s");
+        for (int j = 0; j < n_ns; j++)
+            printf("%6d %10.1f %9.3f %10.1f %7.1f%% %8.2f\n", out[j].n, out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops,
+                   peak > 0 ? 100 * out[j].gops / peak : 0, out[j].gbs);
+    }
+    sprig_pool_free(pool);
+    return 0;
+}
+
+int sprig_cmd_bench(int argc, char **argv)
+{
+    static const struct { const char *name; int (*fn)(int, char **); } subs[] = {
+        { "decode", bench_decode }, { "forward", bench_forward }, { "spec", bench_spec }, { "matmul", bench_matmul },
+    };
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        FILE *f = argc < 2 ? stderr : stdout;
+        fprintf(f, "usage: sprig bench decode|forward|spec|matmul [options] [--json]   ('sprig bench <what> --help')\n");
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+        if (!strcmp(argv[1], subs[i].name)) return subs[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "sprig bench: unknown benchmark '%s' (decode, forward, spec, matmul)\n", argv[1]);
+    return 2;
+}
