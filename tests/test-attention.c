@@ -283,10 +283,11 @@ static void test_causal_rows_equal_single(void)
 /* A tree-masked row == the query alone against its ancestors compacted. */
 static void test_tree_rows_equal_compacted(void)
 {
-    static const int parents[] = { 0, 0, 1, 1, 3, 2, 0, 6 };
-    const int n = 8;
+    /* the chain 0-1-3-4 with the sibling leaf 2, then a bushier tree */
+    static const int tree_a[] = { 0, 0, 1, 1, 3 }, tree_b[] = { 0, 0, 1, 1, 3, 2, 0, 6 };
     const int shapes[][3] = { { 8, 4, 8 }, { 32, 8, 64 }, { 4, 2, 128 } };
     const int offs[] = { 0, 1, 37, 130 };
+    for (int tr = 0; tr < 2; tr++)
     for (size_t s = 0; s < 3; s++)
         for (int t = 0; t < 2; t++)
             for (size_t oi = 0; oi < 4; oi++)
@@ -295,12 +296,13 @@ static void test_tree_rows_equal_compacted(void)
                     if (test_quick() && oi == 3) continue;
                     sprig_attention_use_kernel(g_kernels[kidx]);
                     const int off = offs[oi];
+                    const int *parents = tr ? tree_b : tree_a, n = tr ? 8 : 5;
                     fx f;
                     fx_init(&f, n, shapes[s][0], shapes[s][1], shapes[s][2], off + n,
                             t ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32, 4, 7000 + s * 13 + t * 5 + oi);
                     f.mask = tree_mask(parents, n, off);
-                    /* node 5 also loses some history columns (a fully masked stretch) */
-                    for (int j = off / 3; j < off - 2; j++) f.mask[(size_t)5 * (off + n) + j] = -1e9f;
+                    /* the last node also loses some history columns (a fully masked stretch) */
+                    for (int j = off / 3; j < off - 2; j++) f.mask[(size_t)(n - 1) * (off + n) + j] = -1e9f;
                     sprig_attn_args a = fx_args(&f);
                     const int qd = f.n_head * f.hd;
                     float *one = malloc((size_t)qd * sizeof(float));
@@ -312,8 +314,8 @@ static void test_tree_rows_equal_compacted(void)
                             run_alone(&f, i, one, 1 + (i % 3));
                             if (memcmp(one, f.out + (size_t)i * qd, (size_t)qd * sizeof(float))) bad++;
                         }
-                        CHECKF(bad == 0, "kernel %s hd %d %s off %d nth %d: %d tree rows differ from the compacted query",
-                               g_kernels[kidx], f.hd, t ? "f16" : "f32", off, nth, bad);
+                        CHECKF(bad == 0, "tree %d kernel %s hd %d %s off %d nth %d: %d tree rows differ from the compacted query",
+                               tr, g_kernels[kidx], f.hd, t ? "f16" : "f32", off, nth, bad);
                     }
                     free(one);
                     fx_free(&f);
