@@ -1,7 +1,8 @@
 /*
  * tensor/attention — see attention.h. This file holds the spec (the one-query
- * reference), the plain-C batched kernel, argument checks, scratch sizing
- * and the threaded driver; attention-avx512.c holds the AVX-512 kernel.
+ * reference), the plain-C batched kernel (also built as an x86-64-v3 clone),
+ * argument checks, scratch sizing and the threaded driver;
+ * attention-avx512.c holds the AVX-512 kernel.
  *
  * The arithmetic, per query i and head h (kv head g = h / group), identical
  * in every kernel, which is what makes a row independent of the batch:
@@ -17,12 +18,16 @@
  * nothing to o, so the result is that of the same query against only the keys
  * it sees, compacted to contiguous slots; there is no partial sum whose lane
  * or chunk depends on a key's slot index, and no online (flash) rescaling.
- * The batched kernels vectorise across rows (the scores of up to 16 query x
- * head rows of one kv head per register, each lane a sequential fmaf chain
- * over d) and across d for the V accumulation, so the per-lane operations
- * are exactly the ones above. Adding a mask entry of +-0 is skipped by the
- * SIMD kernel; that can only flip the sign of a zero score, which changes
- * neither mx's value nor any s_j - mx, hence no output bit.
+ * The batched kernels only choose which of these independent chains share a
+ * register: lanes = query x head rows of one kv head for the scores (each lane
+ * a sequential fmaf chain over d) or, for items of <= 8 rows such as a single
+ * decoded token, lanes = 16 keys transposed in registers; lanes = d for the V
+ * accumulation. Per lane the operations are exactly the ones above, so every
+ * kernel equals sprig_attention_ref bit for bit (tests/test-attention.c).
+ * Adding a mask entry of +-0 may be skipped by the SIMD kernel; that can only
+ * flip the sign of a zero score, which changes neither mx's value nor any
+ * s_j - mx, hence no output bit. Masks should hold finite values (0 / -1e9);
+ * -inf works as long as a row keeps one finite entry.
  *
  * Parallel split: work items are (kv head, block of <= 64 rows), taken from
  * an atomic counter; each item streams the keys/values of its kv head once
