@@ -29,16 +29,12 @@
 #define UNROLL _Pragma("GCC unroll 16")
 
 #define RMAX 12   /* rows per tile */
-#include <stdlib.h>
-size_t sprig_pf1 = 2048, sprig_pf2 = 0;
-#define pf1 sprig_pf1
-#define pf2 sprig_pf2
-__attribute__((constructor)) void sprig_pf_env(void);
-__attribute__((constructor)) void sprig_pf_env(void)
-{
-    if (getenv("PF1")) pf1 = (size_t)atol(getenv("PF1"));
-    if (getenv("PF2")) pf2 = (size_t)atol(getenv("PF2"));
-}
+/* Software prefetch for tiles of at least PF_MIN_ROWS rows, PF_DIST bytes of
+ * a panel ahead (8 Q8_0 blocks). Tiles with fewer rows are memory-bound and
+ * the hardware prefetcher keeps up with them alone (measured: prefetching
+ * them costs a few percent). */
+#define PF_MIN_ROWS 6
+#define PF_DIST 4096
 #define GMAX 8    /* panels per tile */
 
 AI __m512i bcast4(const int8_t *p)
@@ -86,16 +82,11 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
-        if (pf1) {
+        if (R >= PF_MIN_ROWS) {   /* compute-heavy tiles: start DRAM reads well ahead (into L2) */
             UNROLL for (int g = 0; g < G; g++) {
-                UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + g * ps + pf1 + l, _MM_HINT_T0);
-                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + pf1 / 16, _MM_HINT_T0);
-            }
-        }
-        if (pf2) {
-            UNROLL for (int g = 0; g < G; g++) {
-                UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + g * ps + pf2 + l, _MM_HINT_T1);
-                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + pf2 / 16, _MM_HINT_T1);
+                UNROLL for (size_t l = 0; l < qsb; l += 64)
+                    _mm_prefetch((const char *)qb + g * ps + PF_DIST + l, _MM_HINT_T1);
+                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + PF_DIST / 16, _MM_HINT_T1);
             }
         }
         __m512i ia[RMAX][GMAX];
@@ -164,8 +155,22 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
     __m512 acc[RMAX][GMAX];
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) acc[r][g] = _mm512_setzero_ps();
 
-#pragma GCC unroll 2
-    for (int64_t k = 0; k < K; k++) {
+    /* One 64-byte line of each panel per step (1 k of F32, 2 of F16/BF16). */
+    const int kpl = (int)(64 / kb);
+    int64_t k = 0;
+    for (; k + kpl <= K; k += kpl) {
+        if (R >= PF_MIN_ROWS / 2)
+            UNROLL for (int g = 0; g < G; g++) _mm_prefetch((const char *)base + g * ps + k * kb + PF_DIST, _MM_HINT_T1);
+        UNROLL for (int kk = 0; kk < kpl; kk++) {
+            __m512 wv[GMAX];
+            UNROLL for (int g = 0; g < G; g++) wv[g] = loadw(type, base + g * ps + (k + kk) * kb);
+            UNROLL for (int r = 0; r < R; r++) {
+                __m512 xv = _mm512_set1_ps(x[r * K + k + kk]);
+                UNROLL for (int g = 0; g < G; g++) acc[r][g] = _mm512_fmadd_ps(wv[g], xv, acc[r][g]);
+            }
+        }
+    }
+    for (; k < K; k++) {
         __m512 wv[GMAX];
         UNROLL for (int g = 0; g < G; g++) wv[g] = loadw(type, base + g * ps + k * kb);
         UNROLL for (int r = 0; r < R; r++) {
@@ -183,42 +188,45 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
 
 typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
 
-/* Panels per tile for R rows: quantized tiles hold 2*R*G accumulators + 2*G
- * weight/scale vectors; float tiles R*G accumulators + G weights. */
+/* Panels per tile (G) for a tile of R rows. Quantized tiles hold 2*R*G
+ * accumulators + 2*G weight/scale vectors, float tiles R*G accumulators + G
+ * weights, in 32 zmm. n = 1 needs a few panels for independent dependency
+ * chains, not more: every panel is another DRAM stream. */
 static const int q_g[RMAX + 1] = { 0, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1 };
-static const int f_g[RMAX + 1] = { 0, 8, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
+static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 
 #define QT(NAME, R, G, Q4) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { qtile(J, p, r0, R, G, Q4); }
 #define FT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { ftile(J, p, r0, R, G, TY); }
 
+/* tab[R][i]: the tile of R rows and 2^i panels (NULL: not instantiated). */
 #define QSET(NAME, Q4) \
-    QT(NAME, 1, 4, Q4) QT(NAME, 2, 4, Q4) QT(NAME, 3, 2, Q4) QT(NAME, 4, 2, Q4) QT(NAME, 5, 2, Q4) \
-    QT(NAME, 6, 2, Q4) QT(NAME, 7, 1, Q4) QT(NAME, 8, 1, Q4) QT(NAME, 9, 1, Q4) QT(NAME, 10, 1, Q4) \
-    QT(NAME, 11, 1, Q4) QT(NAME, 12, 1, Q4) \
-    QT(NAME, 1, 1, Q4) QT(NAME, 2, 1, Q4) QT(NAME, 3, 1, Q4) QT(NAME, 4, 1, Q4) QT(NAME, 5, 1, Q4) \
-    QT(NAME, 6, 1, Q4) \
-    static const tile_fn NAME##_big[RMAX + 1] = { NULL, NAME##_r1_g4, NAME##_r2_g4, NAME##_r3_g2, \
-        NAME##_r4_g2, NAME##_r5_g2, NAME##_r6_g2, NAME##_r7_g1, NAME##_r8_g1, NAME##_r9_g1, NAME##_r10_g1, \
-        NAME##_r11_g1, NAME##_r12_g1 }; \
-    static const tile_fn NAME##_one[RMAX + 1] = { NULL, NAME##_r1_g1, NAME##_r2_g1, NAME##_r3_g1, \
-        NAME##_r4_g1, NAME##_r5_g1, NAME##_r6_g1, NAME##_r7_g1, NAME##_r8_g1, NAME##_r9_g1, NAME##_r10_g1, \
-        NAME##_r11_g1, NAME##_r12_g1 };
+    QT(NAME, 1, 1, Q4) QT(NAME, 1, 2, Q4) QT(NAME, 1, 4, Q4) QT(NAME, 2, 1, Q4) QT(NAME, 2, 2, Q4) \
+    QT(NAME, 2, 4, Q4) QT(NAME, 3, 1, Q4) QT(NAME, 3, 2, Q4) QT(NAME, 4, 1, Q4) QT(NAME, 4, 2, Q4) \
+    QT(NAME, 5, 1, Q4) QT(NAME, 5, 2, Q4) QT(NAME, 6, 1, Q4) QT(NAME, 6, 2, Q4) QT(NAME, 7, 1, Q4) \
+    QT(NAME, 8, 1, Q4) QT(NAME, 9, 1, Q4) QT(NAME, 10, 1, Q4) QT(NAME, 11, 1, Q4) QT(NAME, 12, 1, Q4) \
+    static const tile_fn NAME##_tab[RMAX + 1][4] = { { NULL }, \
+        { NAME##_r1_g1, NAME##_r1_g2, NAME##_r1_g4 }, { NAME##_r2_g1, NAME##_r2_g2, NAME##_r2_g4 }, \
+        { NAME##_r3_g1, NAME##_r3_g2 }, { NAME##_r4_g1, NAME##_r4_g2 }, { NAME##_r5_g1, NAME##_r5_g2 }, \
+        { NAME##_r6_g1, NAME##_r6_g2 }, { NAME##_r7_g1 }, { NAME##_r8_g1 }, { NAME##_r9_g1 }, { NAME##_r10_g1 }, \
+        { NAME##_r11_g1 }, { NAME##_r12_g1 } };
 
 #define FSET(NAME, TY) \
-    FT(NAME, 1, 8, TY) FT(NAME, 2, 4, TY) FT(NAME, 3, 4, TY) FT(NAME, 4, 4, TY) FT(NAME, 5, 4, TY) \
-    FT(NAME, 6, 4, TY) FT(NAME, 7, 2, TY) FT(NAME, 8, 2, TY) FT(NAME, 9, 2, TY) FT(NAME, 10, 2, TY) \
-    FT(NAME, 11, 2, TY) FT(NAME, 12, 2, TY) \
-    FT(NAME, 1, 1, TY) FT(NAME, 2, 1, TY) FT(NAME, 3, 1, TY) FT(NAME, 4, 1, TY) FT(NAME, 5, 1, TY) \
-    FT(NAME, 6, 1, TY) FT(NAME, 7, 1, TY) FT(NAME, 8, 1, TY) FT(NAME, 9, 1, TY) FT(NAME, 10, 1, TY) \
-    FT(NAME, 11, 1, TY) FT(NAME, 12, 1, TY) \
-    static const tile_fn NAME##_big[RMAX + 1] = { NULL, NAME##_r1_g8, NAME##_r2_g4, NAME##_r3_g4, \
-        NAME##_r4_g4, NAME##_r5_g4, NAME##_r6_g4, NAME##_r7_g2, NAME##_r8_g2, NAME##_r9_g2, NAME##_r10_g2, \
-        NAME##_r11_g2, NAME##_r12_g2 }; \
-    static const tile_fn NAME##_one[RMAX + 1] = { NULL, NAME##_r1_g1, NAME##_r2_g1, NAME##_r3_g1, \
-        NAME##_r4_g1, NAME##_r5_g1, NAME##_r6_g1, NAME##_r7_g1, NAME##_r8_g1, NAME##_r9_g1, NAME##_r10_g1, \
-        NAME##_r11_g1, NAME##_r12_g1 };
+    FT(NAME, 1, 1, TY) FT(NAME, 1, 2, TY) FT(NAME, 1, 4, TY) FT(NAME, 1, 8, TY) \
+    FT(NAME, 2, 1, TY) FT(NAME, 2, 2, TY) FT(NAME, 2, 4, TY) FT(NAME, 3, 1, TY) FT(NAME, 3, 2, TY) \
+    FT(NAME, 3, 4, TY) FT(NAME, 4, 1, TY) FT(NAME, 4, 2, TY) FT(NAME, 4, 4, TY) FT(NAME, 5, 1, TY) \
+    FT(NAME, 5, 2, TY) FT(NAME, 5, 4, TY) FT(NAME, 6, 1, TY) FT(NAME, 6, 2, TY) FT(NAME, 6, 4, TY) \
+    FT(NAME, 7, 1, TY) FT(NAME, 7, 2, TY) FT(NAME, 8, 1, TY) FT(NAME, 8, 2, TY) FT(NAME, 9, 1, TY) \
+    FT(NAME, 9, 2, TY) FT(NAME, 10, 1, TY) FT(NAME, 10, 2, TY) FT(NAME, 11, 1, TY) FT(NAME, 11, 2, TY) \
+    FT(NAME, 12, 1, TY) FT(NAME, 12, 2, TY) \
+    static const tile_fn NAME##_tab[RMAX + 1][4] = { { NULL }, \
+        { NAME##_r1_g1, NAME##_r1_g2, NAME##_r1_g4, NAME##_r1_g8 }, \
+        { NAME##_r2_g1, NAME##_r2_g2, NAME##_r2_g4 }, { NAME##_r3_g1, NAME##_r3_g2, NAME##_r3_g4 }, \
+        { NAME##_r4_g1, NAME##_r4_g2, NAME##_r4_g4 }, { NAME##_r5_g1, NAME##_r5_g2, NAME##_r5_g4 }, \
+        { NAME##_r6_g1, NAME##_r6_g2, NAME##_r6_g4 }, { NAME##_r7_g1, NAME##_r7_g2 }, { NAME##_r8_g1, NAME##_r8_g2 }, \
+        { NAME##_r9_g1, NAME##_r9_g2 }, { NAME##_r10_g1, NAME##_r10_g2 }, { NAME##_r11_g1, NAME##_r11_g2 }, \
+        { NAME##_r12_g1, NAME##_r12_g2 } };
 
 QSET(q8, false)
 QSET(q4, true)
@@ -226,10 +234,13 @@ FSET(f32, SPRIG_TYPE_F32)
 FSET(f16, SPRIG_TYPE_F16)
 FSET(bf16, SPRIG_TYPE_BF16)
 
+static int ilog2(int g) { return g >= 8 ? 3 : g >= 4 ? 2 : g >= 2 ? 1 : 0; }
+
 /* Panels outer, row chunks of nearly equal size (R or R+1 rows) inner. A step
- * covers g panels, the smallest tile width any chunk allows, so every chunk
- * works on the same panels while they are in cache. */
-static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one, const int *gtab)
+ * covers g panels, the smallest tile width any chunk wants, so every chunk
+ * works on the same panels while they are in cache; the tail of the panel
+ * range takes narrower tiles. */
+static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gtab)
 {
     const int n = J->n, chunks = (n + RMAX - 1) / RMAX;
     int gstep = GMAX;
@@ -238,21 +249,21 @@ static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one,
         if (gtab[R] < gstep) gstep = gtab[R];
     }
     for (int64_t p = J->p0; p < J->p1;) {
-        int g = gstep <= J->p1 - p ? gstep : 1;
+        int g = gstep;
+        while (g > J->p1 - p) g /= 2;
         for (int c = 0; c < chunks; c++) {
             int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
-            if (g > 1 && gtab[R] == g) big[R](J, p, r0);
-            else for (int i = 0; i < g; i++) one[R](J, p + i, r0);
+            tab[R][ilog2(g)](J, p, r0);
         }
         p += g;
     }
 }
 
-static void k_q8(const sprig_mm_job *J) { drive(J, q8_big, q8_one, q_g); }
-static void k_q4(const sprig_mm_job *J) { drive(J, q4_big, q4_one, q_g); }
-static void k_f32(const sprig_mm_job *J) { drive(J, f32_big, f32_one, f_g); }
-static void k_f16(const sprig_mm_job *J) { drive(J, f16_big, f16_one, f_g); }
-static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g); }
+static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q_g); }
+static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q_g); }
+static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g); }
+static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g); }
+static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g); }
 
 /* ---------------------------------------------------------------- activation quantizer */
 
