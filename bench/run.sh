@@ -1,0 +1,42 @@
+#!/bin/sh
+# bench/run.sh — `make bench`: the measurements behind sprig's speed claims.
+#
+#   1. decode speed against the memory roofline, and T(n)/T(1) of batched
+#      forwards, on a synthetic llama-1b shaped model (Q8_0, then F16),
+#      generated once into $SPRIG_BENCH_MODELS (default models/, git-ignored);
+#   2. speculative decoding on the real stories260K model with each drafter:
+#      plain, chain, tree and tree+branches alternated.
+# Threads: $SPRIG_BENCH_THREADS (default 2). SPRIG_BENCH_QUICK=1 skips the
+# 1B-parameter models. Every number is a median over alternated repetitions;
+# add --json to a line to get machine-readable output.
+set -eu
+SPRIG=${SPRIG_BIN:-./sprig}
+SHARED=${SPRIG_SHARED:-../shared}
+MODELS=${SPRIG_BENCH_MODELS:-models}
+T=${SPRIG_BENCH_THREADS:-2}
+M="$SHARED/models"
+
+echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+
+if [ "${SPRIG_BENCH_QUICK:-0}" = 0 ]; then
+    mkdir -p "$MODELS"
+    for ty in q8_0 f16; do
+        f="$MODELS/llama-1b-$ty.gguf"
+        if [ ! -f "$f" ]; then
+            echo "== generating $f (synthetic llama-1b, seeded random weights)"
+            "$SPRIG" mkmodel --preset llama-1b --type "$ty" -o "$f"
+        fi
+    done
+    echo; echo "== decode vs the bandwidth roofline (llama-1b Q8_0, $T threads)"
+    "$SPRIG" bench decode -m "$MODELS/llama-1b-q8_0.gguf" -t "$T" -n 48 --reps 3
+    for ty in q8_0 f16; do
+        echo; echo "== batched forward T(n)/T(1) (llama-1b $ty, $T threads, context 64)"
+        "$SPRIG" bench forward -m "$MODELS/llama-1b-$ty.gguf" -t "$T" --reps 5
+    done
+fi
+
+for d in "--draft $M/stories-draft.gguf" "--mtp $M/stories-mtp.gguf" "--draft-ngram"; do
+    echo; echo "== speculative decoding on stories260K: $d"
+    # shellcheck disable=SC2086
+    "$SPRIG" bench spec -m "$M/stories260K.gguf" $d -t 1 --draft-max 4 --tree-branches 2 -n 256 --pairs 7
+done
