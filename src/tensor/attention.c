@@ -47,8 +47,9 @@
 
 /* ------------------------------------------------------------------ dispatch */
 
-enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX512 = 2 };
+enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX2 = 2, KERN_AVX512 = 3 };
 static bool cpu_has_avx512(void);
+static bool cpu_has_avx2(void);
 static atomic_int g_kernel = KERN_UNKNOWN;
 
 static int attn_kernel(void)
@@ -59,13 +60,15 @@ static int attn_kernel(void)
 #if defined(__x86_64__) && defined(__GNUC__)
     const char *no = getenv("SPRIG_NO_SIMD");
     bool no_simd = no && *no && strcmp(no, "0") != 0;
-    if (!no_simd && cpu_has_avx512()) k = KERN_AVX512;
+    if (!no_simd) k = cpu_has_avx512() ? KERN_AVX512 : cpu_has_avx2() ? KERN_AVX2 : KERN_C;
 #endif
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
     return k;
 }
 
-const char *sprig_attention_kernel(void) { return attn_kernel() == KERN_AVX512 ? "avx512" : "c"; }
+static const char *const kernel_names[] = { "?", "c", "avx2", "avx512" };
+
+const char *sprig_attention_kernel(void) { return kernel_names[attn_kernel()]; }
 
 static bool cpu_has_avx512(void)
 {
@@ -79,11 +82,23 @@ static bool cpu_has_avx512(void)
 #endif
 }
 
+static bool cpu_has_avx2(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+           __builtin_cpu_supports("bmi2");
+#else
+    return false;
+#endif
+}
+
 bool sprig_attention_use_kernel(const char *name)
 {
     int k;
     if (!name) k = KERN_UNKNOWN;
     else if (!strcmp(name, "c")) k = KERN_C;
+    else if (!strcmp(name, "avx2") && cpu_has_avx2()) k = KERN_AVX2;
     else if (!strcmp(name, "avx512") && cpu_has_avx512()) k = KERN_AVX512;
     else return false;
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
@@ -323,6 +338,8 @@ void sprig_attention_set_parallel_threshold(double fmas)
 
 typedef void (*attn_item_fn)(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
 
+static const attn_item_fn item_fns[] = { attn_item_c, attn_item_c, sprig_attn_item_avx2, sprig_attn_item_avx512 };
+
 struct attn_job {
     const sprig_attn_args *a;
     attn_item_fn item;
@@ -370,7 +387,7 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
 
     struct attn_job J = {
         .a = a,
-        .item = attn_kernel() == KERN_AVX512 ? sprig_attn_item_avx512 : attn_item_c,
+        .item = item_fns[attn_kernel()],
         .rows_kv = rows_kv, .chunk_rows = chunk_rows, .chunks = chunks,
         .n_items = chunks * a->n_kv_head,
     };

@@ -57,11 +57,11 @@ void   sprig_attention(sprig_pool *pool, const sprig_attn_args *a);
 /* Plain-C reference, one query at a time (the spec). Same preconditions. */
 void   sprig_attention_ref(const sprig_attn_args *a);
 
-/* Which kernel sprig_attention runs: "avx512" or "c" (SPRIG_NO_SIMD=1 forces "c").
+/* Which kernel sprig_attention runs: "avx512", "avx2" or "c" (SPRIG_NO_SIMD=1 forces "c").
  * Both compute the bits of sprig_attention_ref. */
 const char *sprig_attention_kernel(void);
 
-/* Tests and benchmarks: force "c" or "avx512" (if the CPU has it), or NULL to
+/* Tests and benchmarks: force "c", "avx2" or "avx512" (if the CPU has it), or NULL to
  * go back to the automatic choice. Returns false when the kernel cannot run. */
 bool sprig_attention_use_kernel(const char *name);
 
@@ -104,5 +104,6 @@ static inline void sprig_attn_work_split(float *slot, size_t rp, size_t n_keys, 
 }
 
 void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
+void sprig_attn_item_avx2(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
 
 #endif
