@@ -195,7 +195,8 @@ static void test_ref_matches_double(void)
 /* Every kernel and thread count equals the reference bit for bit. */
 static void test_kernels_match_ref(void)
 {
-    const int shapes[][3] = { { 8, 4, 8 }, { 32, 8, 64 }, { 4, 1, 128 }, { 6, 6, 24 }, { 8, 2, 80 }, { 2, 2, 1 }, { 4, 2, 200 } };
+    const int shapes[][3] = { { 8, 4, 8 }, { 32, 8, 64 }, { 4, 1, 128 }, { 6, 6, 24 }, { 8, 2, 80 }, { 2, 2, 1 }, { 4, 2, 200 },
+                              { 2, 1, 256 } };
     const int ns[] = { 1, 3, 8, 17, 33 };
     const int offs[] = { 0, 5, 70 };
     int cases = 0, bad = 0;

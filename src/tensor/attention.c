@@ -133,7 +133,7 @@ sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
     if ((int64_t)a->n * a->n_head * a->hd > INT32_MAX || (int64_t)a->n * a->n_keys > INT32_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n %d x n_head %d x hd %d / n_keys %d too large",
                          a->n, a->n_head, a->hd, a->n_keys);
-    if (a->kv_stride > INT64_MAX / a->n_keys)
+    if (a->kv_stride > INT64_MAX / 4 / a->n_keys)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld x n_keys %d overflows",
                          (long long)a->kv_stride, a->n_keys);
     if (!isfinite(a->scale)) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scale is not finite");
