@@ -274,10 +274,13 @@ static void test_kernels(void)
     for (int ti = 0; ti < N_TYPES; ti++) {
         int type = types[ti];
         bool quant = type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0;
-        struct shape a = { quant ? 96 : 100, 172 }, b = { quant ? 256 : 64, 513 }, c = { 32, 1 };
+        /* d: k long enough that tiles run over several k ranges (see the kernels) */
+        struct shape a = { quant ? 96 : 100, 172 }, b = { quant ? 256 : 64, 513 }, c = { 32, 1 },
+                     d = { quant ? 1280 : 300, 40 };
         check_kernels(type, a, quick);
         check_kernels(type, b, quick);
         check_kernels(type, c, quick);
+        check_kernels(type, d, quick);
     }
 }
 

@@ -33,8 +33,12 @@
  * a panel ahead (8 Q8_0 blocks). Tiles with fewer rows are memory-bound and
  * the hardware prefetcher keeps up with them alone (measured: prefetching
  * them costs a few percent). */
+#ifndef PF_MIN_ROWS
 #define PF_MIN_ROWS 6
+#endif
+#ifndef PF_DIST
 #define PF_DIST 4096
+#endif
 #define GMAX 8    /* panels per tile */
 
 AI __m512i bcast4(const int8_t *p)
@@ -49,12 +53,8 @@ AI __m512i bcast4(const int8_t *p)
  * vpbroadcastd, an extra uop on a busy vector port). */
 AI __m512i dpbusd_b(__m512i acc, __m512i w, const int8_t *p)
 {
-#ifdef NO_EMBED
-    return _mm512_dpbusd_epi32(acc, w, bcast4(p));
-#else
     __asm__("vpdpbusd %[m]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [m] "m"(*(const int32_t *)p));
     return acc;
-#endif
 }
 
 /* Store 16 columns starting at col (masked at the right edge of y). */
@@ -65,9 +65,28 @@ AI void store16(float *y, int64_t col, int64_t n_out, __m512 v)
     else if (rem > 0) _mm512_mask_storeu_ps(y + col, (__mmask16)((1u << rem) - 1), v);
 }
 
+/* Load 16 columns starting at col (masked at the right edge; lanes past it are 0). */
+AI __m512 load16(const float *y, int64_t col, int64_t n_out)
+{
+    int64_t rem = n_out - col;
+    if (rem >= 16) return _mm512_loadu_ps(y + col);
+    return _mm512_maskz_loadu_ps(rem > 0 ? (__mmask16)((1u << rem) - 1) : 0, y + col);
+}
+
+/* Accumulators of a tile: zero when its k range starts at 0, else the partial
+ * sums an earlier range left in y (a float stored and reloaded is the same
+ * float, so splitting k changes no rounding). */
+#define TILE_ACC_INIT(first)                                                                        \
+    UNROLL for (int r = 0; r < R; r++) {                                                           \
+        const float *yr = J->y + (size_t)(r0 + r) * J->n_out;                                      \
+        UNROLL for (int g = 0; g < G; g++)                                                         \
+            acc[r][g] = (first) ? _mm512_setzero_ps() : load16(yr, (p + g) * SPRIG_MM_PANEL, J->n_out); \
+    }
+
 /* ---------------------------------------------------------------- quantized tile */
 
-AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G, const bool q4)
+/* Rows [r0, r0+R) x panels [p, p+G) x blocks [b0, b1). */
+AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, const int R, const int G, const bool q4)
 {
     const int64_t nb = J->n_in / SPRIG_QK;
     const size_t ps = J->pstride, qsb = q4 ? 256 : 512;
@@ -78,9 +97,9 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
     const __m512i m4 = _mm512_set1_epi8(15);
 
     __m512 acc[RMAX][GMAX];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) acc[r][g] = _mm512_setzero_ps();
+    TILE_ACC_INIT(b0 == 0)
 
-    for (int64_t b = 0; b < nb; b++) {
+    for (int64_t b = b0; b < b1; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
         if (R >= PF_MIN_ROWS) {   /* compute-heavy tiles: start DRAM reads well ahead (into L2) */
             UNROLL for (int g = 0; g < G; g++) {
@@ -100,7 +119,12 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
                 UNROLL for (int g = 0; g < G; g++) wv[g] = _mm512_loadu_si512(qb + g * ps + j * 64);
                 UNROLL for (int r = 0; r < R; r++) {
                     const int8_t *a = aq[b * n + r].q + j * 4;
-                    UNROLL for (int g = 0; g < G; g++) ia[r][g] = dpbusd_b(ia[r][g], wv[g], a);
+                    if (G == 1) {
+                        ia[r][0] = dpbusd_b(ia[r][0], wv[0], a);
+                    } else {   /* one broadcast register for the G panels */
+                        __m512i av = bcast4(a);
+                        UNROLL for (int g = 0; g < G; g++) ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], wv[g], av);
+                    }
                 }
             }
         } else {
@@ -113,9 +137,15 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
                 }
                 UNROLL for (int r = 0; r < R; r++) {
                     const int8_t *a = aq[b * n + r].q + t * 4;
-                    UNROLL for (int g = 0; g < G; g++) {
-                        ia[r][g] = dpbusd_b(ia[r][g], lo[g], a);
-                        ia[r][g] = dpbusd_b(ia[r][g], hi[g], a + 16);
+                    if (G == 1) {
+                        ia[r][0] = dpbusd_b(ia[r][0], lo[0], a);
+                        ia[r][0] = dpbusd_b(ia[r][0], hi[0], a + 16);
+                    } else {
+                        __m512i al = bcast4(a), ah = bcast4(a + 16);
+                        UNROLL for (int g = 0; g < G; g++) {
+                            ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], lo[g], al);
+                            ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], hi[g], ah);
+                        }
                     }
                 }
             }
@@ -145,7 +175,9 @@ AI __m512 loadw(int type, const uint8_t *p)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G, const int type)
+/* Rows [r0, r0+R) x panels [p, p+G) x k in [k0, k1). */
+AI void ftile(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1, const int R, const int G,
+              const int type)
 {
     const int64_t K = J->n_in;
     const size_t ps = J->pstride, kb = type == SPRIG_TYPE_F32 ? 64 : 32;
@@ -153,12 +185,12 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
     const float *x = J->x + (size_t)r0 * K;
 
     __m512 acc[RMAX][GMAX];
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) acc[r][g] = _mm512_setzero_ps();
+    TILE_ACC_INIT(k0 == 0)
 
     /* One 64-byte line of each panel per step (1 k of F32, 2 of F16/BF16). */
     const int kpl = (int)(64 / kb);
-    int64_t k = 0;
-    for (; k + kpl <= K; k += kpl) {
+    int64_t k = k0;
+    for (; k + kpl <= k1; k += kpl) {
         if (R >= PF_MIN_ROWS / 2)
             UNROLL for (int g = 0; g < G; g++) _mm_prefetch((const char *)base + g * ps + k * kb + PF_DIST, _MM_HINT_T1);
         UNROLL for (int kk = 0; kk < kpl; kk++) {
@@ -170,7 +202,7 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
             }
         }
     }
-    for (; k < K; k++) {
+    for (; k < k1; k++) {
         __m512 wv[GMAX];
         UNROLL for (int g = 0; g < G; g++) wv[g] = loadw(type, base + g * ps + k * kb);
         UNROLL for (int r = 0; r < R; r++) {
@@ -186,7 +218,7 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
 
 /* ---------------------------------------------------------------- instantiation */
 
-typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
+typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1);
 
 /* Panels per tile (G) for a tile of R rows. Quantized tiles hold 2*R*G
  * accumulators + 2*G weight/scale vectors, float tiles R*G accumulators + G
@@ -196,9 +228,11 @@ static const int q_g[RMAX + 1] = { 0, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1 };
 static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 
 #define QT(NAME, R, G, Q4) \
-    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { qtile(J, p, r0, R, G, Q4); }
+    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { qtile(J, p, r0, k0, k1, R, G, Q4); }
 #define FT(NAME, R, G, TY) \
-    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { ftile(J, p, r0, R, G, TY); }
+    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ftile(J, p, r0, k0, k1, R, G, TY); }
 
 /* tab[R][i]: the tile of R rows and 2^i panels (NULL: not instantiated). */
 #define QSET(NAME, Q4) \
@@ -239,8 +273,11 @@ static int ilog2(int g) { return g >= 8 ? 3 : g >= 4 ? 2 : g >= 2 ? 1 : 0; }
 /* Panels outer, row chunks of nearly equal size (R or R+1 rows) inner. A step
  * covers g panels, the smallest tile width any chunk wants, so every chunk
  * works on the same panels while they are in cache; the tail of the panel
- * range takes narrower tiles. */
-static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gtab)
+ * range takes narrower tiles. With several chunks, k is cut into ranges of
+ * `kstep` (units of the tile's k: blocks or elements) and every chunk runs
+ * over one range before the next: the weights of a range stay in L1 and the
+ * DRAM stream advances evenly instead of only during the first chunk. */
+static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gtab, int64_t kn, int64_t kstep)
 {
     const int n = J->n, chunks = (n + RMAX - 1) / RMAX;
     int gstep = GMAX;
@@ -248,22 +285,31 @@ static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gta
         int R = (int)((int64_t)n * (c + 1) / chunks) - (int)((int64_t)n * c / chunks);
         if (gtab[R] < gstep) gstep = gtab[R];
     }
+    if (chunks == 1) kstep = kn;
     for (int64_t p = J->p0; p < J->p1;) {
         int g = gstep;
         while (g > J->p1 - p) g /= 2;
-        for (int c = 0; c < chunks; c++) {
-            int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
-            tab[R][ilog2(g)](J, p, r0);
+        for (int64_t k0 = 0; k0 < kn; k0 += kstep) {
+            int64_t k1 = kn - k0 < kstep ? kn : k0 + kstep;
+            for (int c = 0; c < chunks; c++) {
+                int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
+                tab[R][ilog2(g)](J, p, r0, k0, k1);
+            }
         }
         p += g;
     }
 }
 
-static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q_g); }
-static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q_g); }
-static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g); }
-static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g); }
-static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g); }
+/* k per range when a tile is run in ranges: ~8 KB of one panel. */
+#ifndef KSTEP_BYTES
+#define KSTEP_BYTES 8192
+#endif
+
+static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q_g, J->n_in / SPRIG_QK, KSTEP_BYTES / 512); }
+static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q_g, J->n_in / SPRIG_QK, KSTEP_BYTES / 256); }
+static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g, J->n_in, KSTEP_BYTES / 64); }
+static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g, J->n_in, KSTEP_BYTES / 32); }
+static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g, J->n_in, KSTEP_BYTES / 32); }
 
 /* ---------------------------------------------------------------- activation quantizer */
 
