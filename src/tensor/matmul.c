@@ -491,13 +491,13 @@ struct mm_ctx {
     float *const *y;
     const sprig_mm_qblock *aq;
     int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
+    int64_t chunk;                 /* panels per grab */
+    _Alignas(64) atomic_llong next;   /* next panel to hand out */
 };
 
-static void mm_task(void *ctx, int ith, int nth)
+/* Panels [lo, hi) of the concatenation of all weights. */
+static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
 {
-    const struct mm_ctx *c = ctx;
-    long lo, hi;
-    sprig_split((long)c->start[c->m], ith, nth, &lo, &hi);
     for (int i = 0; i < c->m && lo < hi; i++) {
         int64_t s = c->start[i], e = c->start[i + 1];
         int64_t p0 = (lo > s ? lo : s) - s, p1 = (hi < e ? hi : e) - s;   /* local to weight i */
@@ -515,6 +515,22 @@ static void mm_task(void *ctx, int ith, int nth)
             .aq = c->aq, .y = c->y[i], .p0 = p0, .p1 = p1,
         };
         fam_kernel(f, w->type)(&job);
+    }
+}
+
+/* Threads take chunks of panels from a shared counter, so a thread slowed by
+ * another process on its core (or a slower core) does less of the work. Which
+ * thread computes a column never changes its value. */
+static void mm_task(void *ctx, int ith, int nth)
+{
+    struct mm_ctx *c = ctx;
+    SPRIG_UNUSED(ith);
+    SPRIG_UNUSED(nth);
+    const int64_t total = c->start[c->m];
+    for (;;) {
+        int64_t lo = atomic_fetch_add_explicit(&c->next, c->chunk, memory_order_relaxed);
+        if (lo >= total) break;
+        mm_range(c, lo, lo + c->chunk < total ? lo + c->chunk : total);
     }
 }
 
@@ -539,9 +555,13 @@ void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *con
         c.aq = act_q_view(a);
     }
     macs *= a->n;
-    /* A thread per >= 64K multiply-adds, at most one per panel. */
+    /* A thread per >= 64K multiply-adds, at most one per panel; about 8
+     * grabs per thread, in multiples of 4 panels (whole wide tiles). */
     int64_t nth = macs / 65536 + 1;
     if (nth > c.start[m]) nth = c.start[m];
     if (nth > sprig_pool_size(pool)) nth = sprig_pool_size(pool);
+    c.chunk = (c.start[m] + nth * 8 - 1) / (nth * 8);
+    c.chunk = (c.chunk + 3) & ~(int64_t)3;
+    atomic_init(&c.next, 0);
     sprig_pool_run(pool, mm_task, &c, (int)nth);
 }

@@ -13,13 +13,20 @@
  *    whatever else is in the batch. Float weights accumulate
  *    acc = fmaf(W[o][k], x[r][k], acc) for k = 0..n_in-1 in order. Q8_0/Q4_0
  *    weights use activations quantized ONCE per input to int8 blocks of 32
- *    (da = amax/127, q = nearest-even(x/da... as x * (1/da))), an exact int32
- *    dot per block, then acc = fmaf((float)isum, dw * da, acc) block by block.
- *    The plain-C reference computes exactly this, so every SIMD kernel must
- *    equal it bit for bit.
- *  - Kernels (AVX-512 VNNI/BF16, AVX2, reference) are chosen once at run time
- *    from CPUID; SPRIG_NO_SIMD=1 forces the reference.
+ *    (da = amax/127, q = nearest-even(x * (1/da)); blocks with inf/NaN get
+ *    da = NaN, blocks whose da would be below FLT_MIN get da = 0, q = 0), an
+ *    exact int32 dot per block, then acc = fmaf((float)isum, dw * da, acc)
+ *    block by block. The plain-C reference computes exactly this, so every
+ *    SIMD kernel must equal it bit for bit (tests/test-matmul.c checks).
+ *  - Kernels (AVX-512 VNNI, AVX2, reference) are chosen once at run time
+ *    from CPUID; SPRIG_NO_SIMD=1 forces the reference. sprig_weight_init packs
+ *    a copy of the weight for the family selected at that moment and the
+ *    weight keeps using that family: after sprig_kernels_force(), initialise
+ *    the weights again to run them with the new family.
  *  - No allocation per call: the caller provides the activation scratch.
+ *  - Bad shapes/types given to sprig_weight_init are errors naming the
+ *    weight; misuse of sprig_matmul (n_in != act k, scratch too small, more
+ *    than 16 weights) is a broken invariant and aborts via SPRIG_ASSERT.
  */
 #ifndef SPRIG_TENSOR_MATMUL_H
 #define SPRIG_TENSOR_MATMUL_H
@@ -64,9 +71,11 @@ typedef struct sprig_act {
 size_t sprig_act_scratch_bytes(int max_n, int64_t max_k);
 void   sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scratch, size_t scratch_bytes);
 
-/* y[i] ([a->n][w[i]->n_out]) = a->x W[i]^T for m weights that share the
- * input, as ONE pool dispatch (output columns of all m split across threads).
- * All w[i]->n_in must equal a->k. */
+/* y[i] ([a->n][w[i]->n_out]) = a->x W[i]^T for m (1..16) weights that share
+ * the input, as ONE pool dispatch (output columns of all m split across
+ * threads; a second, short dispatch first quantizes the rows when a weight is
+ * quantized and the act has not been quantized yet). All w[i]->n_in must
+ * equal a->k. */
 void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y);
 
 /* The plain-C reference on the raw GGUF rows (the spec; used by tests and SPRIG_NO_SIMD). */
@@ -74,7 +83,9 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y);
 
 /* Name of the selected kernel family ("avx512-vnni", "avx2", "reference"). */
 const char *sprig_kernels_name(void);
-/* Force a family for tests/benchmarks: "reference", "avx2", "avx512"; false if unavailable. */
+/* Force a family for tests/benchmarks: "reference", "avx2", "avx512" (or
+ * "auto": back to the CPUID choice); false if unavailable. Affects weights
+ * initialised afterwards only. */
 bool sprig_kernels_force(const char *family);
 
 /* CPU features found by CPUID. */
