@@ -413,7 +413,9 @@ static void test_arg_checks(void)
     b = a; b.n = 0;                  CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_E_INVALID_ARG);
     b = a; b.v = NULL;               CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_E_INVALID_ARG); CHECK(strstr(e.msg, "v is NULL"));
     b = a; b.scale = NAN;            CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_E_INVALID_ARG);
-    b = a; b.scratch_floats = 3;     CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_E_INVALID_ARG);
+    b = a; b.scratch_floats = 3;     CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_E_INVALID_ARG); CHECK(strstr(e.msg, "scratch_floats"));
+    b = a; b.scratch_floats = sprig_attn_scratch_floats(2, 4, 6, 1); CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_OK);
+    b.scratch_floats -= 2;           CHECK_EQ_INT(sprig_attn_check(&b, &e), SPRIG_E_INVALID_ARG);
     CHECK_EQ_INT(sprig_attn_check(NULL, &e), SPRIG_E_INVALID_ARG);
     /* scratch sizing is monotone and overflow-safe */
     CHECK(sprig_attn_scratch_floats(8, 32, 1000, 2) <= sprig_attn_scratch_floats(9, 32, 1000, 2));

@@ -109,6 +109,13 @@ bool sprig_attention_use_kernel(const char *name)
 
 static size_t round16(size_t x) { return (x + 15) & ~(size_t)15; }
 
+/* Rows per item cap for calls of n queries and n_head heads. */
+static size_t rows_cap(size_t n, size_t n_head)
+{
+    size_t rows = n * n_head;
+    return round16(rows < SPRIG_ATTN_ROWS ? rows : SPRIG_ATTN_ROWS);
+}
+
 sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
 {
     if (!a) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: args is NULL");
@@ -137,9 +144,12 @@ sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld x n_keys %d overflows",
                          (long long)a->kv_stride, a->n_keys);
     if (!isfinite(a->scale)) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scale is not finite");
-    if (a->scratch_floats && a->scratch_floats < (size_t)a->n_keys + 16)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scratch_floats %zu is too small for %d keys",
-                         a->scratch_floats, a->n_keys);
+    if (a->scratch_floats) {
+        const size_t need = 15 + sprig_attn_slot_floats(rows_cap((size_t)a->n, (size_t)a->n_head), (size_t)a->n_keys);
+        if (a->scratch_floats < need)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scratch_floats %zu < %zu (one thread, %d keys)",
+                             a->scratch_floats, need, a->n_keys);
+    }
     return SPRIG_OK;
 }
 
@@ -147,13 +157,6 @@ static void check_or_abort(const sprig_attn_args *a)
 {
     sprig_error e;
     if (sprig_attn_check(a, &e) != SPRIG_OK) sprig_abort(__FILE__, __LINE__, "%s", e.msg);
-}
-
-/* Rows per item cap for calls of n queries and n_head heads. */
-static size_t rows_cap(size_t n, size_t n_head)
-{
-    size_t rows = n * n_head;
-    return round16(rows < SPRIG_ATTN_ROWS ? rows : SPRIG_ATTN_ROWS);
 }
 
 size_t sprig_attn_scratch_floats(int n, int n_head, int n_keys, int n_threads)
@@ -403,10 +406,7 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
     if (work < atomic_load_explicit(&g_parallel_fmas, memory_order_relaxed)) nth = 1;
     if (a->scratch_floats) {
         const size_t off = (size_t)(J.base - a->scratch);
-        const size_t fit = a->scratch_floats > off ? (a->scratch_floats - off) / J.slot_floats : 0;
-        if (fit < 1)
-            sprig_abort(__FILE__, __LINE__, "attention: scratch_floats %zu holds no work slot of %zu floats",
-                        a->scratch_floats, J.slot_floats);
+        const size_t fit = (a->scratch_floats - off) / J.slot_floats;   /* >= 1: checked */
         if ((size_t)nth > fit) nth = (int)fit;
     }
     sprig_pool_run(pool, attn_task, &J, nth);
