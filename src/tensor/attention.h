@@ -13,7 +13,7 @@
  * sequential V accumulation in key order; masked keys contribute an exact 0
  * (mask -1e9 => exp underflows to 0) and are skipped, never a reordering.
  * attention.c spells the arithmetic out; sprig_attention_ref is the spec and
- * every kernel (AVX-512, plain C) equals it bit for bit.
+ * every kernel (AVX-512, AVX2, plain C) equals it bit for bit.
  */
 #ifndef SPRIG_TENSOR_ATTENTION_H
 #define SPRIG_TENSOR_ATTENTION_H
@@ -39,8 +39,9 @@ typedef struct sprig_attn_args {
     float *out;            /* [n][n_head*hd]; must not overlap q, k, v, mask or scratch */
     float *scratch;        /* sprig_attn_scratch_floats(...) floats */
     size_t scratch_floats; /* optional: the size of scratch in floats. When set, the
-                              kernel uses no more threads than fit in it (and aborts
-                              if not even one does); 0 = trust the caller */
+                              kernel uses no more threads than fit in it (and
+                              sprig_attn_check refuses less than one thread's
+                              worth); 0 = trust the caller */
 } sprig_attn_args;
 
 /* Scratch for a call with at most n queries, n_head heads, n_keys keys and a
@@ -58,7 +59,7 @@ void   sprig_attention(sprig_pool *pool, const sprig_attn_args *a);
 void   sprig_attention_ref(const sprig_attn_args *a);
 
 /* Which kernel sprig_attention runs: "avx512", "avx2" or "c" (SPRIG_NO_SIMD=1 forces "c").
- * Both compute the bits of sprig_attention_ref. */
+ * All compute the bits of sprig_attention_ref. */
 const char *sprig_attention_kernel(void);
 
 /* Tests and benchmarks: force "c", "avx2" or "avx512" (if the CPU has it), or NULL to
