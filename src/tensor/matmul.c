@@ -37,6 +37,9 @@ static const char *const fam_names[FAM_COUNT] = { "reference", "avx2", "avx512-v
 /* Limits that keep every index product far from overflow. */
 #define MM_MAX_DIM  ((int64_t)1 << 30)
 #define MM_MAX_W    16
+#ifndef MM_GRABS
+#define MM_GRABS    8           /* panel chunks per thread and matmul */
+#endif
 
 /* ---------------------------------------------------------------- family selection */
 
@@ -560,7 +563,7 @@ void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *con
     int64_t nth = macs / 65536 + 1;
     if (nth > c.start[m]) nth = c.start[m];
     if (nth > sprig_pool_size(pool)) nth = sprig_pool_size(pool);
-    c.chunk = (c.start[m] + nth * 8 - 1) / (nth * 8);
+    c.chunk = (c.start[m] + nth * MM_GRABS - 1) / (nth * MM_GRABS);
     c.chunk = (c.chunk + 3) & ~(int64_t)3;
     atomic_init(&c.next, 0);
     sprig_pool_run(pool, mm_task, &c, (int)nth);

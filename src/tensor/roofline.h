@@ -12,7 +12,10 @@
  *     vfmadd for float weights) on all threads;
  *   - matmul timing: one shape, several batch sizes, alternated call by call
  *     over enough packed copies of the weight that every call reads it from
- *     DRAM (as a forward pass over a whole model does); medians reported.
+ *     DRAM (as a forward pass over a whole model does); medians reported,
+ *     with a streaming read of the same bytes timed in between as the
+ *     bandwidth bound of that moment (the host's bandwidth drifts with its
+ *     other tenants, so a bound measured once is not comparable).
  * All of them allocate, spin the CPUs for a while and are not for hot paths.
  */
 #ifndef SPRIG_TENSOR_ROOFLINE_H
@@ -38,12 +41,20 @@ typedef struct sprig_bench_mm {
     double  gbs;            /* weight bytes (as the kernels read them) / sec_median / 1e9 */
 } sprig_bench_mm;
 
+/* What one shape's run found besides the per-batch figures. */
+typedef struct sprig_bench_mm_info {
+    size_t  weight_bytes;   /* bytes one call reads (the packed copy, or the raw rows) */
+    double  read_gbs;       /* a plain streaming read of weight_bytes from DRAM, timed
+                             * between the calls (same threads, same moments): the
+                             * bandwidth bound for n = 1 under the same conditions */
+} sprig_bench_mm_info;
+
 /* Time y = x W^T for one weight shape (random data of `type`) and each batch
- * size ns[i], interleaving the batch sizes call by call; reps timed calls per
- * size after one warm-up round. out[i] gets the figures of ns[i];
- * *weight_bytes (may be NULL) the bytes one call reads. */
+ * size ns[i], interleaving the batch sizes (and the paired read) call by call;
+ * reps timed calls per size after one warm-up round. out[i] gets the figures
+ * of ns[i]; info (may be NULL) the rest. */
 sprig_status sprig_bench_matmul_ns(sprig_pool *pool, int type, int64_t n_in, int64_t n_out, const int *ns,
-                                   int count, int reps, sprig_bench_mm *out, size_t *weight_bytes,
+                                   int count, int reps, sprig_bench_mm *out, sprig_bench_mm_info *info,
                                    sprig_error *err);
 
 /* Median seconds per call for one batch size; negative on error. */
