@@ -97,7 +97,7 @@ struct sprig_session_params {
     int n_ctx;                       /* KV slots; 0 = min(model context, 4096) */
     int n_batch;                     /* prompt chunk / largest forward; 0 = 64 */
     enum sprig_kv_type kv_type;
-    /* sampling (temp <= 0: greedy) */
+    /* sampling (temp 0: greedy; negative values are refused) */
     float temp;
     int top_k;                       /* 0 = off */
     float top_p;                     /* 1 = off */

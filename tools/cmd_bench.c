@@ -438,25 +438,26 @@ static int bench_matmul(int argc, char **argv)
     sprig_pool *pool = sprig_pool_create(c.threads, &err);
     if (!pool) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
     sprig_bench_mm out[MAX_NS];
-    size_t wbytes = 0;
-    if (sprig_bench_matmul_ns(pool, type, k, n, ns, n_ns, c.reps, out, &wbytes, &err)) {
+    sprig_bench_mm_info info = { 0 };
+    if (sprig_bench_matmul_ns(pool, type, k, n, ns, n_ns, c.reps, out, &info, &err)) {
         fprintf(stderr, "sprig %s: %s\n", C, err.msg);
         sprig_pool_free(pool);
         return 1;
     }
-    double peak = sprig_measure_peak_gops(pool, type), bw = sprig_measure_read_bandwidth(pool, 0);
+    double peak = sprig_measure_peak_gops(pool, type), bw = info.read_gbs;
+    size_t wbytes = info.weight_bytes;
     double t1 = out[0].sec_median / ns[0];
     for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = out[j].sec_median;
     if (c.json) {
         printf("{\"bench\":\"matmul\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"peak_gops\":%.2f,"
-               "\"measured_read_gb_s\":%.3f,\"weight_bytes\":%zu,\"rows\":[", sprig_type_name(type), k, n, sprig_pool_size(pool),
+               "\"paired_read_gb_s\":%.3f,\"weight_bytes\":%zu,\"rows\":[", sprig_type_name(type), k, n, sprig_pool_size(pool),
                sprig_kernels_name(), peak, bw, wbytes);
         for (int j = 0; j < n_ns; j++)
             printf("%s{\"n\":%d,\"us\":%.3f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"gb_s\":%.3f}", j ? "," : "", out[j].n,
                    out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops, peak > 0 ? out[j].gops / peak : 0, out[j].gbs);
         printf("]}\n");
     } else {
-        printf("matmul %s %lldx%lld (n_in x n_out), %d threads, kernels %s; peak %.1f G ops/s, read %.2f GB/s\n", sprig_type_name(type),
+        printf("matmul %s %lldx%lld (n_in x n_out), %d threads, kernels %s; peak %.1f G ops/s, paired DRAM read %.2f GB/s\n", sprig_type_name(type),
                k, n, sprig_pool_size(pool), sprig_kernels_name(), peak, bw);
         printf("%6s %10s %9s %10s %8s %8s\n", "n", "us", "T(n)/T(1)", "G ops/s", "of peak", "GB/s");
         for (int j = 0; j < n_ns; j++)

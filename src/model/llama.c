@@ -57,7 +57,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
             .q = c->q, .n = n, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd,
             .k = kv.k, .v = kv.v, .kv_type = kv.type, .kv_stride = kv.stride,
             .n_keys = len + n, .mask = f->mask, .scale = 1.0f / sqrtf((float)hd),
-            .out = c->att, .scratch = c->attn_scratch,
+            .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
         };
         sprig_attention(pool, &aa);
 

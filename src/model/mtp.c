@@ -49,6 +49,7 @@ struct sprig_mtp_state {
     void *act;
     size_t act_bytes;
     float *attn_scratch;
+    size_t attn_floats;
 };
 
 /* ---------------------------------------------------------------- load */
@@ -244,7 +245,7 @@ sprig_mtp_state *sprig_mtp_state_create(const sprig_mtp *h, int max_keys, sprig_
         { &s->x, 2 * (size_t)h->dim }, { &s->z, (size_t)h->dim }, { &s->a, (size_t)h->dim }, { &s->q, (size_t)qd },
         { &s->att, (size_t)qd }, { &s->t, (size_t)h->dim }, { &s->g, (size_t)h->ff }, { &s->u, (size_t)h->ff },
         { &s->hn, (size_t)h->dim },
-        { &s->attn_scratch, sprig_attn_scratch_floats(1, h->n_head, max_keys, 256) },
+        { &s->attn_scratch, s->attn_floats = sprig_attn_scratch_floats(1, h->n_head, max_keys, 256) },
     };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         if (!(*b[i].p = sprig_calloc_aligned(b[i].n, sizeof(float)))) goto oom;
@@ -292,6 +293,7 @@ sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *
             .q = s->q, .n = 1, .n_head = h->n_head, .n_kv_head = h->n_kv_head, .hd = h->hd,
             .k = v.k, .v = v.v, .kv_type = v.type, .kv_stride = v.stride, .n_keys = p + 1, .mask = NULL,
             .scale = 1.0f / sqrtf((float)h->hd), .out = s->att, .scratch = s->attn_scratch,
+            .scratch_floats = s->attn_floats,
         };
         sprig_attention(pool, &aa);
         mm1(pool, s, &L->wo, s->att, s->t);
