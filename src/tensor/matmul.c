@@ -545,8 +545,12 @@ void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *con
     struct mm_ctx c = { .a = a, .m = m, .w = w, .y = y };
     bool quant = false;
     int64_t macs = 0;
+    const char *x0 = (const char *)a->x, *x1 = x0 + (size_t)a->n * (size_t)a->k * sizeof(float);
     for (int i = 0; i < m; i++) {
         SPRIG_ASSERT(w[i] && y[i] && w[i]->n_in == a->k && w[i]->raw);
+        /* y is also scratch for partial sums: it must not overlap the input */
+        const char *y0 = (const char *)y[i], *y1 = y0 + (size_t)a->n * (size_t)w[i]->n_out * sizeof(float);
+        SPRIG_ASSERT(y1 <= x0 || y0 >= x1);
         const struct mm_type *t = mm_type(w[i]->type);
         SPRIG_ASSERT(t);
         quant |= t->quant;
