@@ -29,6 +29,11 @@ check "greedy 200 tokens from BOS = llama2.c's published text" cmp -s "$TMP/out"
 check "stderr reports decode speed" has "decode 199 tokens" "$TMP/err"
 check "stderr says which path ran" has "decoding path: plain" "$TMP/err"
 
+# the plain-C reference kernels give the same bits, hence the same text
+SPRIG_NO_SIMD=1 "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 200 -t 1 >"$TMP/ref" 2>"$TMP/referr"
+check "SPRIG_NO_SIMD=1 runs the reference kernels" has "kernels reference" "$TMP/referr"
+check "reference kernels give the same greedy text" cmp -s "$TMP/ref" "$TMP/want"
+
 # stdout is exactly the prompt followed by the generation
 "$BIN" run -m "$M/stories260K.gguf" -p "Once upon a time" --temp 0 -n 20 -q >"$TMP/p" 2>/dev/null
 check "stdout starts with the prompt" sh -c "head -c 16 '$TMP/p' | grep -q '^Once upon a time$'"
