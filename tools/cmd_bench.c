@@ -93,6 +93,32 @@ missing:
 
 static int weight_type_of(const sprig_model *m) { return m->layers[0].wq.type; }
 
+/* Load the model and make a pool and a forward context; prints and returns false on failure. */
+static bool open_all(const char *cmd, const struct common *c, int n_ctx, int n_batch, sprig_model **m, sprig_pool **pool,
+                     sprig_ctx **ctx)
+{
+    sprig_error err = { 0 };
+    *m = NULL;
+    *pool = NULL;
+    *ctx = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = n_batch };
+    if (sprig_model_load(c->model, m, &err) || !(*pool = sprig_pool_create(c->threads, &err)) ||
+        sprig_ctx_create(*m, *pool, &cp, ctx, &err)) {
+        fprintf(stderr, "sprig %s: %s\n", cmd, err.msg);
+        sprig_pool_free(*pool);
+        sprig_model_free(*m);
+        return false;
+    }
+    return true;
+}
+
+static void close_all(sprig_model *m, sprig_pool *pool, sprig_ctx *ctx)
+{
+    sprig_ctx_free(ctx);
+    sprig_pool_free(pool);
+    sprig_model_free(m);
+}
+
 /* ---------------------------------------------------------------- decode */
 
 static int bench_decode(int argc, char **argv)
@@ -119,17 +145,10 @@ static int bench_decode(int argc, char **argv)
     }
     if (!c.model) { fprintf(stderr, "sprig %s: -m FILE is required\n", C); return 2; }
     sprig_error err = { 0 };
-    sprig_model *m = NULL;
-    if (sprig_model_load(c.model, &m, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
-    sprig_pool *pool = sprig_pool_create(c.threads, &err);
-    sprig_ctx *ctx = NULL;
-    struct sprig_ctx_params cp = { .n_ctx = (int)n_tok + 32, .n_batch = 16 };
-    if (!pool || sprig_ctx_create(m, pool, &cp, &ctx, &err)) {
-        fprintf(stderr, "sprig %s: %s\n", C, err.msg);
-        sprig_pool_free(pool);
-        sprig_model_free(m);
-        return 1;
-    }
+    sprig_model *m;
+    sprig_pool *pool;
+    sprig_ctx *ctx;
+    if (!open_all(C, &c, (int)n_tok + 32, 16, &m, &pool, &ctx)) return 1;
     int V = m->hp.n_vocab;
     float *logits = malloc(sizeof(float) * (size_t)V);
     double *ms = malloc(sizeof(double) * (size_t)n_tok * (size_t)c.reps);
@@ -180,9 +199,7 @@ static int bench_decode(int argc, char **argv)
     }
     free(ms);
     free(logits);
-    sprig_ctx_free(ctx);
-    sprig_pool_free(pool);
-    sprig_model_free(m);
+    close_all(m, pool, ctx);
     return rc;
 }
 
@@ -218,17 +235,10 @@ static int bench_forward(int argc, char **argv)
     int n_max = 1;
     for (int i = 0; i < n_ns; i++) if (ns[i] > n_max) n_max = ns[i];
     sprig_error err = { 0 };
-    sprig_model *m = NULL;
-    if (sprig_model_load(c.model, &m, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
-    sprig_pool *pool = sprig_pool_create(c.threads, &err);
-    sprig_ctx *ctx = NULL;
-    struct sprig_ctx_params cp = { .n_ctx = (int)ctx_len + n_max + 8, .n_batch = n_max };
-    if (!pool || sprig_ctx_create(m, pool, &cp, &ctx, &err)) {
-        fprintf(stderr, "sprig %s: %s\n", C, err.msg);
-        sprig_pool_free(pool);
-        sprig_model_free(m);
-        return 1;
-    }
+    sprig_model *m;
+    sprig_pool *pool;
+    sprig_ctx *ctx;
+    if (!open_all(C, &c, (int)ctx_len + n_max + 8, n_max, &m, &pool, &ctx)) return 1;
     int V = m->hp.n_vocab;
     float *logits = malloc(sizeof(float) * (size_t)V * (size_t)n_max);
     int32_t *toks = malloc(sizeof(int32_t) * (size_t)(ctx_len + n_max));
@@ -300,9 +310,7 @@ static int bench_forward(int argc, char **argv)
     free(t);
     free(toks);
     free(logits);
-    sprig_ctx_free(ctx);
-    sprig_pool_free(pool);
-    sprig_model_free(m);
+    close_all(m, pool, ctx);
     return rc;
 }
 
