@@ -126,6 +126,9 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
                                   sprig_session **out, sprig_error *err);
 void         sprig_session_free(sprig_session *s);
 
+/* Change the sampling seed for the next generate (SPRIG_SEED_RANDOM: from the clock). */
+void sprig_session_set_seed(sprig_session *s, uint64_t seed);
+
 /* Streamed output: return false to stop generating. */
 typedef bool (*sprig_text_fn)(void *user, const char *text, size_t len);
 

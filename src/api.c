@@ -88,6 +88,12 @@ struct sprig_session_params sprig_session_default_params(void)
     };
 }
 
+static uint64_t pick_seed(uint64_t seed, const void *salt)
+{
+    if (seed != SPRIG_SEED_RANDOM) return seed;
+    return (sprig_time_ns() ^ ((uint64_t)(uintptr_t)salt << 16)) & 0xffffffffu;
+}
+
 static const char *const drafter_names[] = {
     [SPRIG_DRAFTER_NONE] = "none", [SPRIG_DRAFTER_MODEL] = "draft-model",
     [SPRIG_DRAFTER_MTP] = "mtp", [SPRIG_DRAFTER_NGRAM] = "ngram",
@@ -151,7 +157,7 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     if (!s) return sprig_err(err, SPRIG_E_NOMEM, "session: out of memory");
     s->m = m;
     s->p = *p;
-    s->seed = p->seed == SPRIG_SEED_RANDOM ? (sprig_time_ns() ^ ((uint64_t)(uintptr_t)s << 16)) & 0xffffffffu : p->seed;
+    s->seed = pick_seed(p->seed, s);
     s->block = p->drafter == SPRIG_DRAFTER_NONE ? 1 : p->draft_max + 1;
     int rows = s->block + (p->drafter == SPRIG_DRAFTER_NONE ? 0 : p->tree_branches);
 
@@ -189,6 +195,8 @@ fail_st:
     sprig_session_free(s);
     return st;
 }
+
+void sprig_session_set_seed(sprig_session *s, uint64_t seed) { s->seed = pick_seed(seed, s); }
 
 static bool on_token(void *user, int32_t token)
 {

@@ -249,6 +249,87 @@ static void test_tree_switch_from_environment(void)
     free(a);
 }
 
+/* ---- sampling: speculative output follows the target's distribution ---- */
+
+struct hist { int n; char key[512][64]; int a[512], b[512]; };
+
+static void hist_add(struct hist *h, const char *key, int which)
+{
+    int i = 0;
+    while (i < h->n && strcmp(h->key[i], key)) i++;
+    if (i == h->n) {
+        if (h->n == 512) return;
+        snprintf(h->key[h->n++], 64, "%s", key);
+    }
+    (which ? h->b : h->a)[i]++;
+}
+
+/* Two-sample chi-square over the continuations' texts, pooling cells under 10. */
+static double chi2_two_sample(const struct hist *h, int *df)
+{
+    double chi = 0;
+    int pa = 0, pb = 0;
+    *df = -1;
+    for (int i = 0; i < h->n; i++) {
+        if (h->a[i] + h->b[i] < 10) { pa += h->a[i]; pb += h->b[i]; continue; }
+        double d = h->a[i] - h->b[i];
+        chi += d * d / (h->a[i] + h->b[i]);
+        (*df)++;
+    }
+    if (pa + pb) { chi += (double)(pa - pb) * (pa - pb) / (pa + pb); (*df)++; }
+    return chi;
+}
+
+static void sample_runs(struct sprig_session_params *p, int runs, uint64_t seed0, struct hist *h, int which, struct sprig_stats *st)
+{
+    sprig_error err = { 0 };
+    sprig_session *s = NULL;
+    CHECKF(sprig_session_create(g_target, p, &s, &err) == SPRIG_OK, "%s", err.msg);
+    if (!s) return;
+    for (int r = 0; r < runs; r++) {
+        struct buf b = { 0 };
+        sprig_session_set_seed(s, seed0 + (uint64_t)r);
+        CHECK(sprig_session_generate(s, "Tom had a big", 13, 4, collect, &b, &err) == SPRIG_OK);
+        hist_add(h, b.p ? b.p : "", which);
+        free(b.p);
+    }
+    sprig_session_get_stats(s, st);
+    sprig_session_free(s);
+}
+
+/* Four sampled tokens (temp 0.7, top-k 3): plain decoding against tree
+ * speculation with runner-up branches (the MTP head drafts deterministically,
+ * the lossless acceptance decides); the joint distributions must agree. A
+ * biased acceptance rule (e.g. always accepting drafts) fails this. */
+static void test_sampled_tree_keeps_the_distribution(void)
+{
+    int runs = test_quick() ? 600 : 4000;
+    static struct hist h;
+    memset(&h, 0, sizeof h);
+    struct sprig_session_params p = greedy_params();
+    p.temp = 0.7f;
+    p.top_k = 3;
+    p.top_p = 1;
+    p.min_p = 0;
+    p.ignore_eos = false;
+    struct sprig_stats sp, st;
+    sample_runs(&p, runs, 1000, &h, 0, &sp);
+    p.drafter = SPRIG_DRAFTER_MTP;
+    p.draft_path = test_shared("models/stories-mtp.gguf");
+    p.draft_max = 3;
+    p.tree = SPRIG_TREE_ON;
+    p.tree_branches = 2;
+    sample_runs(&p, runs, 900000, &h, 1, &st);
+    CHECK_STR(st.path, "tree");
+    CHECK(st.accepted > 0);
+    int df;
+    double chi = chi2_two_sample(&h, &df);
+    /* df + 6 sqrt(2 df): far in the tail for a correct rule */
+    double limit = df + 6 * sqrt(2.0 * (df > 0 ? df : 1));
+    fprintf(stderr, "  %d outcomes, chi2 %.1f on %d df (limit %.1f); tree acceptance %.3f\n", h.n, chi, df, limit, st.acceptance_rate);
+    CHECKF(df > 3 && chi < limit, "sampled tree output differs from plain sampling: chi2 %.1f, df %d", chi, df);
+}
+
 int main(void)
 {
     sprig_error err = { 0 };
@@ -262,6 +343,7 @@ int main(void)
     RUN(test_threads_and_f16_cache);
     RUN(test_bad_drafters_are_refused);
     RUN(test_tree_switch_from_environment);
+    RUN(test_sampled_tree_keeps_the_distribution);
     sprig_model_free(g_target);
     return test_summary("test-spec");
 }
