@@ -388,8 +388,9 @@ static void act_quantize(sprig_pool *pool, sprig_act *a)
     SPRIG_ASSERT(a->k % SPRIG_QK == 0);
     const struct sprig_mm_family *f = family(fam_current());
     struct quant_ctx c = { a, act_q_view(a), f ? f->quant : quant_row_ref };
-    /* Rows in parallel once there is more than a dispatch's worth (~1 us) of work. */
-    int nth = (int64_t)a->n * a->k >= 8192 ? a->n : 1;
+    /* Rows in parallel only when there is far more than a dispatch's worth of
+     * work (~2 us: 64K floats take ~4 us on one core). */
+    int nth = (int64_t)a->n * a->k >= 65536 ? a->n : 1;
     sprig_pool_run(pool, quant_task, &c, nth);
     a->q8_ready = true;
 }
