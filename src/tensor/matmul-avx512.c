@@ -34,15 +34,19 @@
 #define UNROLL _Pragma("GCC unroll 16")
 
 #define RMAX 12   /* rows per tile */
-/* Software prefetch for tiles of at least PF_MIN_ROWS rows, PF_DIST bytes of
- * a panel ahead (8 Q8_0 blocks). Tiles with fewer rows are memory-bound and
- * the hardware prefetcher keeps up with them alone (measured: prefetching
- * them costs a few percent). */
+/* Software prefetch (into L2) of the quantized weights, PF_DIST bytes of a
+ * panel ahead for tiles of at least PF_MIN_ROWS rows (compute-heavy: the
+ * hardware prefetcher alone lets DRAM idle while they compute), PF_DIST_1 for
+ * one-row tiles (decode: a few percent more of the bandwidth when it is
+ * high). Tiles of 2..5 rows measured best without. */
 #ifndef PF_MIN_ROWS
 #define PF_MIN_ROWS 6
 #endif
 #ifndef PF_DIST
 #define PF_DIST 4096
+#endif
+#ifndef PF_DIST_1
+#define PF_DIST_1 2048
 #endif
 #define GMAX 8    /* panels per tile */
 
@@ -106,11 +110,12 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, 
 
     for (int64_t b = b0; b < b1; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
-        if (R >= PF_MIN_ROWS) {   /* compute-heavy tiles: start DRAM reads well ahead (into L2) */
+        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
             UNROLL for (int g = 0; g < G; g++) {
                 UNROLL for (size_t l = 0; l < qsb; l += 64)
-                    _mm_prefetch((const char *)qb + g * ps + PF_DIST + l, _MM_HINT_T1);
-                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + PF_DIST / 16, _MM_HINT_T1);
+                    _mm_prefetch((const char *)qb + g * ps + dist + l, _MM_HINT_T1);
+                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + dist / 16, _MM_HINT_T1);
             }
         }
         __m512i ia[RMAX][GMAX];
