@@ -396,6 +396,132 @@ static void test_gqa_mapping(void)
     fx_free(&f);
 }
 
+/* Head shapes of the small-head path (hd <= 16), one per chunk layout: the
+ * real models (8/4/8 target, 4/2/8 drafter), MHA, GQA 3/4/8/16, odd hd. */
+static const int g_small_shapes[][3] = {
+    { 8, 4, 8 }, { 4, 2, 8 }, { 8, 8, 8 }, { 8, 2, 8 }, { 16, 4, 8 }, { 12, 4, 8 }, { 6, 2, 16 },
+    { 4, 4, 16 }, { 1, 1, 16 }, { 3, 3, 12 }, { 32, 4, 4 }, { 8, 1, 7 }, { 16, 16, 2 }, { 24, 8, 3 },
+    { 5, 5, 5 }, { 2, 1, 1 }, { 16, 1, 16 }, { 4, 4, 9 },
+};
+#define N_SMALL_SHAPES (sizeof g_small_shapes / sizeof g_small_shapes[0])
+
+/* Random parents (each node's parent precedes it) and the tree mask over a history. */
+static float *random_tree_mask(sprig_rng *r, int n, int off)
+{
+    int parents[64];
+    parents[0] = 0;
+    for (int i = 1; i < n; i++) parents[i] = (int)(sprig_rng_uniform(r) * i);
+    return tree_mask(parents, n, off);
+}
+
+/* Small heads: every n = 1..16, histories up to 2048, causal / random mask /
+ * tree mask, f32/f16, every kernel and 1-3 threads, bitwise equal to the reference. */
+static void test_small_heads_match_ref(void)
+{
+    const int hists[] = { 0, 1, 7, 64, 130, 2048 };
+    int cases = 0, bad = 0;
+    sprig_rng r;
+    sprig_rng_seed(&r, 4242);
+    for (size_t s = 0; s < N_SMALL_SHAPES; s++)
+        for (int n = 1; n <= 16; n++)
+            for (size_t hi = 0; hi < sizeof hists / sizeof hists[0]; hi++)
+                for (int mode = 0; mode < 3; mode++) {
+                    const int hist = hists[hi] == 2048 ? 2048 - n : hists[hi];
+                    /* all n for the real shapes; a spread for the others; long histories sparsely */
+                    const bool real = s < 2;
+                    if (!real && (n + (int)hi + mode) % 4 != 0) continue;
+                    if (hist > 200 && (n + mode + (int)s) % (real ? 3 : 5) != 0) continue;
+                    if (test_quick() && (n + (int)hi + mode + (int)s) % 5 != 0) continue;
+                    const int nk = hist + n, type = (n + (int)s) % 3 == 0 ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32;
+                    fx f;
+                    fx_init(&f, n, g_small_shapes[s][0], g_small_shapes[s][1], g_small_shapes[s][2], nk, type,
+                            (int)(s % 3), 20000 + s * 1000 + n * 10 + hi + mode * 7);
+                    if (mode == 1) {
+                        f.mask = sprig_calloc_aligned((size_t)n * nk, sizeof(float));
+                        for (int i = 0; i < n; i++)
+                            for (int j = 0; j < nk; j++) {
+                                const double u = sprig_rng_uniform(&r);
+                                f.mask[(size_t)i * nk + j] = u < 0.3 ? -1e9f : u < 0.35 ? -0.0f : 0.0f;
+                            }
+                        /* a key no row sees holds infinite values: skipped, never 0 * inf */
+                        const int jb = nk / 2, jv = jb == nk - 1 ? 0 : nk - 1;   /* every row sees key jv */
+                        for (int i = 0; i < n && nk >= 2; i++) {
+                            f.mask[(size_t)i * nk + jb] = -1e9f;
+                            f.mask[(size_t)i * nk + jv] = 0.0f;
+                        }
+                        for (int e = 0; e < f.n_kv_head * f.hd && nk >= 2; e++) {
+                            if (type == SPRIG_TYPE_F16) ((sprig_f16 *)f.v)[(size_t)jb * f.stride + e] = 0x7C00;
+                            else ((float *)f.v)[(size_t)jb * f.stride + e] = INFINITY;
+                        }
+                    } else if (mode == 2) {
+                        f.mask = random_tree_mask(&r, n, hist);
+                    }
+                    const size_t qn = (size_t)n * f.n_head * f.hd;
+                    float *want = malloc(qn * sizeof(float));
+                    sprig_attn_args a = fx_args(&f);
+                    sprig_attention_ref(&a);
+                    memcpy(want, f.out, qn * sizeof(float));
+                    if (mode == 1) {
+                        int nonfinite = 0;
+                        for (size_t e = 0; e < qn; e++) nonfinite += !isfinite(want[e]);
+                        CHECKF(nonfinite == 0, "shape %zu n %d hist %d", s, n, hist);
+                    }
+                    for (int kidx = 0; kidx < N_KERNELS; kidx++) {
+                        if (!g_has[kidx] || (kidx != 2 && (n + mode) % 4 != 0)) continue;
+                        CHECK(sprig_attention_use_kernel(g_kernels[kidx]));
+                        for (int nth = 1; nth <= 3; nth++) {
+                            if (nth > 1 && (n + (int)hi) % 3 != nth - 1) continue;
+                            memset(f.out, 0xff, qn * sizeof(float));
+                            sprig_attention(g_pool[nth], &a);
+                            cases++;
+                            if (memcmp(want, f.out, qn * sizeof(float)) != 0 && bad++ < 5)
+                                fprintf(stderr, "  mismatch: kernel %s nth %d heads %d/%d hd %d %s n %d hist %d mode %d\n",
+                                        g_kernels[kidx], nth, f.n_head, f.n_kv_head, f.hd,
+                                        type == SPRIG_TYPE_F16 ? "f16" : "f32", n, hist, mode);
+                        }
+                    }
+                    sprig_attention_use_kernel(NULL);
+                    free(want);
+                    fx_free(&f);
+                }
+    CHECKF(bad == 0, "%d of %d small-head runs differ from the reference", bad, cases);
+    CHECK(cases > 200);
+}
+
+/* Small heads, the speculative decoder's contract: a causal row and a tree
+ * row equal the lone query against its visible keys, at histories 0..2048. */
+static void test_small_heads_rows_alone(void)
+{
+    const int hists[] = { 0, 3, 64, 700, 2040 };
+    sprig_rng r;
+    sprig_rng_seed(&r, 77);
+    for (size_t s = 0; s < 5; s++)
+        for (size_t hi = 0; hi < sizeof hists / sizeof hists[0]; hi++)
+            for (int tree = 0; tree < 2; tree++) {
+                if (test_quick() && (hi + s + tree) % 3 != 0) continue;
+                const int n = 2 + (int)((s * 5 + hi * 3 + tree) % 15);   /* 2..16 */
+                const int hist = hists[hi];
+                fx f;
+                fx_init(&f, n, g_small_shapes[s][0], g_small_shapes[s][1], g_small_shapes[s][2], hist + n,
+                        (hi + tree) % 2 ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32, 0, 30000 + s * 100 + hi * 10 + tree);
+                if (tree) f.mask = random_tree_mask(&r, n, hist);
+                sprig_attn_args a = fx_args(&f);
+                const int qd = f.n_head * f.hd;
+                float *one = malloc((size_t)qd * sizeof(float));
+                const int nth = 1 + (int)(hi % 3);
+                sprig_attention(g_pool[nth], &a);
+                int badrows = 0;
+                for (int i = 0; i < n; i++) {
+                    run_alone(&f, i, one, 1 + (i % 3));
+                    if (memcmp(one, f.out + (size_t)i * qd, (size_t)qd * sizeof(float))) badrows++;
+                }
+                CHECKF(badrows == 0, "heads %d/%d hd %d n %d hist %d tree %d nth %d: %d rows differ from the lone query",
+                       f.n_head, f.n_kv_head, f.hd, n, hist, tree, nth, badrows);
+                free(one);
+                fx_free(&f);
+            }
+}
+
 /* Hostile arguments are named by sprig_attn_check. */
 static void test_arg_checks(void)
 {
@@ -515,6 +641,8 @@ int main(void)
     RUN(test_sibling_invisible);
     RUN(test_masked_rows_finite);
     RUN(test_gqa_mapping);
+    RUN(test_small_heads_match_ref);
+    RUN(test_small_heads_rows_alone);
     RUN(test_arg_checks);
     RUN(test_small_scratch_limits_threads);
     sprig_attention_set_parallel_threshold(-1);

@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #define AI static inline __attribute__((always_inline))
 #define PF_KEYS 64   /* software prefetch distance of the few-rows key stream, in keys */
@@ -494,4 +495,320 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
         }
     }
     values(&it);
+}
+
+/* ================================================================ small heads
+ *
+ * sprig_attn_small_avx512: one item = query rows [i0, i0+ni) x the Hc heads
+ * of chunk c (kv heads c*G .. c*G+G-1, whose G*hd <= 32 elements of a key or
+ * value row are fetched with two masked loads). Per lane, exactly the
+ * reference's operations again:
+ *
+ * scores: lanes = (row i, head hl) at p = i*HP + hl, Ls such lanes per key
+ *   (padded; lanes of no real (row, head) are dead: limit 0). For key j and
+ *   d = 0..hd-1 in order, k_d[p] = key j's element (hl/group)*hd + d, one
+ *   vpermt2ps from the two loads, and acc[p] = fmadd(q[p][d], k_d[p], acc[p]):
+ *   each lane is the reference's fmaf chain. Then * scale, + mask, masked
+ *   max; stored as S[j][Ls].
+ * softmax: p = exp(s - mx) lane-wise, 0 past a row's limit, in place.
+ * values: lanes = (d, hl) at e = d*HP + hl, NW vectors per row. For key j
+ *   in order: v_w = the value element each lane needs (one vpermt2ps per w,
+ *   shared by the rows), the row's HP probabilities broadcast across the
+ *   vector (HP divides 16), sum += p (0 adds nothing) and o += p * v where
+ *   p != 0 (masked fmadd: a skipped key leaves o untouched). At the end
+ *   o / sum, reordered to the output's (head, d) layout with one gather.
+ */
+
+#define SS_MAXD 16   /* largest head dimension of the path */
+
+struct sitem {
+    const sprig_attn_args *a;
+    int hd, group, Hc, HP, Ls, Qs, ni, jmax, open, NW;
+    int64_t seg;                   /* element offset of the chunk in a key row */
+    __mmask16 m0, m1;              /* load masks of the chunk's two halves */
+    const float *mbase;            /* mask row of the item's first query, or NULL */
+    float *S;                      /* [jmax][Ls] scores, then probabilities */
+    float *qt;                     /* [hd][Qs] queries, lane p = i*HP + hl */
+    float *out0;                   /* output of row i0, head c*Hc */
+    _Alignas(64) int32_t kidx[SS_MAXD][16];   /* score lane -> chunk element, per d */
+    _Alignas(64) int32_t vidx[8][16];         /* value lane -> chunk element, per vector */
+    _Alignas(64) int32_t oidx[SS_MAXD * 16];  /* output (hl, d) -> value lane */
+    _Alignas(64) int32_t lim[64];
+    _Alignas(64) int32_t midx[64];
+    _Alignas(64) float mx[64];
+};
+
+/* The chunk's elements of row j: x0 = [0, 16), x1 = [16, 32) (0 past G*hd). */
+AI void ss_load(const struct sitem *s, const void *base, int j, __m512 *x0, __m512 *x1)
+{
+    const sprig_attn_args *a = s->a;
+    const int64_t off = (int64_t)j * a->kv_stride + s->seg;
+    if (a->kv_type == SPRIG_TYPE_F16) {
+        const uint16_t *p = (const uint16_t *)base + off;
+        *x0 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(s->m0, p));
+        *x1 = s->m1 ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(s->m1, p + 16)) : _mm512_setzero_ps();
+    } else {
+        const float *p = (const float *)base + off;
+        *x0 = _mm512_maskz_loadu_ps(s->m0, p);
+        *x1 = s->m1 ? _mm512_maskz_loadu_ps(s->m1, p + 16) : _mm512_setzero_ps();
+    }
+}
+
+/* Scores and row maxima, NZ = Ls/16 vectors per key (1 when Ls < 16), KU keys at a time. */
+AI void ss_scores(struct sitem *s, const int NZ, const int KU)
+{
+    const sprig_attn_args *a = s->a;
+    const int hd = s->hd, Ls = s->Ls, Qs = s->Qs, jmax = s->jmax;
+    const __m512 scale = _mm512_set1_ps(a->scale);
+    const __mmask16 sm = tail_mask(Ls);
+    __m512 mx[4];
+    __m512i lv[4], mi[4];
+    __mmask16 live[4];
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; z++) {
+        mx[z] = _mm512_set1_ps(-INFINITY);
+        lv[z] = _mm512_load_si512(s->lim + 16 * z);
+        mi[z] = _mm512_load_si512(s->midx + 16 * z);
+        live[z] = _mm512_cmpgt_epi32_mask(lv[z], _mm512_setzero_si512());
+    }
+    for (int j0 = 0; j0 < jmax; j0 += KU) {
+        const int kn = jmax - j0 < KU ? jmax - j0 : KU;
+        __m512 k0[8], k1[8], acc[8][4];
+#pragma GCC unroll 8
+        for (int u = 0; u < KU; u++) {
+            ss_load(s, a->k, j0 + (u < kn ? u : 0), &k0[u], &k1[u]);
+#pragma GCC unroll 4
+            for (int z = 0; z < NZ; z++) acc[u][z] = _mm512_setzero_ps();
+        }
+        const float *qt = s->qt;
+        for (int d = 0; d < hd; d++, qt += Qs) {
+            const __m512i idx = _mm512_load_si512(s->kidx[d]);
+            __m512 q[4];
+#pragma GCC unroll 4
+            for (int z = 0; z < NZ; z++) q[z] = _mm512_load_ps(qt + 16 * z);
+#pragma GCC unroll 8
+            for (int u = 0; u < KU; u++) {
+                const __m512 kd = _mm512_permutex2var_ps(k0[u], idx, k1[u]);
+#pragma GCC unroll 4
+                for (int z = 0; z < NZ; z++) acc[u][z] = _mm512_fmadd_ps(q[z], kd, acc[u][z]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int u = 0; u < KU; u++) {
+            if (u >= kn) break;
+            const int j = j0 + u;
+            const __m512i jv = _mm512_set1_epi32(j);
+            float *sj = s->S + (size_t)j * (size_t)Ls;
+#pragma GCC unroll 4
+            for (int z = 0; z < NZ; z++) {
+                __m512 sc = _mm512_mul_ps(acc[u][z], scale);
+                if (s->mbase && j >= s->open)
+                    sc = _mm512_add_ps(sc, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live[z],
+                                                                    _mm512_add_epi32(mi[z], jv), s->mbase, 4));
+                if (NZ == 1) _mm512_mask_storeu_ps(sj, sm, sc);
+                else _mm512_storeu_ps(sj + 16 * z, sc);
+                mx[z] = _mm512_mask_max_ps(mx[z], _mm512_cmpgt_epi32_mask(lv[z], jv), sc, mx[z]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int z = 0; z < NZ; z++) _mm512_store_ps(s->mx + 16 * z, mx[z]);
+}
+
+/* p = exp(s - mx) in place, 0 past each lane's limit. */
+static void ss_softmax(struct sitem *s)
+{
+    const int Ls = s->Ls, jmax = s->jmax;
+    if (Ls >= 16) {
+        for (int z = 0; z < Ls / 16; z++) {
+            const __m512 mx = _mm512_load_ps(s->mx + 16 * z);
+            const __m512i lv = _mm512_load_si512(s->lim + 16 * z);
+            float *sj = s->S + 16 * z;
+            for (int j = 0; j < jmax; j++, sj += Ls) {
+                const __mmask16 ok = _mm512_cmpgt_epi32_mask(lv, _mm512_set1_epi32(j));
+                _mm512_storeu_ps(sj, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(_mm512_loadu_ps(sj), mx))));
+            }
+        }
+        return;
+    }
+    /* Ls divides 16: a vector holds 16/Ls consecutive keys */
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const int sh = __builtin_ctz((unsigned)Ls);
+    const __m512i pos = _mm512_and_si512(lane, _mm512_set1_epi32(Ls - 1));
+    const __m512i jofs = _mm512_srli_epi32(lane, (unsigned)sh);
+    const __m512 mx = _mm512_permutexvar_ps(pos, _mm512_load_ps(s->mx));
+    const __m512i lv = _mm512_permutexvar_epi32(pos, _mm512_load_si512(s->lim));
+    const int total = jmax * Ls;
+    for (int f = 0; f < total; f += 16) {
+        const __mmask16 m = tail_mask(total - f);
+        const __m512i jv = _mm512_add_epi32(_mm512_set1_epi32(f >> sh), jofs);
+        const __mmask16 ok = _mm512_mask_cmpgt_epi32_mask(m, lv, jv);
+        const __m512 x = _mm512_maskz_loadu_ps(m, s->S + f);
+        _mm512_mask_storeu_ps(s->S + f, m, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(x, mx))));
+    }
+}
+
+/* HP consecutive floats repeated across the vector (HP divides 16). */
+AI __m512 ss_bcast(const float *p, const int HP)
+{
+    if (HP == 1) return _mm512_set1_ps(*p);
+    if (HP == 2) {
+        double d;
+        memcpy(&d, p, sizeof d);
+        return _mm512_castpd_ps(_mm512_set1_pd(d));
+    }
+    if (HP == 4) return _mm512_broadcast_f32x4(_mm_loadu_ps(p));
+    if (HP == 8) return _mm512_broadcast_f32x8(_mm256_loadu_ps(p));
+    return _mm512_loadu_ps(p);
+}
+
+/* Values for every row of the item, VRB rows at a time, then o / sum in the
+ * output layout. */
+AI void ss_values(struct sitem *s, const int HP, const int NW)
+{
+    const int VRB = NW <= 2 ? 8 : NW == 4 ? 4 : 2;   /* rows per register block */
+    const sprig_attn_args *a = s->a;
+    const int jmax = s->jmax, Ls = s->Ls, hd = s->hd, nout = s->Hc * hd;
+    const int64_t qd = (int64_t)a->n_head * hd;
+    const __m512 zero = _mm512_setzero_ps();
+    _Alignas(64) float tmp[8 * 16];
+    for (int rb = 0; rb < s->ni; rb += VRB) {
+        const int nr = s->ni - rb < VRB ? s->ni - rb : VRB;
+        __m512 acc[8][8], sum[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < VRB; r++) {
+            sum[r] = zero;
+#pragma GCC unroll 8
+            for (int w = 0; w < NW; w++) acc[r][w] = zero;
+        }
+        const float *pj = s->S + (size_t)rb * (size_t)HP;
+        for (int j = 0; j < jmax; j++, pj += Ls) {
+            __m512 v0, v1, vv[8];
+            ss_load(s, a->v, j, &v0, &v1);
+#pragma GCC unroll 8
+            for (int w = 0; w < NW; w++) vv[w] = _mm512_permutex2var_ps(v0, _mm512_load_si512(s->vidx[w]), v1);
+#pragma GCC unroll 8
+            for (int r = 0; r < VRB; r++) {
+                if (r >= nr) break;
+                const __m512 pb = ss_bcast(pj + r * HP, HP);
+                const __mmask16 nz = _mm512_cmp_ps_mask(pb, zero, _CMP_NEQ_UQ);
+                sum[r] = _mm512_add_ps(sum[r], pb);
+#pragma GCC unroll 8
+                for (int w = 0; w < NW; w++) acc[r][w] = _mm512_mask3_fmadd_ps(pb, vv[w], acc[r][w], nz);
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < VRB; r++) {
+            if (r >= nr) break;
+#pragma GCC unroll 8
+            for (int w = 0; w < NW; w++) _mm512_store_ps(tmp + 16 * w, _mm512_div_ps(acc[r][w], sum[r]));
+            float *o = s->out0 + (int64_t)(rb + r) * qd;
+            for (int e = 0; e < nout; e += 16) {
+                const __mmask16 m = tail_mask(nout - e);
+                const __m512i ix = _mm512_load_si512(s->oidx + e);
+                _mm512_mask_storeu_ps(o + e, m, _mm512_mask_i32gather_ps(zero, m, ix, tmp, 4));
+            }
+        }
+    }
+}
+
+void sprig_attn_small_avx512(const sprig_attn_args *a, const sprig_attn_small *p, int c, int i0, int ni, float *slot)
+{
+    struct sitem s;
+    const int n = a->n, hd = a->hd, nk = a->n_keys, HP = p->HP, Hc = p->Hc, group = a->n_head / a->n_kv_head;
+    const int hs = __builtin_ctz((unsigned)HP);
+    const int64_t qd = (int64_t)a->n_head * hd;
+    s.a = a;
+    s.hd = hd;
+    s.group = group;
+    s.Hc = Hc;
+    s.HP = HP;
+    s.NW = p->NW;
+    s.ni = ni;
+    const int lanes = ni * HP;
+    s.Ls = lanes >= 16 ? (lanes + 15) & ~15 : lanes <= 1 ? 1 : 1 << (32 - __builtin_clz((unsigned)lanes - 1));
+    s.Qs = s.Ls < 16 ? 16 : s.Ls;
+    s.seg = (int64_t)c * p->G * hd;
+    s.m0 = tail_mask(p->G * hd);
+    s.m1 = tail_mask(p->G * hd - 16);
+    sprig_attn_work w;
+    sprig_attn_work_split(slot, (size_t)p->rp, (size_t)nk, &w);
+    s.S = w.sc;
+    s.qt = w.qt;
+    s.out0 = a->out + i0 * qd + (int64_t)c * Hc * hd;
+    s.jmax = a->mask ? nk : nk - n + i0 + ni;
+
+    /* kb[hl] = first element of head hl's kv head within the chunk row */
+    _Alignas(64) int32_t kb[16];
+    for (int hl = 0, g = 0, t = 0; hl < 16; hl++) {
+        kb[hl] = hl < Hc ? g * hd : 0;
+        if (++t == group) { t = 0; g++; }
+    }
+    const __m512i kbv = _mm512_load_si512(kb);
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i hmask = _mm512_set1_epi32(HP - 1);
+    const __m512i Hcv = _mm512_set1_epi32(Hc);
+
+    /* score lanes p = i*HP + hl: limits, mask offsets, queries (gathered per d) */
+    const float *qbase = a->q + i0 * qd + (int64_t)c * Hc * hd;
+    const int Qz = s.Qs / 16;
+    __m512i qix[4];
+    __mmask16 qreal[4];
+    for (int z = 0; z < 4; z++) {
+        const __m512i l = _mm512_add_epi32(lane, _mm512_set1_epi32(16 * z));
+        const __m512i i = _mm512_srli_epi32(l, (unsigned)hs), hl = _mm512_and_si512(l, hmask);
+        const __mmask16 real = _mm512_cmplt_epi32_mask(l, _mm512_set1_epi32(lanes)) & _mm512_cmplt_epi32_mask(hl, Hcv);
+        const __m512i lim = a->mask ? _mm512_set1_epi32(nk)
+                                    : _mm512_add_epi32(i, _mm512_set1_epi32(nk - n + i0 + 1));
+        _mm512_store_si512(s.lim + 16 * z, _mm512_maskz_mov_epi32(real, lim));
+        _mm512_store_si512(s.midx + 16 * z, _mm512_maskz_mullo_epi32(real, i, _mm512_set1_epi32(nk)));
+        qix[z] = _mm512_add_epi32(_mm512_mullo_epi32(i, _mm512_set1_epi32((int)qd)), _mm512_mullo_epi32(hl, _mm512_set1_epi32(hd)));
+        qreal[z] = real;
+    }
+    for (int d = 0; d < hd; d++) {
+        float *qr = s.qt + (size_t)d * (size_t)s.Qs;
+        for (int z = 0; z < Qz; z++)
+            _mm512_store_ps(qr + 16 * z, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), qreal[z],
+                                                                  _mm512_add_epi32(qix[z], _mm512_set1_epi32(d)), qbase, 4));
+        /* score lane p needs element kb[p % HP] + d of the key chunk */
+        _mm512_store_si512(s.kidx[d], _mm512_add_epi32(_mm512_permutexvar_epi32(_mm512_and_si512(lane, hmask), kbv),
+                                                       _mm512_set1_epi32(d)));
+    }
+    /* value lanes e = d*HP + hl */
+    for (int wv = 0; wv < s.NW; wv++) {
+        const __m512i e = _mm512_add_epi32(lane, _mm512_set1_epi32(16 * wv));
+        const __m512i d = _mm512_srli_epi32(e, (unsigned)hs), hl = _mm512_and_si512(e, hmask);
+        const __mmask16 real = _mm512_cmplt_epi32_mask(d, _mm512_set1_epi32(hd)) & _mm512_cmplt_epi32_mask(hl, Hcv);
+        _mm512_store_si512(s.vidx[wv], _mm512_maskz_add_epi32(real, _mm512_permutexvar_epi32(hl, kbv), d));
+    }
+    /* output (hl, d) at hl*hd + d comes from value lane d*HP + hl */
+    const __m512i dstep = _mm512_mullo_epi32(lane, _mm512_set1_epi32(HP));
+    for (int hl = 0; hl < Hc; hl++)
+        _mm512_mask_storeu_epi32(s.oidx + hl * hd, tail_mask(hd), _mm512_add_epi32(dstep, _mm512_set1_epi32(hl)));
+
+    s.mbase = a->mask ? a->mask + (int64_t)i0 * nk : NULL;
+    s.open = nk;
+    if (a->mask)
+        for (int i = i0; i < i0 + ni && s.open > 0; i++) {
+            const int z = zero_prefix(a->mask + (int64_t)i * nk, s.open);
+            if (z < s.open) s.open = z;
+        }
+
+    switch (s.Ls <= 16 ? 1 : s.Ls / 16) {
+    case 1: ss_scores(&s, 1, 8); break;
+    case 2: ss_scores(&s, 2, 4); break;
+    case 3: ss_scores(&s, 3, 2); break;
+    default: ss_scores(&s, 4, 2); break;
+    }
+    ss_softmax(&s);
+#define SS_V(hp, nw) case hp * 16 + nw: ss_values(&s, hp, nw); break;
+    switch (HP * 16 + s.NW) {
+    SS_V(1, 1)
+    SS_V(2, 1) SS_V(2, 2)
+    SS_V(4, 1) SS_V(4, 2) SS_V(4, 4)
+    SS_V(8, 1) SS_V(8, 2) SS_V(8, 4) SS_V(8, 8)
+    SS_V(16, 1) SS_V(16, 2) SS_V(16, 4) SS_V(16, 8)
+    default: SPRIG_ASSERT(!"attention: unplanned small-head shape");
+    }
+#undef SS_V
 }

@@ -346,6 +346,7 @@ static const attn_item_fn item_fns[] = { attn_item_c, attn_item_c, sprig_attn_it
 struct attn_job {
     const sprig_attn_args *a;
     attn_item_fn item;
+    const sprig_attn_small *small;   /* the small-head path, or NULL */
     float *base;            /* first slot, 64-byte aligned */
     size_t slot_floats;
     int rows_kv;            /* group * n rows per kv head */
@@ -366,8 +367,28 @@ static void attn_task(void *ctx, int ith, int nth)
         const int g = it / J->chunks, c = it % J->chunks;
         const int r0 = c * J->chunk_rows;
         const int nr = SPRIG_MIN(J->chunk_rows, J->rows_kv - r0);
-        J->item(J->a, g, r0, nr, slot);
+        if (J->small) sprig_attn_small_avx512(J->a, J->small, g, r0, nr, slot);
+        else J->item(J->a, g, r0, nr, slot);
     }
+}
+
+/* The small-head plan: the largest chunk of G kv heads (G divides n_kv_head)
+ * with G*hd <= 32, G*group <= 16 and at most 8 output vectors per row. */
+static bool small_plan(const sprig_attn_args *a, int rp, sprig_attn_small *p)
+{
+    const int group = a->n_head / a->n_kv_head;
+    if (a->hd > 16) return false;
+    for (int G = a->n_kv_head; G >= 1; G--) {
+        if (a->n_kv_head % G != 0 || G * a->hd > 32 || G * group > 16) continue;
+        int HP = 1;
+        while (HP < G * group) HP *= 2;
+        int NW = (a->hd * HP + 15) / 16;
+        if (NW > 8) continue;
+        NW = NW <= 1 ? 1 : NW <= 2 ? 2 : NW <= 4 ? 4 : 8;
+        *p = (sprig_attn_small){ .G = G, .Hc = G * group, .HP = HP, .NW = NW, .rp = rp, .ni = rp / HP };
+        return true;
+    }
+    return false;
 }
 
 void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
@@ -376,23 +397,40 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
     const int group = a->n_head / a->n_kv_head;
     const int rows_kv = group * a->n;
     const int nth_pool = sprig_pool_size(pool);
+    const int kern = attn_kernel();
+    const int rp = (int)rows_cap((size_t)a->n, (size_t)a->n_head);
+    sprig_attn_small sp;
+    const bool small = kern == KERN_AVX512 && small_plan(a, rp, &sp);
 
     /* items: (kv head, row chunk); more chunks than needed for 64 rows only
      * when that keeps otherwise idle threads busy (>= 16 rows per chunk) */
-    int chunks = (rows_kv + SPRIG_ATTN_ROWS - 1) / SPRIG_ATTN_ROWS;
-    const int want = (nth_pool + a->n_kv_head - 1) / a->n_kv_head;
-    const int max16 = (rows_kv + 15) / 16;
-    if (want > chunks) chunks = SPRIG_MIN(want, max16);
-    int chunk_rows = (rows_kv + chunks - 1) / chunks;
-    if (chunk_rows > 16) chunk_rows = (int)round16((size_t)chunk_rows);
-    if (chunk_rows > SPRIG_ATTN_ROWS) chunk_rows = SPRIG_ATTN_ROWS;
-    chunks = (rows_kv + chunk_rows - 1) / chunk_rows;
+    int chunks, chunk_rows, n_groups;
+    if (small) {
+        /* items: (chunk of G kv heads, block of query rows) */
+        n_groups = a->n_kv_head / sp.G;
+        chunks = (a->n + sp.ni - 1) / sp.ni;
+        const int want = (nth_pool + n_groups - 1) / n_groups;
+        if (want > chunks) chunks = SPRIG_MIN(want, a->n);
+        chunk_rows = (a->n + chunks - 1) / chunks;
+        chunks = (a->n + chunk_rows - 1) / chunk_rows;
+    } else {
+        n_groups = a->n_kv_head;
+        chunks = (rows_kv + SPRIG_ATTN_ROWS - 1) / SPRIG_ATTN_ROWS;
+        const int want = (nth_pool + a->n_kv_head - 1) / a->n_kv_head;
+        const int max16 = (rows_kv + 15) / 16;
+        if (want > chunks) chunks = SPRIG_MIN(want, max16);
+        chunk_rows = (rows_kv + chunks - 1) / chunks;
+        if (chunk_rows > 16) chunk_rows = (int)round16((size_t)chunk_rows);
+        if (chunk_rows > SPRIG_ATTN_ROWS) chunk_rows = SPRIG_ATTN_ROWS;
+        chunks = (rows_kv + chunk_rows - 1) / chunk_rows;
+    }
 
     struct attn_job J = {
         .a = a,
-        .item = item_fns[attn_kernel()],
-        .rows_kv = rows_kv, .chunk_rows = chunk_rows, .chunks = chunks,
-        .n_items = chunks * a->n_kv_head,
+        .item = item_fns[kern],
+        .small = small ? &sp : NULL,
+        .rows_kv = small ? a->n : rows_kv, .chunk_rows = chunk_rows, .chunks = chunks,
+        .n_items = chunks * n_groups,
     };
     atomic_init(&J.next, 0);
     J.slot_floats = sprig_attn_slot_floats(rows_cap((size_t)a->n, (size_t)a->n_head), (size_t)a->n_keys);

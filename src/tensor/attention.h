@@ -107,4 +107,23 @@ static inline void sprig_attn_work_split(float *slot, size_t rp, size_t n_keys, 
 void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
 void sprig_attn_item_avx2(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
 
+/* Internal: the small-head path (hd <= 16, e.g. 8). The query heads are taken
+ * in chunks of G consecutive kv heads (G*hd <= 32 floats of a key row, so two
+ * vector loads fetch a key's whole chunk); a work item is (chunk, block of
+ * query rows). Scores use lanes = (query row, head of the chunk) with the
+ * chunk's heads padded to HP lanes (a power of two); the value accumulation
+ * uses lanes = (d, head) with the head minor, so one broadcast of a row's HP
+ * probabilities serves every output vector of that row. */
+typedef struct sprig_attn_small {
+    int G;     /* kv heads per chunk (divides n_kv_head) */
+    int Hc;    /* query heads per chunk = G * group (<= 16) */
+    int HP;    /* Hc rounded up to a power of two */
+    int NW;    /* output vectors per row: hd*HP/16 rounded up to 1, 2, 4 or 8 */
+    int rp;    /* rows_cap of the call: the slot layout (sprig_attn_work_split) */
+    int ni;    /* most query rows per item (ni*HP <= rp) */
+} sprig_attn_small;
+
+/* Rows [i0, i0+ni) of chunk c (query heads c*Hc .. c*Hc+Hc-1). */
+void sprig_attn_small_avx512(const sprig_attn_args *a, const sprig_attn_small *p, int c, int i0, int ni, float *slot);
+
 #endif
