@@ -130,6 +130,49 @@ static void test_rope(void)
     for (int i = 0; i < 8; i++) CHECK(c[i] == (float)(i + 1));
 }
 
+/* The table + apply split gives the bits of sprig_rope, for the q and k
+ * shapes of a layer, every layout, partial and clamped n_rot. */
+static void test_rope_table(void)
+{
+    sprig_rng r;
+    sprig_rng_seed(&r, 3);
+    const int hds[] = { 2, 8, 16, 64, 128 };
+    const int n = 9;
+    int32_t pos[9] = { 0, 1, 2, 3, 127, 128, 2047, 4095, 1 << 24 };
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        if (shuffle)   /* tree positions: repeats, any order */
+            for (int i = 0; i < n; i++) pos[i] = 500 + (int32_t)(sprig_rng_uniform(&r) * 4);
+        for (int mode = 0; mode < 2; mode++)
+            for (size_t t = 0; t < sizeof hds / sizeof hds[0]; t++)
+                for (int rot = 0; rot < 4; rot++) {
+                    const int hd = hds[t];
+                    const int n_rot = rot == 0 ? hd : rot == 1 ? hd / 2 : rot == 2 ? hd + 2 : hd - 1;   /* clamped: > hd, odd */
+                    const float theta = rot == 1 ? 500000.0f : 10000.0f;
+                    float *cs = malloc(sizeof(float) * n * hd);
+                    sprig_rope_table(cs, pos, n, hd, n_rot, theta);
+                    for (int n_head = 1; n_head <= 8; n_head += 7) {
+                        const int sz = n * n_head * hd;
+                        float *x = malloc(sizeof(float) * sz), *y = malloc(sizeof(float) * sz);
+                        for (int i = 0; i < sz; i++) x[i] = (float)sprig_rng_normal(&r) * 3.0f;
+                        memcpy(y, x, sizeof(float) * sz);
+                        sprig_rope(x, pos, n, n_head, hd, n_rot, theta, mode);
+                        sprig_rope_apply(y, cs, n, n_head, hd, n_rot, mode);
+                        CHECKF(memcmp(x, y, sizeof(float) * sz) == 0, "mode %d hd %d n_rot %d heads %d shuffle %d",
+                               mode, hd, n_rot, n_head, shuffle);
+                        free(x);
+                        free(y);
+                    }
+                    free(cs);
+                }
+    }
+    /* nothing to rotate: x unchanged, the table untouched */
+    float x[4] = { 1, 2, 3, 4 }, cs[4] = { 9, 9, 9, 9 };
+    const int32_t p = 5;
+    sprig_rope_table(cs, &p, 1, 4, 1, 10000.0f);
+    sprig_rope_apply(x, cs, 1, 1, 4, 1, SPRIG_ROPE_NORM);
+    for (int i = 0; i < 4; i++) CHECK(x[i] == (float)(i + 1) && cs[i] == 9.0f);
+}
+
 static void test_exp(void)
 {
     double worst = 0;
@@ -212,6 +255,7 @@ int main(void)
     fprintf(stderr, "ops kernel: %s\n", sprig_ops_kernel());
     RUN(test_rmsnorm);
     RUN(test_rope);
+    RUN(test_rope_table);
     RUN(test_exp);
     RUN(test_swiglu);
     RUN(test_add_argmax);

@@ -16,7 +16,7 @@ void sprig_ctx_free(sprig_ctx *c)
 {
     if (!c) return;
     sprig_kv_free(c->kv);
-    float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->attn_scratch };
+    float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sprig_free_aligned(*bufs[i]);
     sprig_free_aligned(c->pos);
     sprig_free_aligned(c->rows);
@@ -57,7 +57,7 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     struct { float **p; size_t n; } fb[] = {
         { &c->x, B * hp->dim }, { &c->xn, B * hp->dim }, { &c->q, B * qdim }, { &c->k, B * kvdim },
         { &c->v, B * kvdim }, { &c->att, B * qdim }, { &c->tmp, B * hp->dim }, { &c->gate, B * hp->n_ff },
-        { &c->up, B * hp->n_ff }, { &c->hid, B * hp->dim },
+        { &c->up, B * hp->n_ff }, { &c->hid, B * hp->dim }, { &c->rope, B * hp->head_dim },
     };
     for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
         *fb[i].p = sprig_calloc_aligned(fb[i].n, sizeof(float));

@@ -25,6 +25,7 @@ struct sprig_ctx {
     float *gate;              /* [B][n_ff] */
     float *up;                /* [B][n_ff] */
     float *hid;               /* [B][dim]   gathered final rows */
+    float *rope;              /* [B][n_rot] RoPE cos/sin of the batch positions */
     int32_t *pos;             /* [B] */
     int32_t *rows;            /* [B] */
     void *act;                /* activation quantization scratch */

@@ -35,6 +35,9 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         pos = c->pos;
     }
 
+    /* cos/sin of the batch positions, once for the q and k of every layer */
+    sprig_rope_table(c->rope, pos, n, hd, hp->n_rot, hp->rope_theta);
+
     /* x[n][dim] = token embeddings */
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
 
@@ -48,8 +51,8 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         float *qkv_out[3] = { c->q, c->k, c->v };
         sprig_matmul(pool, &act, 3, qkv, qkv_out);
 
-        sprig_rope(c->q, pos, n, hp->n_head, hd, hp->n_rot, hp->rope_theta, hp->rope_mode);
-        sprig_rope(c->k, pos, n, hp->n_kv_head, hd, hp->n_rot, hp->rope_theta, hp->rope_mode);
+        sprig_rope_apply(c->q, c->rope, n, hp->n_head, hd, hp->n_rot, hp->rope_mode);
+        sprig_rope_apply(c->k, c->rope, n, hp->n_kv_head, hd, hp->n_rot, hp->rope_mode);
         sprig_kv_write(c->kv, l, n, c->k, c->v);
 
         sprig_kv_view kv = sprig_kv_view_layer(c->kv, l);

@@ -7,7 +7,9 @@
  *          a fixed order), scale = 1 / sqrtf((float)(sum / dim) + eps),
  *          out = (x * scale) * w.
  * rope:    cos/sin of pos * theta^(-2i/n_rot) computed in double, rounded to
- *          float once per (row, pair) and shared by every head of the row.
+ *          float once per (row, pair) and shared by every head of the row;
+ *          sprig_rope_table keeps them for every layer of a forward, so libm
+ *          runs once per position instead of twice per layer.
  * swiglu:  gate / (1 + sprig_expf_poly(-gate)) * up.
  * exp:     x = n ln2 + r with n = nearest(x * log2 e) (the 1.5*2^23 trick),
  *          r by a two-part Cody-Waite reduction, e^r = 1 + r + r^2 P(r) with
@@ -135,6 +137,58 @@ void sprig_rope(float *x, const int32_t *pos, int n, int n_head, int hd, int n_r
                     xh[a] = x0 * c - x1 * s;
                     xh[b] = x0 * s + x1 * c;
                 }
+            }
+        }
+    }
+}
+
+/* n_rot as sprig_rope uses it: at most hd, even; 0 = nothing to rotate */
+static int rope_dims(int hd, int n_rot)
+{
+    if (hd <= 0) return 0;
+    if (n_rot > hd) n_rot = hd;
+    n_rot &= ~1;
+    return n_rot > 0 ? n_rot : 0;
+}
+
+void sprig_rope_table(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta)
+{
+    n_rot = rope_dims(hd, n_rot);
+    if (n <= 0 || n_rot == 0) return;
+    const int half = n_rot / 2;
+    for (int i0 = 0; i0 < half; i0 += ROPE_MAX_PAIRS) {
+        const int i1 = half - i0 < ROPE_MAX_PAIRS ? half : i0 + ROPE_MAX_PAIRS;
+        double inv[ROPE_MAX_PAIRS];
+        for (int i = i0; i < i1; i++) inv[i - i0] = pow((double)theta, -(double)(2 * i) / (double)n_rot);
+        for (int r = 0; r < n; r++) {
+            const double p = (double)pos[r];
+            float *t = cs + ((size_t)r * (size_t)half + (size_t)i0) * 2;   /* [half][2] of row r */
+            for (int i = i0; i < i1; i++, t += 2) {
+                const double ang = p * inv[i - i0];
+                t[0] = (float)cos(ang);
+                t[1] = (float)sin(ang);
+            }
+        }
+    }
+}
+
+void sprig_rope_apply(float *x, const float *cs, int n, int n_head, int hd, int n_rot, int mode)
+{
+    n_rot = rope_dims(hd, n_rot);
+    if (n <= 0 || n_head <= 0 || n_rot == 0) return;
+    const int half = n_rot / 2;
+    /* NORM: pairs (2i, 2i+1); NEOX: (i, i + half) */
+    const int step = mode == SPRIG_ROPE_NEOX ? 1 : 2, other = mode == SPRIG_ROPE_NEOX ? half : 1;
+    for (int r = 0; r < n; r++) {
+        const float *t = cs + (size_t)r * (size_t)half * 2;   /* [half][2] */
+        float *xr = x + (size_t)r * (size_t)n_head * (size_t)hd;
+        for (int h = 0; h < n_head; h++) {
+            float *xh = xr + (size_t)h * (size_t)hd;
+            for (int i = 0; i < half; i++) {
+                float *pa = xh + (size_t)i * step, *pb = pa + other;
+                const float x0 = *pa, x1 = *pb, c = t[2 * i], s = t[2 * i + 1];
+                *pa = x0 * c - x1 * s;
+                *pb = x0 * s + x1 * c;
             }
         }
     }

@@ -28,6 +28,16 @@ enum sprig_rope_mode { SPRIG_ROPE_NORM = 0, SPRIG_ROPE_NEOX = 1 };
  * n_rot must be even and <= hd (an odd or larger n_rot is clamped down). */
 void sprig_rope(float *x, const int32_t *pos, int n, int n_head, int hd, int n_rot, float theta, int mode);
 
+/* The same rotation in two steps, for a forward that rotates q and k of
+ * every layer at the same positions: sprig_rope_table computes the cos/sin of
+ * each position once (exactly as sprig_rope does: angle and cos/sin in
+ * double, rounded to float) into cs[n][n_rot/2][2] (cos, sin) — at most n*hd
+ * floats; sprig_rope_apply rotates x[n][n_head*hd] with it. Both clamp n_rot
+ * like sprig_rope, and pass the same n, hd and n_rot: apply(table(pos)) gives
+ * the bits of sprig_rope(pos). */
+void sprig_rope_table(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta);
+void sprig_rope_apply(float *x, const float *cs, int n, int n_head, int hd, int n_rot, int mode);
+
 /* out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up  (out may alias gate or up) */
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n);
 
