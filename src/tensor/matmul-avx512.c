@@ -43,7 +43,7 @@
 #define PF_MIN_ROWS 6
 #endif
 #ifndef PF_DIST
-#define PF_DIST 4096
+#define PF_DIST 8192
 #endif
 #ifndef PF_DIST_1
 #define PF_DIST_1 2048
