@@ -523,7 +523,7 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
 
 struct sitem {
     const sprig_attn_args *a;
-    int hd, group, Hc, HP, Ls, Qs, ni, jmax, open, NW;
+    int hd, group, G, Hc, HP, Ls, Qs, ni, jmax, open, NW;
     int64_t seg;                   /* element offset of the chunk in a key row */
     __mmask16 m0, m1;              /* load masks of the chunk's two halves */
     const float *mbase;            /* mask row of the item's first query, or NULL */
@@ -615,6 +615,120 @@ AI void ss_scores(struct sitem *s, const int NZ, const int KU)
     for (int z = 0; z < NZ; z++) _mm512_store_ps(s->mx + 16 * z, mx[z]);
 }
 
+/* Scores of items with Ls < 16 lanes per key (one query row, say): E = 16/Ls
+ * keys share a vector, lane l = e*Ls + p. A block of E keys is four vector
+ * rows (E = 2 keys x the chunk's two halves, or E = 4 keys x one); per group
+ * of D dims they are regrouped into U0 (the first E/2 keys) and U1 (the
+ * rest), lane (ek, g, dd) = key ek's element g*hd + dg*D + dd, and
+ * k_d = vpermt2ps(U0, kix[dd], U1) then meets the lane's fmadd chain exactly
+ * as in ss_scores, with 1/E of its permutes and fmadds per key. Needs the
+ * chunk's G kv heads to be a power of two with (E/2)*G dividing 16. */
+AI void ss_scores_packed(struct sitem *s, const int E)
+{
+    enum { KU = 4 };                 /* blocks of E keys in flight */
+    const sprig_attn_args *a = s->a;
+    const int hd = s->hd, jmax = s->jmax, G = s->G, HP = s->HP;
+    const int Ls = 16 / E, Ek = E / 2, D = 16 / (Ek * G), ndg = (hd + D - 1) / D;
+    const unsigned lsh = (unsigned)__builtin_ctz((unsigned)Ls), dsh = (unsigned)__builtin_ctz((unsigned)D);
+    const unsigned gsh = (unsigned)__builtin_ctz((unsigned)G);
+    const bool f16 = a->kv_type == SPRIG_TYPE_F16;
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i D1 = _mm512_set1_epi32(D - 1);
+    /* U lanes: u = (ek*G + g)*D + dd <- source element ek*16 + g*hd + dg*D + dd */
+    __m512i uidx[SS_MAXD];
+    {
+        const __m512i dd = _mm512_and_si512(lane, D1);
+        const __m512i g = _mm512_and_si512(_mm512_srli_epi32(lane, dsh), _mm512_set1_epi32(G - 1));
+        const __m512i ek = _mm512_srli_epi32(lane, dsh + gsh);
+        const __m512i base = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(ek, 4), _mm512_mullo_epi32(g, _mm512_set1_epi32(hd))), dd);
+        for (int dg = 0; dg < ndg; dg++)
+            uidx[dg] = _mm512_maskz_add_epi32(_mm512_cmplt_epi32_mask(dd, _mm512_set1_epi32(hd - dg * D)), base,
+                                              _mm512_set1_epi32(dg * D));
+    }
+    /* score lanes: l = e*Ls + p, e = kgi*Ek + ek, head hl = p % HP of kv head gq
+     * <- U_kgi lane (ek*G + gq)*D + dd */
+    _Alignas(64) int32_t gq[16];
+    for (int hl = 0, g = 0, t = 0; hl < 16; hl++) {
+        gq[hl] = hl < s->Hc ? g : 0;
+        if (++t == s->group) { t = 0; g++; }
+    }
+    __m512i kix[16];
+    {
+        const __m512i e = _mm512_srli_epi32(lane, lsh), p = _mm512_and_si512(lane, _mm512_set1_epi32(Ls - 1));
+        const __m512i hl = _mm512_and_si512(p, _mm512_set1_epi32(HP - 1));
+        const __m512i g = _mm512_permutexvar_epi32(hl, _mm512_load_si512(gq));
+        const __m512i kgi = _mm512_srli_epi32(e, (unsigned)__builtin_ctz((unsigned)Ek));
+        const __m512i ek = _mm512_and_si512(e, _mm512_set1_epi32(Ek - 1));
+        const __m512i base = _mm512_add_epi32(_mm512_slli_epi32(kgi, 4),
+                                              _mm512_slli_epi32(_mm512_add_epi32(_mm512_slli_epi32(ek, gsh), g), dsh));
+        for (int dd = 0; dd < D; dd++) kix[dd] = _mm512_add_epi32(base, _mm512_set1_epi32(dd));
+    }
+    /* per-lane limits, mask offsets and key offsets (lane l is key j + eo) */
+    const __m512i pos = _mm512_and_si512(lane, _mm512_set1_epi32(Ls - 1)), eo = _mm512_srli_epi32(lane, lsh);
+    const __m512i lv = _mm512_permutexvar_epi32(pos, _mm512_load_si512(s->lim));
+    const __m512i mi = _mm512_add_epi32(_mm512_permutexvar_epi32(pos, _mm512_load_si512(s->midx)), eo);
+    const __mmask16 live = _mm512_cmpgt_epi32_mask(lv, _mm512_setzero_si512());
+    const __m512 scale = _mm512_set1_ps(a->scale);
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    _Alignas(64) float kbuf[KU][4][16];   /* f16 rows converted */
+    const size_t rs = (size_t)a->kv_stride;
+    for (int j0 = 0; j0 < jmax; j0 += KU * E) {
+        /* src[b][0..3]: the four vector rows of block b (keys past jmax repeat the last one) */
+        const float *src[KU][4];
+#pragma GCC unroll 4
+        for (int b = 0; b < KU; b++)
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                int j = j0 + b * E + (E == 2 ? r >> 1 : r), half = E == 2 ? r & 1 : 0;
+                if (j >= jmax) j = jmax - 1;
+                const size_t off = (size_t)j * rs + (size_t)s->seg + (size_t)half * 16;
+                if (f16) {
+                    _mm512_store_ps(kbuf[b][r], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(half ? s->m1 : s->m0,
+                                                                                         (const uint16_t *)a->k + off)));
+                    src[b][r] = kbuf[b][r];
+                } else {
+                    src[b][r] = (const float *)a->k + off;
+                }
+            }
+        const __mmask16 m1 = E == 2 ? s->m1 : s->m0;   /* mask of rows 1 and 3 */
+        __m512 acc[KU];
+#pragma GCC unroll 4
+        for (int b = 0; b < KU; b++) acc[b] = _mm512_setzero_ps();
+        const float *qt = s->qt;
+        for (int dg = 0; dg < ndg; dg++) {
+            __m512 u0[KU], u1[KU];
+#pragma GCC unroll 4
+            for (int b = 0; b < KU; b++) {
+                u0[b] = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(s->m0, src[b][0]), uidx[dg], _mm512_maskz_loadu_ps(m1, src[b][1]));
+                u1[b] = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(s->m0, src[b][2]), uidx[dg], _mm512_maskz_loadu_ps(m1, src[b][3]));
+            }
+            const int dn = hd - dg * D < D ? hd - dg * D : D;
+            for (int dd = 0; dd < dn; dd++, qt += 16) {
+                const __m512 q = _mm512_load_ps(qt);
+#pragma GCC unroll 4
+                for (int b = 0; b < KU; b++)
+                    acc[b] = _mm512_fmadd_ps(q, _mm512_permutex2var_ps(u0[b], kix[dd], u1[b]), acc[b]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < KU; b++) {
+            const int j = j0 + b * E;
+            if (j >= jmax) break;
+            const __m512i jv = _mm512_add_epi32(_mm512_set1_epi32(j), eo);
+            __m512 sc = _mm512_mul_ps(acc[b], scale);
+            if (s->mbase && j + E > s->open)
+                sc = _mm512_add_ps(sc, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live & _mm512_cmplt_epi32_mask(jv, _mm512_set1_epi32(jmax)),
+                                                                _mm512_add_epi32(mi, _mm512_set1_epi32(j)), s->mbase, 4));
+            _mm512_mask_storeu_ps(s->S + (size_t)j * (size_t)Ls, tail_mask((jmax - j) * Ls), sc);
+            mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(lv, jv), sc, mx);
+        }
+    }
+    /* lanes p, p + Ls, ... hold maxima over different keys: combine (order-free) */
+    if (E >= 4) mx = _mm512_max_ps(mx, _mm512_shuffle_f32x4(mx, mx, 0xB1));
+    mx = _mm512_max_ps(mx, _mm512_shuffle_f32x4(mx, mx, 0x4E));
+    _mm512_store_ps(s->mx, mx);
+}
+
 /* p = exp(s - mx) in place, 0 past each lane's limit. */
 static void ss_softmax(struct sitem *s)
 {
@@ -662,11 +776,11 @@ AI __m512 ss_bcast(const float *p, const int HP)
     return _mm512_loadu_ps(p);
 }
 
-/* Values for every row of the item, VRB rows at a time, then o / sum in the
- * output layout. */
-AI void ss_values(struct sitem *s, const int HP, const int NW)
+/* Values for every row of the item, VRB rows at a time (one: the item has a
+ * single row), then o / sum in the output layout. */
+AI void ss_values(struct sitem *s, const int HP, const int NW, const bool one)
 {
-    const int VRB = NW <= 2 ? 8 : NW == 4 ? 4 : 2;   /* rows per register block */
+    const int VRB = one ? 1 : NW <= 2 ? 8 : NW == 4 ? 4 : 2;   /* rows per register block */
     const sprig_attn_args *a = s->a;
     const int jmax = s->jmax, Ls = s->Ls, hd = s->hd, nout = s->Hc * hd;
     const int64_t qd = (int64_t)a->n_head * hd;
@@ -721,6 +835,7 @@ void sprig_attn_small_avx512(const sprig_attn_args *a, const sprig_attn_small *p
     s.a = a;
     s.hd = hd;
     s.group = group;
+    s.G = p->G;
     s.Hc = Hc;
     s.HP = HP;
     s.NW = p->NW;
@@ -758,12 +873,16 @@ void sprig_attn_small_avx512(const sprig_attn_args *a, const sprig_attn_small *p
         const __m512i l = _mm512_add_epi32(lane, _mm512_set1_epi32(16 * z));
         const __m512i i = _mm512_srli_epi32(l, (unsigned)hs), hl = _mm512_and_si512(l, hmask);
         const __mmask16 real = _mm512_cmplt_epi32_mask(l, _mm512_set1_epi32(lanes)) & _mm512_cmplt_epi32_mask(hl, Hcv);
+        /* the queries repeat every Ls lanes when Ls < 16 (packed scores read all 16) */
+        const __m512i lq = s.Ls < 16 ? _mm512_and_si512(l, _mm512_set1_epi32(s.Ls - 1)) : l;
+        const __m512i iq = _mm512_srli_epi32(lq, (unsigned)hs), hq = _mm512_and_si512(lq, hmask);
+        const __mmask16 realq = _mm512_cmplt_epi32_mask(lq, _mm512_set1_epi32(lanes)) & _mm512_cmplt_epi32_mask(hq, Hcv);
         const __m512i lim = a->mask ? _mm512_set1_epi32(nk)
                                     : _mm512_add_epi32(i, _mm512_set1_epi32(nk - n + i0 + 1));
         _mm512_store_si512(s.lim + 16 * z, _mm512_maskz_mov_epi32(real, lim));
         _mm512_store_si512(s.midx + 16 * z, _mm512_maskz_mullo_epi32(real, i, _mm512_set1_epi32(nk)));
-        qix[z] = _mm512_add_epi32(_mm512_mullo_epi32(i, _mm512_set1_epi32((int)qd)), _mm512_mullo_epi32(hl, _mm512_set1_epi32(hd)));
-        qreal[z] = real;
+        qix[z] = _mm512_add_epi32(_mm512_mullo_epi32(iq, _mm512_set1_epi32((int)qd)), _mm512_mullo_epi32(hq, _mm512_set1_epi32(hd)));
+        qreal[z] = realq;
     }
     for (int d = 0; d < hd; d++) {
         float *qr = s.qt + (size_t)d * (size_t)s.Qs;
@@ -794,14 +913,19 @@ void sprig_attn_small_avx512(const sprig_attn_args *a, const sprig_attn_small *p
             if (z < s.open) s.open = z;
         }
 
-    switch (s.Ls <= 16 ? 1 : s.Ls / 16) {
+    const int E = 16 / s.Ls, G = p->G;
+    if (s.Ls < 16 && (E == 2 || (E == 4 && G * hd <= 16)) && (G & (G - 1)) == 0 && E / 2 * G <= 16) {
+        if (E == 2) ss_scores_packed(&s, 2);
+        else ss_scores_packed(&s, 4);
+    } else switch (s.Ls <= 16 ? 1 : s.Ls / 16) {
     case 1: ss_scores(&s, 1, 8); break;
     case 2: ss_scores(&s, 2, 4); break;
     case 3: ss_scores(&s, 3, 2); break;
     default: ss_scores(&s, 4, 2); break;
     }
     ss_softmax(&s);
-#define SS_V(hp, nw) case hp * 16 + nw: ss_values(&s, hp, nw); break;
+#define SS_V(hp, nw) case hp * 16 + nw: \
+        if (ni == 1) ss_values(&s, hp, nw, true); else ss_values(&s, hp, nw, false); break;
     switch (HP * 16 + s.NW) {
     SS_V(1, 1)
     SS_V(2, 1) SS_V(2, 2)
