@@ -229,6 +229,98 @@ static void test_swiglu(void)
     free(g); free(u); free(o); free(c);
 }
 
+/* Run fn under the plain-C ops and under the AVX-512 ones; the outputs
+ * (bytes of `out`) must agree bit for bit. */
+static bool same_under_kernels(void (*fn)(void *ctx), void *ctx, void *out, size_t bytes, void *save)
+{
+    if (!sprig_ops_use_kernel("avx512")) return true;
+    fn(ctx);
+    memcpy(save, out, bytes);
+    CHECK(sprig_ops_use_kernel("c"));
+    fn(ctx);
+    sprig_ops_use_kernel(NULL);
+    return memcmp(save, out, bytes) == 0;
+}
+
+struct simd_case {
+    float *x, *y, *w, *cs, *x0, *y0;
+    int32_t pos[9];
+    int n, dim, n_head, hd, n_rot, mode;
+};
+
+static void run_rmsnorm(void *p)
+{
+    struct simd_case *c = p;
+    memcpy(c->x, c->x0, sizeof(float) * c->n * c->dim);
+    sprig_rmsnorm(c->y, c->x, c->w, c->n, c->dim, 1e-5f);
+    sprig_rmsnorm(c->x, c->x, c->w, c->n, c->dim, 1e-6f);   /* in place */
+    memcpy(c->y + c->n * c->dim, c->x, sizeof(float) * c->n * c->dim);
+}
+
+static void run_add(void *p)
+{
+    struct simd_case *c = p;
+    memcpy(c->y, c->y0, sizeof(float) * c->n * c->dim);
+    sprig_add_inplace(c->y, c->x0, (int64_t)c->n * c->dim);
+}
+
+static void run_rope(void *p)
+{
+    struct simd_case *c = p;
+    memcpy(c->y, c->x0, sizeof(float) * c->n * c->n_head * c->hd);
+    sprig_rope_table(c->cs, c->pos, c->n, c->hd, c->n_rot, 10000.0f);
+    sprig_rope_apply(c->y, c->cs, c->n, c->n_head, c->hd, c->n_rot, c->mode);
+}
+
+/* rmsnorm, add and RoPE apply: the AVX-512 kernels equal the plain C, every
+ * row count, dim / tail length, head layout. */
+static void test_simd_matches_c(void)
+{
+    sprig_rng r;
+    sprig_rng_seed(&r, 9);
+    const size_t cap = 9 * 4096 * 2;
+    struct simd_case c = { 0 };
+    c.x = malloc(sizeof(float) * cap); c.y = malloc(sizeof(float) * cap); c.w = malloc(sizeof(float) * cap);
+    c.cs = malloc(sizeof(float) * cap); c.x0 = malloc(sizeof(float) * cap); c.y0 = malloc(sizeof(float) * cap);
+    float *save = malloc(sizeof(float) * cap);
+    for (size_t i = 0; i < cap; i++) {
+        c.x0[i] = (float)(sprig_rng_normal(&r) * (1 + i % 7));
+        c.y0[i] = (float)sprig_rng_normal(&r);
+        c.w[i] = (float)(0.5 + sprig_rng_uniform(&r));
+    }
+    c.x0[5] = 1e30f; c.x0[6] = -0.0f; c.x0[7] = 1e-40f;
+    for (int i = 0; i < 9; i++) c.pos[i] = (int32_t)(sprig_rng_uniform(&r) * 3000);
+    int bad = 0, runs = 0;
+    const int dims[] = { 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 172, 288, 4096 };
+    for (int n = 1; n <= 9; n++)
+        for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
+            c.n = n;
+            c.dim = dims[t];
+            const size_t nd = (size_t)n * c.dim;
+            runs += 2;
+            if (!same_under_kernels(run_rmsnorm, &c, c.y, sizeof(float) * 2 * nd, save)) {
+                if (bad++ < 5) fprintf(stderr, "  rmsnorm differs: n %d dim %d\n", n, c.dim);
+            }
+            if (!same_under_kernels(run_add, &c, c.y, sizeof(float) * nd, save)) {
+                if (bad++ < 5) fprintf(stderr, "  add differs: n %d dim %d\n", n, c.dim);
+            }
+        }
+    const int hds[] = { 2, 4, 6, 8, 12, 16, 32, 64, 80, 128 };
+    for (int n = 1; n <= 9; n += 4)
+        for (size_t t = 0; t < sizeof hds / sizeof hds[0]; t++)
+            for (int n_head = 1; n_head <= 9; n_head += 4)
+                for (int rot = 0; rot < 3; rot++)
+                    for (int mode = 0; mode < 2; mode++) {
+                        c.n = n; c.hd = hds[t]; c.n_head = n_head; c.mode = mode;
+                        c.n_rot = rot == 0 ? c.hd : rot == 1 ? c.hd / 2 : c.hd - 2;
+                        runs++;
+                        if (!same_under_kernels(run_rope, &c, c.y, sizeof(float) * n * n_head * c.hd, save) && bad++ < 5)
+                            fprintf(stderr, "  rope differs: n %d heads %d hd %d n_rot %d mode %d\n", n, n_head, c.hd, c.n_rot, mode);
+                    }
+    CHECKF(bad == 0, "%d of %d runs differ between the kernels", bad, runs);
+    free(c.x); free(c.y); free(c.w); free(c.cs); free(c.x0); free(c.y0); free(save);
+}
+
 static void test_add_argmax(void)
 {
     float y[5] = { 1, 2, 3, 4, 5 }, x[5] = { 0.5f, -2, 0, 1e-8f, -5 };
@@ -259,5 +351,6 @@ int main(void)
     RUN(test_exp);
     RUN(test_swiglu);
     RUN(test_add_argmax);
+    RUN(test_simd_matches_c);
     return test_summary("test-ops");
 }

@@ -28,25 +28,41 @@
 enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX512 = 2 };
 static atomic_int g_kernel = KERN_UNKNOWN;
 
+static bool cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+#else
+    return false;
+#endif
+}
+
 static int ops_kernel(void)
 {
     int k = atomic_load_explicit(&g_kernel, memory_order_relaxed);
     if (k != KERN_UNKNOWN) return k;
-    k = KERN_C;
-#if defined(__x86_64__) && defined(__GNUC__)
     const char *no = getenv("SPRIG_NO_SIMD");
     bool no_simd = no && *no && strcmp(no, "0") != 0;
-    __builtin_cpu_init();
-    if (!no_simd && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2"))
-        k = KERN_AVX512;
-#endif
+    k = !no_simd && cpu_has_avx512() ? KERN_AVX512 : KERN_C;
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
     return k;
 }
 
 const char *sprig_ops_kernel(void) { return ops_kernel() == KERN_AVX512 ? "avx512" : "c"; }
+
+bool sprig_ops_use_kernel(const char *name)
+{
+    int k;
+    if (!name) k = KERN_UNKNOWN;
+    else if (!strcmp(name, "c")) k = KERN_C;
+    else if (!strcmp(name, "avx512") && cpu_has_avx512()) k = KERN_AVX512;
+    else return false;
+    atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
+    return true;
+}
 
 /* ------------------------------------------------------------------ exp */
 
@@ -85,6 +101,10 @@ float sprig_expf_poly(float x)
 void sprig_rmsnorm(float *out, const float *x, const float *w, int n, int dim, float eps)
 {
     if (n <= 0 || dim <= 0) return;
+    if (ops_kernel() == KERN_AVX512) {
+        sprig_rmsnorm_avx512(out, x, w, n, dim, eps);
+        return;
+    }
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * (size_t)dim;
         float *o = out + (size_t)r * (size_t)dim;
@@ -176,6 +196,10 @@ void sprig_rope_apply(float *x, const float *cs, int n, int n_head, int hd, int 
 {
     n_rot = rope_dims(hd, n_rot);
     if (n <= 0 || n_head <= 0 || n_rot == 0) return;
+    if (mode != SPRIG_ROPE_NEOX && ops_kernel() == KERN_AVX512) {
+        sprig_rope_apply_norm_avx512(x, cs, n, n_head, hd, n_rot);
+        return;
+    }
     const int half = n_rot / 2;
     /* NORM: pairs (2i, 2i+1); NEOX: (i, i + half) */
     const int step = mode == SPRIG_ROPE_NEOX ? 1 : 2, other = mode == SPRIG_ROPE_NEOX ? half : 1;
@@ -211,6 +235,10 @@ void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n)
 
 void sprig_add_inplace(float *y, const float *x, int64_t n)
 {
+    if (n > 0 && ops_kernel() == KERN_AVX512) {
+        sprig_add_avx512(y, x, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 

@@ -12,6 +12,7 @@
 #ifndef SPRIG_TENSOR_OPS_H
 #define SPRIG_TENSOR_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w   (out may alias x).
@@ -56,7 +57,14 @@ float sprig_expf_poly(float x);
 /* Which kernel the ops run: "avx512" or "c". */
 const char *sprig_ops_kernel(void);
 
+/* Tests and benchmarks: force "c" or "avx512" (if the CPU has it), or NULL
+ * to go back to the automatic choice. Returns false when the kernel cannot run. */
+bool sprig_ops_use_kernel(const char *name);
+
 /* Internal: the AVX-512 kernels (ops-avx512.c); call the public ops instead. */
 void sprig_swiglu_avx512(float *out, const float *gate, const float *up, int64_t n);
+void sprig_rmsnorm_avx512(float *out, const float *x, const float *w, int n, int dim, float eps);
+void sprig_rope_apply_norm_avx512(float *x, const float *cs, int n, int n_head, int hd, int n_rot);
+void sprig_add_avx512(float *y, const float *x, int64_t n);
 
 #endif
