@@ -560,7 +560,6 @@ AI void ss_scores(struct sitem *s, const int NZ, const int KU)
     const sprig_attn_args *a = s->a;
     const int hd = s->hd, Ls = s->Ls, Qs = s->Qs, jmax = s->jmax;
     const __m512 scale = _mm512_set1_ps(a->scale);
-    const __mmask16 sm = tail_mask(Ls);
     __m512 mx[4];
     __m512i lv[4], mi[4];
     __mmask16 live[4];
@@ -605,8 +604,9 @@ AI void ss_scores(struct sitem *s, const int NZ, const int KU)
                 if (s->mbase && j >= s->open)
                     sc = _mm512_add_ps(sc, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live[z],
                                                                     _mm512_add_epi32(mi[z], jv), s->mbase, 4));
-                if (NZ == 1) _mm512_mask_storeu_ps(sj, sm, sc);
-                else _mm512_storeu_ps(sj + 16 * z, sc);
+                /* NZ == 1: lanes past Ls spill into the next key's slots (rewritten next) or
+                 * the slack past jmax*Ls (sc holds >= 16 floats more): no masked store */
+                _mm512_storeu_ps(sj + 16 * z, sc);
                 mx[z] = _mm512_mask_max_ps(mx[z], _mm512_cmpgt_epi32_mask(lv[z], jv), sc, mx[z]);
             }
         }
@@ -719,7 +719,7 @@ AI void ss_scores_packed(struct sitem *s, const int E)
             if (s->mbase && j + E > s->open)
                 sc = _mm512_add_ps(sc, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live & _mm512_cmplt_epi32_mask(jv, _mm512_set1_epi32(jmax)),
                                                                 _mm512_add_epi32(mi, _mm512_set1_epi32(j)), s->mbase, 4));
-            _mm512_mask_storeu_ps(s->S + (size_t)j * (size_t)Ls, tail_mask((jmax - j) * Ls), sc);
+            _mm512_storeu_ps(s->S + (size_t)j * (size_t)Ls, sc);   /* past jmax*Ls: slack, never read */
             mx = _mm512_mask_max_ps(mx, _mm512_cmpgt_epi32_mask(lv, jv), sc, mx);
         }
     }
@@ -752,13 +752,12 @@ static void ss_softmax(struct sitem *s)
     const __m512i jofs = _mm512_srli_epi32(lane, (unsigned)sh);
     const __m512 mx = _mm512_permutexvar_ps(pos, _mm512_load_ps(s->mx));
     const __m512i lv = _mm512_permutexvar_epi32(pos, _mm512_load_si512(s->lim));
-    const int total = jmax * Ls;
+    const int total = jmax * Ls;   /* the buffer has >= 16 floats of slack past it */
     for (int f = 0; f < total; f += 16) {
-        const __mmask16 m = tail_mask(total - f);
         const __m512i jv = _mm512_add_epi32(_mm512_set1_epi32(f >> sh), jofs);
-        const __mmask16 ok = _mm512_mask_cmpgt_epi32_mask(m, lv, jv);
-        const __m512 x = _mm512_maskz_loadu_ps(m, s->S + f);
-        _mm512_mask_storeu_ps(s->S + f, m, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(x, mx))));
+        const __mmask16 ok = _mm512_cmpgt_epi32_mask(lv, jv);
+        const __m512 x = _mm512_loadu_ps(s->S + f);
+        _mm512_storeu_ps(s->S + f, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(x, mx))));
     }
 }
 
@@ -820,7 +819,9 @@ AI void ss_values(struct sitem *s, const int HP, const int NW, const bool one)
             for (int e = 0; e < nout; e += 16) {
                 const __mmask16 m = tail_mask(nout - e);
                 const __m512i ix = _mm512_load_si512(s->oidx + e);
-                _mm512_mask_storeu_ps(o + e, m, _mm512_mask_i32gather_ps(zero, m, ix, tmp, 4));
+                const __m512 v = _mm512_mask_i32gather_ps(zero, m, ix, tmp, 4);
+                if (m == 0xFFFF) _mm512_storeu_ps(o + e, v);
+                else _mm512_mask_storeu_ps(o + e, m, v);
             }
         }
     }

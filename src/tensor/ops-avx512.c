@@ -42,8 +42,13 @@ void sprig_swiglu_avx512(float *out, const float *gate, const float *up, int64_t
     const __m512 one = _mm512_set1_ps(1.0f);
     const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
     int64_t i = 0;
-    for (; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    for (; i + 16 <= n; i += 16) {   /* plain stores in the body: masked ones are slow on some cores */
+        const __m512 g = _mm512_loadu_ps(gate + i);
+        const __m512 e = exp16(_mm512_xor_ps(g, sign));
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i)));
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
         const __m512 u = _mm512_maskz_loadu_ps(m, up + i);
         const __m512 e = exp16(_mm512_xor_ps(g, sign));
@@ -81,8 +86,11 @@ void sprig_rmsnorm_avx512(float *out, const float *x, const float *w, int n, int
             const double sum = (s0 + p[1]) + (p[2] + p[3]);
             const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)(sum / dim) + eps));
             float *o = out + (size_t)(r0 + r) * (size_t)dim;
-            for (int d = 0; d < dim; d += 16) {
-                const __mmask16 m = dim - d >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (dim - d)) - 1);
+            int d = 0;
+            for (; d + 16 <= dim; d += 16)   /* plain stores: masked ones are slow on some cores */
+                _mm512_storeu_ps(o + d, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(xr[r] + d), scale), _mm512_loadu_ps(w + d)));
+            if (d < dim) {
+                const __mmask16 m = (__mmask16)((1u << (dim - d)) - 1);
                 const __m512 xv = _mm512_maskz_loadu_ps(m, xr[r] + d);
                 _mm512_mask_storeu_ps(o + d, m, _mm512_mul_ps(_mm512_mul_ps(xv, scale), _mm512_maskz_loadu_ps(m, w + d)));
             }
@@ -111,8 +119,14 @@ void sprig_rope_apply_norm_avx512(float *x, const float *cs, int n, int n_head, 
             const __m512 tv = _mm512_permutexvar_ps(rep, _mm512_maskz_loadu_ps(tm, t));
             const __m512 c = _mm512_permutexvar_ps(ic, tv), s = _mm512_permutexvar_ps(is, tv);
             const int len = n_head * hd;
-            for (int d = 0; d < len; d += 16) {
-                const __mmask16 m = len - d >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (len - d)) - 1);
+            int d = 0;
+            for (; d + 16 <= len; d += 16) {
+                const __m512 v = _mm512_loadu_ps(xr + d);
+                const __m512 a = _mm512_mul_ps(v, c), b = _mm512_mul_ps(_mm512_permute_ps(v, 0xB1), s);
+                _mm512_storeu_ps(xr + d, _mm512_mask_sub_ps(_mm512_add_ps(a, b), even, a, b));
+            }
+            if (d < len) {
+                const __mmask16 m = (__mmask16)((1u << (len - d)) - 1);
                 const __m512 v = _mm512_maskz_loadu_ps(m, xr + d);
                 const __m512 a = _mm512_mul_ps(v, c), b = _mm512_mul_ps(_mm512_permute_ps(v, 0xB1), s);
                 _mm512_mask_storeu_ps(xr + d, m, _mm512_mask_sub_ps(_mm512_add_ps(a, b), even, a, b));
@@ -135,8 +149,10 @@ void sprig_rope_apply_norm_avx512(float *x, const float *cs, int n, int n_head, 
 
 void sprig_add_avx512(float *y, const float *x, int64_t n)
 {
-    for (int64_t i = 0; i < n; i += 16) {
-        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
     }
 }
