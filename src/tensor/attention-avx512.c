@@ -308,7 +308,8 @@ AI void scores_few(struct item *it, float *S, const int NR)
             if (it->mbase && j + kn > it->open)
                 s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(km, it->mbase + it->midx[r] + j));
             mx[r] = _mm512_mask_max_ps(mx[r], tail_mask(it->lim[r] - j), s, mx[r]);
-            _mm512_mask_storeu_ps(S + (size_t)r * nk + j, km, s);
+            if (kn == 16) _mm512_storeu_ps(S + (size_t)r * nk + j, s);   /* masked stores are slow on some cores */
+            else _mm512_mask_storeu_ps(S + (size_t)r * nk + j, km, s);
         }
     }
     for (int r = 0; r < NR; r++) it->mx[r] = r < it->nr ? _mm512_reduce_max_ps(mx[r]) : -INFINITY;

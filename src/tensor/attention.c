@@ -331,12 +331,17 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
 
 /* ------------------------------------------------------------------ driver */
 
-/* Calls below this many scalar fmas run on the calling thread only. */
-static _Atomic double g_parallel_fmas = 4.0e5;
+/* Calls below this many scalar fmas run on the calling thread only. Both
+ * kernels take about 0.04-0.06 ns per scalar fma on one core, so the default
+ * (5e4) is 2-3 us of work: a split pays once the pool's threads are awake
+ * (measured with 2 threads: the hd-8 target's tree verification gains from
+ * ~3e4 fmas on). */
+#define SPRIG_ATTN_PARALLEL_FMAS 5.0e4
+static _Atomic double g_parallel_fmas = SPRIG_ATTN_PARALLEL_FMAS;
 
 void sprig_attention_set_parallel_threshold(double fmas)
 {
-    atomic_store_explicit(&g_parallel_fmas, fmas < 0 ? 4.0e5 : fmas, memory_order_relaxed);
+    atomic_store_explicit(&g_parallel_fmas, fmas < 0 ? SPRIG_ATTN_PARALLEL_FMAS : fmas, memory_order_relaxed);
 }
 
 typedef void (*attn_item_fn)(const sprig_attn_args *a, int g, int r0, int nr, float *slot);
@@ -373,21 +378,26 @@ static void attn_task(void *ctx, int ith, int nth)
 }
 
 /* The small-head plan: the largest chunk of G kv heads (G divides n_kv_head)
- * with G*hd <= 32, G*group <= 16 and at most 8 output vectors per row. */
-static bool small_plan(const sprig_attn_args *a, int rp, sprig_attn_small *p)
+ * with G*hd <= 32, G*group <= 16 and at most 8 output vectors per row —
+ * among those giving at least min_chunks chunks when there are any (a
+ * threaded call splits by kv heads first: no key or value row is then
+ * streamed twice). */
+static bool small_plan(const sprig_attn_args *a, int rp, int min_chunks, sprig_attn_small *p)
 {
     const int group = a->n_head / a->n_kv_head;
     if (a->hd > 16) return false;
-    for (int G = a->n_kv_head; G >= 1; G--) {
-        if (a->n_kv_head % G != 0 || G * a->hd > 32 || G * group > 16) continue;
-        int HP = 1;
-        while (HP < G * group) HP *= 2;
-        int NW = (a->hd * HP + 15) / 16;
-        if (NW > 8) continue;
-        NW = NW <= 1 ? 1 : NW <= 2 ? 2 : NW <= 4 ? 4 : 8;
-        *p = (sprig_attn_small){ .G = G, .Hc = G * group, .HP = HP, .NW = NW, .rp = rp, .ni = rp / HP };
-        return true;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int G = a->n_kv_head; G >= 1; G--) {
+            if (a->n_kv_head % G != 0 || G * a->hd > 32 || G * group > 16) continue;
+            if (pass == 0 && a->n_kv_head / G < min_chunks) continue;
+            int HP = 1;
+            while (HP < G * group) HP *= 2;
+            int NW = (a->hd * HP + 15) / 16;
+            if (NW > 8) continue;
+            NW = NW <= 1 ? 1 : NW <= 2 ? 2 : NW <= 4 ? 4 : 8;
+            *p = (sprig_attn_small){ .G = G, .Hc = G * group, .HP = HP, .NW = NW, .rp = rp, .ni = rp / HP };
+            return true;
+        }
     return false;
 }
 
@@ -396,50 +406,19 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
     check_or_abort(a);
     const int group = a->n_head / a->n_kv_head;
     const int rows_kv = group * a->n;
-    const int nth_pool = sprig_pool_size(pool);
     const int kern = attn_kernel();
     const int rp = (int)rows_cap((size_t)a->n, (size_t)a->n_head);
-    sprig_attn_small sp;
-    const bool small = kern == KERN_AVX512 && small_plan(a, rp, &sp);
 
-    /* items: (kv head, row chunk); more chunks than needed for 64 rows only
-     * when that keeps otherwise idle threads busy (>= 16 rows per chunk) */
-    int chunks, chunk_rows, n_groups;
-    if (small) {
-        /* items: (chunk of G kv heads, block of query rows) */
-        n_groups = a->n_kv_head / sp.G;
-        chunks = (a->n + sp.ni - 1) / sp.ni;
-        const int want = (nth_pool + n_groups - 1) / n_groups;
-        if (want > chunks) chunks = SPRIG_MIN(want, a->n);
-        chunk_rows = (a->n + chunks - 1) / chunks;
-        chunks = (a->n + chunk_rows - 1) / chunk_rows;
-    } else {
-        n_groups = a->n_kv_head;
-        chunks = (rows_kv + SPRIG_ATTN_ROWS - 1) / SPRIG_ATTN_ROWS;
-        const int want = (nth_pool + a->n_kv_head - 1) / a->n_kv_head;
-        const int max16 = (rows_kv + 15) / 16;
-        if (want > chunks) chunks = SPRIG_MIN(want, max16);
-        chunk_rows = (rows_kv + chunks - 1) / chunks;
-        if (chunk_rows > 16) chunk_rows = (int)round16((size_t)chunk_rows);
-        if (chunk_rows > SPRIG_ATTN_ROWS) chunk_rows = SPRIG_ATTN_ROWS;
-        chunks = (rows_kv + chunk_rows - 1) / chunk_rows;
-    }
-
-    struct attn_job J = {
-        .a = a,
-        .item = item_fns[kern],
-        .small = small ? &sp : NULL,
-        .rows_kv = small ? a->n : rows_kv, .chunk_rows = chunk_rows, .chunks = chunks,
-        .n_items = chunks * n_groups,
-    };
+    struct attn_job J = { .a = a, .item = item_fns[kern] };
     atomic_init(&J.next, 0);
-    J.slot_floats = sprig_attn_slot_floats(rows_cap((size_t)a->n, (size_t)a->n_head), (size_t)a->n_keys);
+    J.slot_floats = sprig_attn_slot_floats((size_t)rp, (size_t)a->n_keys);
     uintptr_t p = (uintptr_t)a->scratch;
     J.base = a->scratch + ((64 - (p & 63)) & 63) / sizeof(float);
     SPRIG_ASSERT(((uintptr_t)J.base & 63) == 0);   /* float scratch: the offset is whole floats */
 
-    int nth = SPRIG_MIN(nth_pool, J.n_items);
-    /* a call worth a few microseconds is not worth waking workers for */
+    /* threads: a call worth a few microseconds is not worth waking workers
+     * for, and no more threads than the scratch has slots */
+    int nth = sprig_pool_size(pool);
     const double work = 2.0 * a->n * a->n_head * (double)a->n_keys * a->hd;   /* scalar fmas */
     if (work < atomic_load_explicit(&g_parallel_fmas, memory_order_relaxed)) nth = 1;
     if (a->scratch_floats) {
@@ -447,5 +426,36 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
         const size_t fit = (a->scratch_floats - off) / J.slot_floats;   /* >= 1: checked */
         if ((size_t)nth > fit) nth = (int)fit;
     }
-    sprig_pool_run(pool, attn_task, &J, nth);
+
+    sprig_attn_small sp;
+    const bool small = kern == KERN_AVX512 && small_plan(a, rp, nth, &sp);
+    int chunks, chunk_rows, n_groups;
+    if (small) {
+        /* items: (chunk of G kv heads, block of query rows); rows are split
+         * further only to keep otherwise idle threads busy */
+        n_groups = a->n_kv_head / sp.G;
+        chunks = (a->n + sp.ni - 1) / sp.ni;
+        const int want = (nth + n_groups - 1) / n_groups;
+        if (want > chunks) chunks = SPRIG_MIN(want, a->n);
+        chunk_rows = (a->n + chunks - 1) / chunks;
+        chunks = (a->n + chunk_rows - 1) / chunk_rows;
+    } else {
+        /* items: (kv head, row chunk); more chunks than needed for 64 rows only
+         * when that keeps otherwise idle threads busy (>= 16 rows per chunk) */
+        n_groups = a->n_kv_head;
+        chunks = (rows_kv + SPRIG_ATTN_ROWS - 1) / SPRIG_ATTN_ROWS;
+        const int want = (nth + a->n_kv_head - 1) / a->n_kv_head;
+        const int max16 = (rows_kv + 15) / 16;
+        if (want > chunks) chunks = SPRIG_MIN(want, max16);
+        chunk_rows = (rows_kv + chunks - 1) / chunks;
+        if (chunk_rows > 16) chunk_rows = (int)round16((size_t)chunk_rows);
+        if (chunk_rows > SPRIG_ATTN_ROWS) chunk_rows = SPRIG_ATTN_ROWS;
+        chunks = (rows_kv + chunk_rows - 1) / chunk_rows;
+    }
+    J.small = small ? &sp : NULL;
+    J.rows_kv = small ? a->n : rows_kv;
+    J.chunk_rows = chunk_rows;
+    J.chunks = chunks;
+    J.n_items = chunks * n_groups;
+    sprig_pool_run(pool, attn_task, &J, SPRIG_MIN(nth, J.n_items));
 }

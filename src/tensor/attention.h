@@ -67,8 +67,9 @@ const char *sprig_attention_kernel(void);
 bool sprig_attention_use_kernel(const char *name);
 
 /* Calls smaller than `fmas` scalar multiply-adds (2*n*n_head*n_keys*hd) run
- * on the calling thread alone (default 4e5, a few microseconds); tests set 0
- * to exercise the pool on small shapes, a negative value restores the default. */
+ * on the calling thread alone (default 5e4, two or three microseconds); tests
+ * set 0 to exercise the pool on small shapes, a negative value restores the
+ * default. */
 void sprig_attention_set_parallel_threshold(double fmas);
 
 /* Internal: one work item — rows [r0, r0+nr) (1 <= nr <= SPRIG_ATTN_ROWS) of
