@@ -284,11 +284,16 @@ sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *
     mm1(pool, s, &h->pre, s->x, s->z);
     sprig_kv_view v = sprig_kv_view_layer(kv, h->kv_layer);
     int32_t pos = p;
+    /* RoPE cos/sin at p, once for every layer (sprig_rope's bits) */
+    float rope_cs[SPRIG_ATTN_MAX_HD];
+    const bool rope_tab = h->hd <= SPRIG_ATTN_MAX_HD;
+    if (rope_tab) sprig_rope_table(rope_cs, &pos, 1, h->hd, h->hd, h->theta);
     for (int l = 0; l < h->n_layer; l++) {
         const struct mtp_layer *L = &h->L[l];
         sprig_rmsnorm(s->a, s->z, L->attn_norm, 1, dim, h->eps);
         mm1(pool, s, &L->wq, s->a, s->q);
-        sprig_rope(s->q, &pos, 1, h->n_head, h->hd, h->hd, h->theta, SPRIG_ROPE_NORM);
+        if (rope_tab) sprig_rope_apply(s->q, rope_cs, 1, h->n_head, h->hd, h->hd, SPRIG_ROPE_NORM);
+        else sprig_rope(s->q, &pos, 1, h->n_head, h->hd, h->hd, h->theta, SPRIG_ROPE_NORM);
         sprig_attn_args aa = {
             .q = s->q, .n = 1, .n_head = h->n_head, .n_kv_head = h->n_kv_head, .hd = h->hd,
             .k = v.k, .v = v.v, .kv_type = v.type, .kv_stride = v.stride, .n_keys = p + 1, .mask = NULL,
