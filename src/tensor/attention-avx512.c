@@ -34,11 +34,15 @@
 #define AI static inline __attribute__((always_inline))
 #define PF_KEYS 64   /* software prefetch distance of the few-rows key stream, in keys */
 
-/* sprig_expf_poly on 16 lanes (the scheme is in ops.c). */
-AI __m512 exp16(__m512 x)
+/* ok ? sprig_expf_poly(s - mx) : 0 on 16 lanes, for a softmax (the scheme is
+ * in ops.c). Where ok, s <= mx or one of them is NaN, so x = s - mx is <= 0
+ * or NaN and the clamp to 88 changes nothing (the C code keeps NaN as is);
+ * lanes not ok may compute anything. The underflow test (x < -87 gives 0)
+ * and ok share one final zero-masking. */
+AI __m512 exp16_softmax(__m512 s, __m512 mx, __mmask16 ok)
 {
-    const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
+    const __m512 x = _mm512_sub_ps(s, mx);
+    const __mmask16 keep = _mm512_mask_cmp_ps_mask(ok, x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);   /* !(x < -87) */
     const __m512 magic = _mm512_set1_ps(12582912.0f);
     const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
     const __m512 kf = _mm512_add_ps(t, magic);
@@ -56,7 +60,7 @@ AI __m512 exp16(__m512 x)
     y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
     __m512i eb = _mm512_sub_epi32(_mm512_castps_si512(kf), _mm512_set1_epi32(0x4B400000 - 127));
     eb = _mm512_slli_epi32(eb, 23);
-    return _mm512_maskz_mul_ps((__mmask16)~zero, y, _mm512_castsi512_ps(eb));
+    return _mm512_maskz_mul_ps(keep, y, _mm512_castsi512_ps(eb));
 }
 
 static inline __mmask16 tail_mask(int n)
@@ -192,7 +196,7 @@ AI void softmax_rows(struct item *it, const int NV)
         for (int v = 0; v < NV; v++) {
             const __m512 s = _mm512_load_ps(sj + 16 * v);
             const __mmask16 ok = _mm512_cmpgt_epi32_mask(lv[v], jv);
-            _mm512_store_ps(sj + 16 * v, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(s, mx[v]))));
+            _mm512_store_ps(sj + 16 * v, exp16_softmax(s, mx[v], ok));
         }
     }
 }
@@ -331,7 +335,7 @@ static void softmax_few(struct item *it, const float *S, int NR)
                 const int row = rb + r;
                 if (row >= it->nr) { p[r] = _mm512_setzero_ps(); continue; }
                 const __m512 s = _mm512_maskz_loadu_ps(tail_mask(kn), S + (size_t)row * nk + j);
-                p[r] = _mm512_maskz_mov_ps(tail_mask(it->lim[row] - j), exp16(_mm512_sub_ps(s, mx[r])));
+                p[r] = exp16_softmax(s, mx[r], tail_mask(it->lim[row] - j));
             }
             store_rows4(it->P, 8, p, j, kn, rb);
         }
@@ -741,7 +745,7 @@ static void ss_softmax(struct sitem *s)
             float *sj = s->S + 16 * z;
             for (int j = 0; j < jmax; j++, sj += Ls) {
                 const __mmask16 ok = _mm512_cmpgt_epi32_mask(lv, _mm512_set1_epi32(j));
-                _mm512_storeu_ps(sj, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(_mm512_loadu_ps(sj), mx))));
+                _mm512_storeu_ps(sj, exp16_softmax(_mm512_loadu_ps(sj), mx, ok));
             }
         }
         return;
@@ -758,7 +762,7 @@ static void ss_softmax(struct sitem *s)
         const __m512i jv = _mm512_add_epi32(_mm512_set1_epi32(f >> sh), jofs);
         const __mmask16 ok = _mm512_cmpgt_epi32_mask(lv, jv);
         const __m512 x = _mm512_loadu_ps(s->S + f);
-        _mm512_storeu_ps(s->S + f, _mm512_maskz_mov_ps(ok, exp16(_mm512_sub_ps(x, mx))));
+        _mm512_storeu_ps(s->S + f, exp16_softmax(x, mx, ok));
     }
 }
 
