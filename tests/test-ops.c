@@ -165,6 +165,17 @@ static void test_rope_table(void)
                     free(cs);
                 }
     }
+    /* the same (theta, n_rot) twice in a row, then another and back: the same tables */
+    {
+        const int32_t pp[3] = { 3, 900, 77 };
+        float t1[3 * 64], t2[3 * 64], t3[3 * 64];
+        sprig_rope_table(t1, pp, 3, 64, 64, 10000.0f);
+        sprig_rope_table(t2, pp, 3, 64, 64, 10000.0f);
+        sprig_rope_table(t3, pp, 3, 64, 32, 10000.0f);
+        sprig_rope_table(t3, pp, 3, 64, 64, 500000.0f);
+        sprig_rope_table(t3, pp, 3, 64, 64, 10000.0f);
+        CHECK(memcmp(t1, t2, sizeof t1) == 0 && memcmp(t1, t3, sizeof t1) == 0);
+    }
     /* nothing to rotate: x unchanged, the table untouched */
     float x[4] = { 1, 2, 3, 4 }, cs[4] = { 9, 9, 9, 9 };
     const int32_t p = 5;

@@ -171,6 +171,21 @@ static int rope_dims(int hd, int n_rot)
     return n_rot > 0 ? n_rot : 0;
 }
 
+/* theta^(-2i/n_rot) for the pairs [i0, i0 + ROPE_MAX_PAIRS) of the last
+ * (theta, n_rot) this thread asked for: a forward asks for the same ones. */
+static const double *rope_inv(float theta, int n_rot, int i0, int i1)
+{
+    static _Thread_local struct { float theta; int n_rot, i0, i1; double inv[ROPE_MAX_PAIRS]; } c;
+    if (c.i1 == 0 || c.theta != theta || c.n_rot != n_rot || c.i0 != i0 || c.i1 != i1) {
+        for (int i = i0; i < i1; i++) c.inv[i - i0] = pow((double)theta, -(double)(2 * i) / (double)n_rot);
+        c.theta = theta;
+        c.n_rot = n_rot;
+        c.i0 = i0;
+        c.i1 = i1;
+    }
+    return c.inv;
+}
+
 void sprig_rope_table(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta)
 {
     n_rot = rope_dims(hd, n_rot);
@@ -178,8 +193,7 @@ void sprig_rope_table(float *cs, const int32_t *pos, int n, int hd, int n_rot, f
     const int half = n_rot / 2;
     for (int i0 = 0; i0 < half; i0 += ROPE_MAX_PAIRS) {
         const int i1 = half - i0 < ROPE_MAX_PAIRS ? half : i0 + ROPE_MAX_PAIRS;
-        double inv[ROPE_MAX_PAIRS];
-        for (int i = i0; i < i1; i++) inv[i - i0] = pow((double)theta, -(double)(2 * i) / (double)n_rot);
+        const double *inv = rope_inv(theta, n_rot, i0, i1);
         for (int r = 0; r < n; r++) {
             const double p = (double)pos[r];
             float *t = cs + ((size_t)r * (size_t)half + (size_t)i0) * 2;   /* [half][2] of row r */
