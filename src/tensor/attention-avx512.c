@@ -1,5 +1,5 @@
 /*
- * tensor/attention-avx512 — the AVX-512 work-item kernel of sprig_attention.
+ * tensor/attention-avx512 — the AVX-512 work-item kernels of sprig_attention.
  *
  * One item = up to 64 rows (query x head pairs) of one kv head. Per lane it
  * performs exactly the operations of sprig_attention_ref (attention.c), so
@@ -23,6 +23,10 @@
  *   are stored to out between tiles (exact). Finally o_r / sum_r.
  * Keys/values are streamed once per item; f16 rows are converted with
  * vcvtph2ps (identical to sprig_f16_to_f32).
+ *
+ * sprig_attn_small_avx512 (heads of hd <= 16, at the end of the file) has
+ * its own layout, described there. Hot loops use plain stores (score rows
+ * have slack past their end): masked stores are slow on some cores (Zen 4).
  */
 #include "tensor/attention.h"
 

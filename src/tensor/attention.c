@@ -1,8 +1,8 @@
 /*
  * tensor/attention — see attention.h. This file holds the spec (the one-query
  * reference), the plain-C batched kernel (also built as an x86-64-v3 clone),
- * argument checks, scratch sizing and the threaded driver;
- * attention-avx512.c holds the AVX-512 kernel.
+ * argument checks, scratch sizing, the small-head plan and the threaded
+ * driver; attention-avx512.c holds the AVX-512 kernels.
  *
  * The arithmetic, per query i and head h (kv head g = h / group), identical
  * in every kernel, which is what makes a row independent of the batch:
@@ -29,9 +29,18 @@
  * s_j - mx, hence no output bit. Masks should hold finite values (0 / -1e9);
  * -inf works as long as a row keeps one finite entry.
  *
- * Parallel split: work items are (kv head, block of <= 64 rows), taken from
- * an atomic counter; each item streams the keys/values of its kv head once
- * for all its rows, and each output element is written by one item only.
+ * Small heads (hd <= 16, AVX-512): lanes = (query row, head) over a chunk
+ * of G kv heads for the scores, 2-4 keys per vector when a key fills fewer
+ * than 16 lanes (decode), and lanes = (d, head) for the V accumulation —
+ * attention.h and attention-avx512.c have the layout; the per-lane
+ * arithmetic is again the one above.
+ *
+ * Parallel split: work items are (kv head, block of <= 64 rows) — for small
+ * heads (chunk of kv heads, block of query rows) — taken from an atomic
+ * counter; each item streams the keys/values of its kv heads once for all
+ * its rows, and each output element is written by one item only. Calls below
+ * the parallel threshold run on the calling thread; a threaded small-head
+ * call splits by kv-head chunks before rows.
  */
 #include "tensor/attention.h"
 
