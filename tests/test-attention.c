@@ -5,8 +5,10 @@
  * relies on: row i of a causal batch equals that query alone, a tree-masked
  * row equals the same query alone against its visible keys compacted to
  * contiguous slots, bitwise, for f32/f16 caches, hd 8/64/128, GQA and
- * thread counts 1/2/3. Also: -1e9 rows never NaN, argument checks, scratch
- * limits.
+ * thread counts 1/2/3. Small heads (hd <= 16, the AVX-512 chunked path):
+ * every chunk layout, n = 1..16, histories up to 2048, random and tree masks,
+ * a masked key holding inf values. Also: -1e9 rows never NaN, argument
+ * checks, scratch limits.
  *
  * SPRIG_BENCH_ATTN=1 additionally prints time per call for n = 1..64 at
  * history 64/512/2048 (llama-1b shapes, 2 threads).
