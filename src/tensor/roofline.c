@@ -43,33 +43,67 @@ static void bw_task(void *ctx, int ith, int nth)
 /* The buffer is mapped with transparent huge pages, as packed weights are
  * (matmul.c): with 4 KB pages the TLB misses and the prefetcher's stop at
  * every page boundary cost ~10% and the bound would be too low. */
-double sprig_measure_read_bandwidth(sprig_pool *pool, size_t bytes)
+struct sprig_bw_probe {
+    uint64_t *buf;
+    size_t words, len;
+    struct bw_ctx *c;
+};
+
+sprig_bw_probe *sprig_bw_probe_create(size_t bytes)
 {
     if (!bytes) bytes = (size_t)512 << 20;
     const size_t huge = (size_t)2 << 20;
-    if (bytes > ((size_t)1 << 40)) return -1;
+    if (bytes > ((size_t)1 << 40)) return NULL;
     size_t words = bytes / 64 * 8, len = (words * 8 + huge - 1) & ~(huge - 1);
-    if (!words) return -1;
-    uint64_t *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) return -1;
-#ifdef MADV_HUGEPAGE
-    madvise(buf, len, MADV_HUGEPAGE);
-#endif
-    for (size_t i = 0; i < words; i++) buf[i] = i * 0x9e3779b97f4a7c15ull;   /* touch every page */
-    struct bw_ctx *c = calloc(1, sizeof *c);
-    if (!c) { munmap(buf, len); return -1; }
-    c->buf = buf;
-    c->words = words;
-    double best = 1e30;
-    for (int run = 0; run < 6; run++) {
-        uint64_t t0 = sprig_time_ns();
-        sprig_pool_run(pool, bw_task, c, 0);
-        double dt = (double)(sprig_time_ns() - t0) * 1e-9;
-        if (run > 0 && dt < best) best = dt;   /* the first pass warms the TLB and the threads */
+    if (!words) return NULL;
+    sprig_bw_probe *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    b->c = calloc(1, sizeof *b->c);
+    if (b->buf == MAP_FAILED || !b->c) {
+        if (b->buf != MAP_FAILED) munmap(b->buf, len);
+        free(b->c);
+        free(b);
+        return NULL;
     }
-    free(c);
-    munmap(buf, len);
-    return (double)words * 8 / best * 1e-9;
+#ifdef MADV_HUGEPAGE
+    madvise(b->buf, len, MADV_HUGEPAGE);
+#endif
+    for (size_t i = 0; i < words; i++) b->buf[i] = i * 0x9e3779b97f4a7c15ull;   /* touch every page */
+    b->words = words;
+    b->len = len;
+    b->c->buf = b->buf;
+    b->c->words = words;
+    return b;
+}
+
+double sprig_bw_probe_read(sprig_pool *pool, sprig_bw_probe *b)
+{
+    uint64_t t0 = sprig_time_ns();
+    sprig_pool_run(pool, bw_task, b->c, 0);
+    double dt = (double)(sprig_time_ns() - t0) * 1e-9;
+    return (double)b->words * 8 / dt * 1e-9;
+}
+
+void sprig_bw_probe_free(sprig_bw_probe *b)
+{
+    if (!b) return;
+    munmap(b->buf, b->len);
+    free(b->c);
+    free(b);
+}
+
+double sprig_measure_read_bandwidth(sprig_pool *pool, size_t bytes)
+{
+    sprig_bw_probe *b = sprig_bw_probe_create(bytes);
+    if (!b) return -1;
+    double best = 0;
+    for (int run = 0; run < 6; run++) {
+        double gbs = sprig_bw_probe_read(pool, b);
+        if (run > 0 && gbs > best) best = gbs;   /* the first pass warms the TLB and the threads */
+    }
+    sprig_bw_probe_free(b);
+    return best;
 }
 
 /* ---------------------------------------------------------------- peak */

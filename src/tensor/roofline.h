@@ -28,6 +28,14 @@
  * negative when the buffer cannot be allocated. */
 double sprig_measure_read_bandwidth(sprig_pool *pool, size_t bytes);
 
+/* A reusable read probe: one buffer (huge pages, touched), read in full by
+ * every pool thread each time; for pairing a bandwidth reading with each
+ * measured operation when the host's bandwidth drifts. */
+typedef struct sprig_bw_probe sprig_bw_probe;
+sprig_bw_probe *sprig_bw_probe_create(size_t bytes);          /* 0: 512 MiB; NULL on failure */
+double          sprig_bw_probe_read(sprig_pool *pool, sprig_bw_probe *b);   /* GB/s of one pass */
+void            sprig_bw_probe_free(sprig_bw_probe *b);
+
 /* Peak arithmetic in G ops/s (a multiply-add counts 2) on all pool threads:
  * int8 dot products for Q8_0/Q4_0, fp32 FMA for F32/F16/BF16, with the best
  * kernel family of the CPU; negative for other types or without SIMD. */
