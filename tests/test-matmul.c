@@ -329,6 +329,47 @@ static void test_fused(void)
     free(x);
 }
 
+/* The work split (each thread's share, taken from the front, stolen from the
+ * back): many small panels, more threads than CPUs (threads get descheduled
+ * mid-matmul and their shares are stolen), many repetitions; every column
+ * must be computed, and equal the reference. */
+static void test_split_stress(void)
+{
+    const int64_t K = 64, N = 16 * 300 + 5;
+    const int reps = test_quick() ? 20 : 200;
+    void *raw = make_weight(SPRIG_TYPE_Q8_0, K, N);
+    float *x = make_act(3, K, false);
+    sprig_weight w;
+    CHECK(sprig_weight_init(&w, "split", SPRIG_TYPE_Q8_0, raw, K, N, NULL) == SPRIG_OK);
+    float *ref = malloc((size_t)3 * N * sizeof(float)), *y = malloc((size_t)3 * N * sizeof(float));
+    sprig_matmul_ref(&w, x, 3, ref);
+    size_t sb = sprig_act_scratch_bytes(3, K);
+    void *scratch = sprig_calloc_aligned(sb, 1);
+    sprig_pool *big = sprig_pool_create(2 * sprig_cpu_count() + 1, NULL);
+    CHECK(big != NULL);
+    sprig_pool *ps[2] = { pools[3], big };
+    int bad = 0;
+    for (int i = 0; i < 2 * reps && big; i++) {
+        int n = 1 + i % 3;
+        sprig_act a;
+        sprig_act_init(&a, x, n, K, scratch, sb);
+        const sprig_weight *ws[1] = { &w };
+        float *ys[1] = { y };
+        for (size_t j = 0; j < (size_t)n * N; j++) y[j] = -12345.0f;
+        sprig_matmul(ps[i & 1], &a, 1, ws, ys);
+        /* ref holds 3 rows; a batch of n rows equals its first n */
+        if (memcmp(y, ref, (size_t)n * N * sizeof(float)) != 0) bad++;
+    }
+    CHECKF(bad == 0, "%d of %d split runs differ from the reference", bad, 2 * reps);
+    sprig_pool_free(big);
+    sprig_weight_free(&w);
+    sprig_free_aligned(scratch);
+    free(y);
+    free(ref);
+    free(x);
+    free(raw);
+}
+
 /* ------------------------------------------------------------------ bad input, misc */
 
 static void test_bad_input(void)
@@ -377,6 +418,7 @@ int main(void)
     RUN(test_reference_vs_double);
     RUN(test_kernels);
     RUN(test_fused);
+    RUN(test_split_stress);
     RUN(test_bad_input);
     for (int t = 1; t <= 3; t++) sprig_pool_free(pools[t]);
     return test_summary("test-matmul");

@@ -2,25 +2,30 @@
  * tensor/matmul-avx512 — AVX-512 (F, BW, VL, DQ, VNNI) matmul kernels and the
  * activation quantizer; compiled with AVX-512 flags, called only after CPUID.
  *
- * One zmm holds 16 output columns (a packed panel, see matmul-kern.h). A tile
- * is G panels x R activation rows (R <= 12): every 64-byte weight load is
- * applied to all R rows before the next one, so a batch costs one pass over
- * the weights. Panels are the outer loop and row chunks the inner one; with
- * several chunks, k is walked in ranges of ~8 KB of panel so the weights stay
- * in L1 while every chunk uses them (partial sums wait in y).
+ * One zmm holds 16 output columns (a packed panel, see matmul-kern.h). Every
+ * 64-byte weight load is applied to all rows of a tile before the next one,
+ * so a batch costs one pass over the weights.
  *
- * Quantized weights: per 32-block, the int32 accumulator starts at the
- * activation's offset correction (-128*sum(a) for Q8_0 stored as q ^ 0x80,
- * -8*sum(a) for Q4_0 nibbles), takes 8 vpdpbusd (u8 weights x the
- * activation's 4 int8 broadcast), giving the exact block dot; then
- * acc = fma(cvt(isum), dw * da, acc), as the reference does.
- * Float weights: acc = fma(w, x, acc) per k, in k order.
+ * Quantized weights: a tile is ONE panel x R <= 16 rows. Per 32-block the 8
+ * weight vectors stay in registers and each row's exact int32 dot is a chain
+ * of 8 vpdpbusd (u8 weights x the activation's 4 int8 broadcast from memory)
+ * starting at the activation's offset correction (-128*sum(a) for Q8_0 stored
+ * as q ^ 0x80, -8*sum(a) for Q4_0 nibbles); then
+ * acc = fma(cvt(isum), dw * da, acc), as the reference does. One panel per
+ * tile keeps a thread's panels one sequential stream (consecutive panels are
+ * contiguous), prefetched at a distance per row count; 16 rows in one tile
+ * keep the accumulators in registers for the whole k range.
+ * Float weights: a tile is G panels x R <= 12 rows, acc = fma(w, x, acc) per
+ * k, in k order.
+ * With more rows than a tile takes, rows run in chunks and k is walked in
+ * ranges of ~8 KB of panel, every chunk over a range while it is in L1
+ * (partial sums wait in y).
  *
  * Measured on Zen 4 (the 512-bit ops take both 256-bit FMA pipes): vpdpbusd,
- * vmulps and vfmadd each issue once per cycle and share those pipes, so a
- * row-block costs 8 + 1 + 1 = 10 cycles: 80% of the vpdpbusd peak is the
- * ceiling of this (bit-exact per-block) scheme; tiles run at 85-99% of it
- * (activation quantization, dispatch and k-range overheads are the rest).
+ * vmulps and vfmadd each issue once per cycle and share those pipes (vcvtdq2ps
+ * and vcvtph2ps do not), so a row-block costs 8 + 1 + 1 = 10 cycles: 80% of
+ * the vpdpbusd peak is the ceiling of this (bit-exact per-block) scheme. The
+ * 16-row tile runs at ~96% of it from L2 and ~92% streaming from DRAM.
  */
 #include "tensor/matmul-kern.h"
 #include "tensor/types.h"
@@ -33,22 +38,18 @@
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
 
-#define RMAX 12   /* rows per tile */
-/* Software prefetch (into L2) of the quantized weights, PF_DIST bytes of a
- * panel ahead for tiles of at least PF_MIN_ROWS rows (compute-heavy: the
- * hardware prefetcher alone lets DRAM idle while they compute), PF_DIST_1 for
- * one-row tiles (decode: a few percent more of the bandwidth when it is
- * high). Tiles of 2..5 rows measured best without. */
+#define RMAX 12   /* rows per float tile */
+#define QRMAX 16  /* rows per quantized tile */
+
+/* Software prefetch (into L2) of float panels, PF_DIST bytes ahead, for tiles
+ * of at least PF_MIN_ROWS / 2 rows. */
 #ifndef PF_MIN_ROWS
 #define PF_MIN_ROWS 6
 #endif
 #ifndef PF_DIST
 #define PF_DIST 8192
 #endif
-#ifndef PF_DIST_1
-#define PF_DIST_1 2048
-#endif
-#define GMAX 8    /* panels per tile */
+#define GMAX 8    /* panels per float tile */
 
 AI __m512i bcast4(const int8_t *p)
 {
@@ -82,7 +83,7 @@ AI __m512 load16(const float *y, int64_t col, int64_t n_out)
     return _mm512_maskz_loadu_ps(rem > 0 ? (__mmask16)((1u << rem) - 1) : 0, y + col);
 }
 
-/* Accumulators of a tile: zero when its k range starts at 0, else the partial
+/* Accumulators of a float tile: zero when its k range starts at 0, else the partial
  * sums an earlier range left in y (a float stored and reloaded is the same
  * float, so splitting k changes no rounding). */
 #define TILE_ACC_INIT(first)                                                                        \
@@ -94,85 +95,58 @@ AI __m512 load16(const float *y, int64_t col, int64_t n_out)
 
 /* ---------------------------------------------------------------- quantized tile */
 
-/* Rows [r0, r0+R) x panels [p, p+G) x blocks [b0, b1). */
-AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, const int R, const int G, const bool q4)
+/* Rows [r0, r0+R) x panel p x blocks [b0, b1). Rows outer, the 8 weight
+ * vectors of a block in registers: each row's exact block dot is a chain of 8
+ * vpdpbusd into one temporary (renamed, so R accumulators + 8 weights + a few
+ * temporaries fit 32 zmm up to R = 16). A non-zero dist prefetches the
+ * panel stream that many bytes ahead (consecutive panels are contiguous, so
+ * it runs on into the next panel). */
+AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, const int R, const bool q4,
+              const size_t dist)
 {
-    const int64_t nb = J->n_in / SPRIG_QK;
-    const size_t ps = J->pstride, qsb = q4 ? 256 : 512;
-    const uint8_t *base = J->packed + (size_t)p * ps;
-    const uint8_t *wd = base + (size_t)nb * qsb;
+    const size_t qsb = q4 ? 256 : 512;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride;
     const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
     const int64_t n = J->n;
     const __m512i m4 = _mm512_set1_epi8(15);
 
-    __m512 acc[RMAX][GMAX];
-    TILE_ACC_INIT(b0 == 0)
+    __m512 acc[QRMAX];   /* zero, or the partial sums an earlier k range left in y */
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = b0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
 
     for (int64_t b = b0; b < b1; b++) {
-        const uint8_t *qb = base + (size_t)b * qsb;
-        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
-            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-            UNROLL for (int g = 0; g < G; g++) {
-                UNROLL for (size_t l = 0; l < qsb; l += 64)
-                    _mm_prefetch((const char *)qb + g * ps + dist + l, _MM_HINT_T1);
-                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + dist / 16, _MM_HINT_T1);
-            }
+        const uint8_t *qb = base + sprig_mm_qs_off(b, qsb), *db = base + sprig_mm_d_off(b, qsb);
+        if (dist) {
+            UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + dist + l, _MM_HINT_T1);
+            if (b & 1) _mm_prefetch((const char *)qb + qsb + dist, _MM_HINT_T1);   /* the unit's scales */
         }
-        __m512i ia[RMAX][GMAX];
-        UNROLL for (int r = 0; r < R; r++) {
-            __m512i c = _mm512_set1_epi32(q4 ? aq[b * n + r].c4 : aq[b * n + r].c8);
-            UNROLL for (int g = 0; g < G; g++) ia[r][g] = c;
-        }
+        __m512i wv[8];
         if (!q4) {
-            UNROLL for (int j = 0; j < 8; j++) {
-                __m512i wv[GMAX];
-                UNROLL for (int g = 0; g < G; g++) wv[g] = _mm512_loadu_si512(qb + g * ps + j * 64);
-                UNROLL for (int r = 0; r < R; r++) {
-                    const int8_t *a = aq[b * n + r].q + j * 4;
-                    if (G == 1) {
-                        ia[r][0] = dpbusd_b(ia[r][0], wv[0], a);
-                    } else {   /* one broadcast register for the G panels */
-                        __m512i av = bcast4(a);
-                        UNROLL for (int g = 0; g < G; g++) ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], wv[g], av);
-                    }
-                }
-            }
+            UNROLL for (int j = 0; j < 8; j++) wv[j] = _mm512_loadu_si512(qb + j * 64);
         } else {
             UNROLL for (int t = 0; t < 4; t++) {
-                __m512i lo[GMAX], hi[GMAX];
-                UNROLL for (int g = 0; g < G; g++) {
-                    __m512i v = _mm512_loadu_si512(qb + g * ps + t * 64);
-                    lo[g] = _mm512_and_si512(v, m4);
-                    hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                }
-                UNROLL for (int r = 0; r < R; r++) {
-                    const int8_t *a = aq[b * n + r].q + t * 4;
-                    if (G == 1) {
-                        ia[r][0] = dpbusd_b(ia[r][0], lo[0], a);
-                        ia[r][0] = dpbusd_b(ia[r][0], hi[0], a + 16);
-                    } else {
-                        __m512i al = bcast4(a), ah = bcast4(a + 16);
-                        UNROLL for (int g = 0; g < G; g++) {
-                            ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], lo[g], al);
-                            ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], hi[g], ah);
-                        }
-                    }
-                }
+                __m512i v = _mm512_loadu_si512(qb + t * 64);
+                wv[2 * t] = _mm512_and_si512(v, m4);
+                wv[2 * t + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             }
         }
-        __m512 dw[GMAX];
-        UNROLL for (int g = 0; g < G; g++)
-            dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wd + g * ps + b * 32)));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)db));
         UNROLL for (int r = 0; r < R; r++) {
-            __m512 s = _mm512_set1_ps(aq[b * n + r].d);
-            UNROLL for (int g = 0; g < G; g++)
-                acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[r][g]), _mm512_mul_ps(dw[g], s), acc[r][g]);
+            const sprig_mm_qblock *a = &aq[b * n + r];
+            __m512i ia = _mm512_set1_epi32(q4 ? a->c4 : a->c8);
+            if (!q4) {
+                UNROLL for (int j = 0; j < 8; j++) ia = dpbusd_b(ia, wv[j], a->q + j * 4);
+            } else {
+                UNROLL for (int t = 0; t < 4; t++) {
+                    ia = dpbusd_b(ia, wv[2 * t], a->q + t * 4);
+                    ia = dpbusd_b(ia, wv[2 * t + 1], a->q + 16 + t * 4);
+                }
+            }
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(dw, _mm512_set1_ps(a->d)), acc[r]);
         }
     }
-    UNROLL for (int r = 0; r < R; r++) {
-        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
-        UNROLL for (int g = 0; g < G; g++) store16(yr, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[r][g]);
-    }
+    UNROLL for (int r = 0; r < R; r++)
+        store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
 }
 
 /* ---------------------------------------------------------------- float tile */
@@ -229,33 +203,28 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1, 
 /* ---------------------------------------------------------------- instantiation */
 
 typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1);
+typedef void (*qtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, size_t dist);
 
-/* Panels per tile (G) for a tile of R rows. Quantized tiles hold 2*R*G
- * accumulators + 2*G weight/scale vectors, float tiles R*G accumulators + G
- * weights, in 32 zmm. n = 1 needs a few panels for independent dependency
- * chains, not more: every panel is another DRAM stream. */
-static const int q_g[RMAX + 1] = { 0, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1 };
+/* Panels per float tile (G) for a tile of R rows: R*G accumulators + G
+ * weights in 32 zmm. */
 static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 
-#define QT(NAME, R, G, Q4) \
-    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
-    { qtile(J, p, r0, k0, k1, R, G, Q4); }
+#define QT(NAME, R, Q4) \
+    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, size_t dist) \
+    { qtile(J, p, r0, b0, b1, R, Q4, dist); }
 #define FT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
     { ftile(J, p, r0, k0, k1, R, G, TY); }
 
-/* tab[R][i]: the tile of R rows and 2^i panels (NULL: not instantiated). */
 #define QSET(NAME, Q4) \
-    QT(NAME, 1, 1, Q4) QT(NAME, 1, 2, Q4) QT(NAME, 1, 4, Q4) QT(NAME, 2, 1, Q4) QT(NAME, 2, 2, Q4) \
-    QT(NAME, 2, 4, Q4) QT(NAME, 3, 1, Q4) QT(NAME, 3, 2, Q4) QT(NAME, 4, 1, Q4) QT(NAME, 4, 2, Q4) \
-    QT(NAME, 5, 1, Q4) QT(NAME, 5, 2, Q4) QT(NAME, 6, 1, Q4) QT(NAME, 6, 2, Q4) QT(NAME, 7, 1, Q4) \
-    QT(NAME, 8, 1, Q4) QT(NAME, 9, 1, Q4) QT(NAME, 10, 1, Q4) QT(NAME, 11, 1, Q4) QT(NAME, 12, 1, Q4) \
-    static const tile_fn NAME##_tab[RMAX + 1][4] = { { NULL }, \
-        { NAME##_r1_g1, NAME##_r1_g2, NAME##_r1_g4 }, { NAME##_r2_g1, NAME##_r2_g2, NAME##_r2_g4 }, \
-        { NAME##_r3_g1, NAME##_r3_g2 }, { NAME##_r4_g1, NAME##_r4_g2 }, { NAME##_r5_g1, NAME##_r5_g2 }, \
-        { NAME##_r6_g1, NAME##_r6_g2 }, { NAME##_r7_g1 }, { NAME##_r8_g1 }, { NAME##_r9_g1 }, { NAME##_r10_g1 }, \
-        { NAME##_r11_g1 }, { NAME##_r12_g1 } };
+    QT(NAME, 1, Q4) QT(NAME, 2, Q4) QT(NAME, 3, Q4) QT(NAME, 4, Q4) QT(NAME, 5, Q4) QT(NAME, 6, Q4) \
+    QT(NAME, 7, Q4) QT(NAME, 8, Q4) QT(NAME, 9, Q4) QT(NAME, 10, Q4) QT(NAME, 11, Q4) QT(NAME, 12, Q4) \
+    QT(NAME, 13, Q4) QT(NAME, 14, Q4) QT(NAME, 15, Q4) QT(NAME, 16, Q4) \
+    static const qtile_fn NAME##_tab[QRMAX + 1] = { NULL, NAME##_r1, NAME##_r2, NAME##_r3, NAME##_r4, \
+        NAME##_r5, NAME##_r6, NAME##_r7, NAME##_r8, NAME##_r9, NAME##_r10, NAME##_r11, NAME##_r12, \
+        NAME##_r13, NAME##_r14, NAME##_r15, NAME##_r16 };
 
+/* tab[R][i]: the float tile of R rows and 2^i panels (NULL: not instantiated). */
 #define FSET(NAME, TY) \
     FT(NAME, 1, 1, TY) FT(NAME, 1, 2, TY) FT(NAME, 1, 4, TY) FT(NAME, 1, 8, TY) \
     FT(NAME, 2, 1, TY) FT(NAME, 2, 2, TY) FT(NAME, 2, 4, TY) FT(NAME, 3, 1, TY) FT(NAME, 3, 2, TY) \
@@ -310,13 +279,42 @@ static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gta
     }
 }
 
+
+/* Prefetch distance (bytes of the panel stream) for a quantized tile of R
+ * rows. Measured: one row streams best with a short distance (the core's own
+ * out-of-order loads run far ahead, and the hardware prefetcher follows one
+ * stream well; longer distances cost up to 20% at 60 GB/s), 2-3 rows without,
+ * compute-heavier tiles need the DRAM reads started ~16 blocks ahead. */
+static const size_t q_pf[QRMAX + 1] = { 0, 2176, 0, 0, 8704, 8704, 8704, 8704, 8704, 8704, 8704, 8704, 8704,
+                                        8704, 8704, 8704, 8704 };
+
+/* Quantized weights: one panel at a time (a thread's panels are one
+ * sequential stream), rows in chunks of up to QRMAX. With several chunks, k
+ * is walked in ranges of kstep blocks and every chunk runs over a range while
+ * its weights are in L1; only the first chunk prefetches. */
+static void qdrive(const sprig_mm_job *J, const qtile_fn *tab, int64_t kstep)
+{
+    const int n = J->n, chunks = (n + QRMAX - 1) / QRMAX;
+    const int64_t nb = J->n_in / SPRIG_QK;
+    if (chunks == 1) kstep = nb;
+    for (int64_t p = J->p0; p < J->p1; p++) {
+        for (int64_t k0 = 0; k0 < nb; k0 += kstep) {
+            int64_t k1 = nb - k0 < kstep ? nb : k0 + kstep;
+            for (int c = 0; c < chunks; c++) {
+                int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
+                tab[R](J, p, r0, k0, k1, c == 0 ? q_pf[R] : 0);
+            }
+        }
+    }
+}
+
 /* k per range when a tile is run in ranges: ~8 KB of one panel. */
 #ifndef KSTEP_BYTES
 #define KSTEP_BYTES 8192
 #endif
 
-static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q_g, J->n_in / SPRIG_QK, KSTEP_BYTES / 512); }
-static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q_g, J->n_in / SPRIG_QK, KSTEP_BYTES / 256); }
+static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_tab, KSTEP_BYTES / 512); }
+static void k_q4(const sprig_mm_job *J) { qdrive(J, q4_tab, KSTEP_BYTES / 256); }
 static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g, J->n_in, KSTEP_BYTES / 64); }
 static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g, J->n_in, KSTEP_BYTES / 32); }
 static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g, J->n_in, KSTEP_BYTES / 32); }

@@ -37,9 +37,6 @@ static const char *const fam_names[FAM_COUNT] = { "reference", "avx2", "avx512-v
 /* Limits that keep every index product far from overflow. */
 #define MM_MAX_DIM  ((int64_t)1 << 30)
 #define MM_MAX_W    16
-#ifndef MM_GRABS
-#define MM_GRABS    8           /* panel chunks per thread and matmul */
-#endif
 
 /* ---------------------------------------------------------------- family selection */
 
@@ -143,8 +140,7 @@ size_t sprig_mm_panel_bytes(int type, int64_t n_in)
     if (!t || n_in <= 0 || n_in > MM_MAX_DIM) return 0;
     size_t k = (size_t)n_in, nb = k / SPRIG_QK;
     if (!t->quant) return round64(k * t->k_bytes);
-    size_t qs = type == SPRIG_TYPE_Q8_0 ? nb * 512 : nb * 256;
-    return qs + round64(nb * SPRIG_MM_PANEL * 2);
+    return (nb + 1) / 2 * sprig_mm_qunit(type == SPRIG_TYPE_Q8_0 ? 512 : 256);
 }
 
 static sprig_mm_kernel_fn fam_kernel(const struct sprig_mm_family *f, int type)
@@ -200,7 +196,7 @@ static void pack_weight(sprig_weight *w, bool q8_xor)
             if (o >= N) {
                 if (w->type == SPRIG_TYPE_Q8_0 && q8_xor)   /* padding holds q = 0 */
                     for (int64_t b = 0; b < nb; b++)
-                        for (int j = 0; j < 8; j++) memset(dst + b * 512 + j * 64 + c * 4, 0x80, 4);
+                        for (int j = 0; j < 8; j++) memset(dst + sprig_mm_qs_off(b, 512) + j * 64 + c * 4, 0x80, 4);
                 continue;
             }
             const uint8_t *src = (const uint8_t *)w->raw + (size_t)o * w->row_bytes;
@@ -212,26 +208,23 @@ static void pack_weight(sprig_weight *w, bool q8_xor)
             case SPRIG_TYPE_BF16:
                 for (int64_t k = 0; k < K; k++) memcpy(dst + (k * SPRIG_MM_PANEL + c) * 2, src + k * 2, 2);
                 break;
-            case SPRIG_TYPE_Q8_0: {
-                uint8_t *ds = dst + nb * 512;
+            case SPRIG_TYPE_Q8_0:
                 for (int64_t b = 0; b < nb; b++) {
                     const uint8_t *blk = src + b * sizeof(sprig_block_q8_0);
-                    memcpy(ds + (b * SPRIG_MM_PANEL + c) * 2, blk, 2);
+                    uint8_t *qs = dst + sprig_mm_qs_off(b, 512);
+                    memcpy(dst + sprig_mm_d_off(b, 512) + c * 2, blk, 2);
                     for (int j = 0; j < 8; j++)
                         for (int i = 0; i < 4; i++)
-                            dst[b * 512 + j * 64 + c * 4 + i] = (uint8_t)(blk[2 + 4 * j + i] ^ (q8_xor ? 0x80 : 0));
+                            qs[j * 64 + c * 4 + i] = (uint8_t)(blk[2 + 4 * j + i] ^ (q8_xor ? 0x80 : 0));
                 }
                 break;
-            }
-            case SPRIG_TYPE_Q4_0: {
-                uint8_t *ds = dst + nb * 256;
+            case SPRIG_TYPE_Q4_0:
                 for (int64_t b = 0; b < nb; b++) {
                     const uint8_t *blk = src + b * sizeof(sprig_block_q4_0);
-                    memcpy(ds + (b * SPRIG_MM_PANEL + c) * 2, blk, 2);
-                    for (int t = 0; t < 4; t++) memcpy(dst + b * 256 + t * 64 + c * 4, blk + 2 + 4 * t, 4);
+                    memcpy(dst + sprig_mm_d_off(b, 256) + c * 2, blk, 2);
+                    for (int t = 0; t < 4; t++) memcpy(dst + sprig_mm_qs_off(b, 256) + t * 64 + c * 4, blk + 2 + 4 * t, 4);
                 }
                 break;
-            }
             default: break;
             }
         }
@@ -488,6 +481,21 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
 
 /* ---------------------------------------------------------------- the threaded matmul */
 
+/* Work split: each thread owns an equal contiguous share of the panels and
+ * takes MM_STEP panels at a time from its front (fewer near the end: a
+ * quarter of what is left); a thread that runs out steals the back half of
+ * the largest share with at least 2 panels left. */
+#define MM_MAX_TH 64
+#define MM_STEP   4
+
+/* A thread's remaining panels [front, back) in one word, so the owner
+ * (taking from the front) and a thief (from the back) agree by CAS. */
+struct mm_own { _Alignas(64) _Atomic uint64_t fb; };
+
+static inline uint64_t fb_pack(int64_t f, int64_t b) { return (uint64_t)f << 32 | (uint64_t)b; }
+static inline int64_t fb_front(uint64_t v) { return (int64_t)(v >> 32); }
+static inline int64_t fb_back(uint64_t v) { return (int64_t)(v & 0xffffffffu); }
+
 struct mm_ctx {
     const sprig_act *a;
     int m;
@@ -495,8 +503,7 @@ struct mm_ctx {
     float *const *y;
     const sprig_mm_qblock *aq;
     int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
-    int64_t chunk;                 /* panels per grab */
-    _Alignas(64) atomic_llong next;   /* next panel to hand out */
+    struct mm_own own[MM_MAX_TH];  /* [nth] what each thread has left */
 };
 
 /* Panels [lo, hi) of the concatenation of all weights. */
@@ -522,20 +529,60 @@ static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
     }
 }
 
-/* Threads take chunks of panels from a shared counter, so a thread slowed by
- * another process on its core (or a slower core) does less of the work. Which
+/* Take up to `want` panels from the front of own[t]; false when empty. */
+static bool own_take(struct mm_own *o, int64_t want, int64_t *lo, int64_t *hi)
+{
+    uint64_t v = atomic_load_explicit(&o->fb, memory_order_relaxed);
+    for (;;) {
+        int64_t f = fb_front(v), b = fb_back(v);
+        if (f >= b) return false;
+        /* near the end one panel at a time, so a thief can take the rest */
+        int64_t take = (b - f) / 4;
+        take = take < 1 ? 1 : take > want ? want : take;
+        int64_t e = f + take;
+        if (atomic_compare_exchange_weak_explicit(&o->fb, &v, fb_pack(e, b), memory_order_relaxed, memory_order_relaxed)) {
+            *lo = f;
+            *hi = e;
+            return true;
+        }
+    }
+}
+
+/* Steal the back half of the fullest other range of at least 2 panels; the
+ * thief owns it afterwards. */
+static bool own_steal(struct mm_ctx *c, int ith, int nth)
+{
+    for (;;) {
+        int best = -1;
+        int64_t most = 1;
+        for (int t = 0; t < nth; t++) {
+            uint64_t v = atomic_load_explicit(&c->own[t].fb, memory_order_relaxed);
+            if (t != ith && fb_back(v) - fb_front(v) > most) { most = fb_back(v) - fb_front(v); best = t; }
+        }
+        if (best < 0) return false;
+        uint64_t v = atomic_load_explicit(&c->own[best].fb, memory_order_relaxed);
+        int64_t f = fb_front(v), b = fb_back(v);
+        if (b - f < 2) continue;
+        int64_t mid = b - (b - f) / 2;
+        if (atomic_compare_exchange_strong_explicit(&c->own[best].fb, &v, fb_pack(f, mid), memory_order_relaxed,
+                                                    memory_order_relaxed)) {
+            atomic_store_explicit(&c->own[ith].fb, fb_pack(mid, b), memory_order_relaxed);
+            return true;
+        }
+    }
+}
+
+/* Each thread walks its own share front to back (one sequential stream: the
+ * kernels' prefetch runs on into the next panels) and then steals, so a
+ * thread slowed by another process on its core does less of the work. Which
  * thread computes a column never changes its value. */
 static void mm_task(void *ctx, int ith, int nth)
 {
     struct mm_ctx *c = ctx;
-    SPRIG_UNUSED(ith);
-    SPRIG_UNUSED(nth);
-    const int64_t total = c->start[c->m];
-    for (;;) {
-        int64_t lo = atomic_fetch_add_explicit(&c->next, c->chunk, memory_order_relaxed);
-        if (lo >= total) break;
-        mm_range(c, lo, lo + c->chunk < total ? lo + c->chunk : total);
-    }
+    int64_t lo, hi;
+    do {
+        while (own_take(&c->own[ith], MM_STEP, &lo, &hi)) mm_range(c, lo, hi);
+    } while (own_steal(c, ith, nth));
 }
 
 void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y)
@@ -563,13 +610,15 @@ void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *con
         c.aq = act_q_view(a);
     }
     macs *= a->n;
-    /* A thread per >= 64K multiply-adds, at most one per panel; about 8
-     * grabs per thread, in multiples of 4 panels (whole wide tiles). */
+    /* A thread per >= 64K multiply-adds, at most one per panel. */
     int64_t nth = macs / 65536 + 1;
     if (nth > c.start[m]) nth = c.start[m];
     if (nth > sprig_pool_size(pool)) nth = sprig_pool_size(pool);
-    c.chunk = (c.start[m] + nth * MM_GRABS - 1) / (nth * MM_GRABS);
-    c.chunk = (c.chunk + 3) & ~(int64_t)3;
-    atomic_init(&c.next, 0);
+    if (nth > MM_MAX_TH) nth = MM_MAX_TH;
+    for (int t = 0; t < nth; t++) {
+        long lo, hi;
+        sprig_split((long)c.start[m], t, (int)nth, &lo, &hi);
+        atomic_init(&c.own[t].fb, fb_pack(lo, hi));
+    }
     sprig_pool_run(pool, mm_task, &c, (int)nth);
 }
