@@ -1,5 +1,6 @@
 /*
- * tests/test-base.c — base utilities: thread pool splits and barriers, rng
+ * tests/test-base.c — base utilities: thread pool splits, barriers and runs
+ * under contention (oversubscribed, sleeping workers, a busy CPU), rng
  * reproducibility, error formatting, checked allocation.
  */
 #include "test.h"
@@ -8,7 +9,9 @@
 #include "base/pool.h"
 #include "base/rng.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 struct sum_ctx { const int *v; long n; long long part[64]; atomic_int calls; };
 
@@ -46,6 +49,62 @@ static void test_pool_runs_every_share_once(void)
     struct sum_ctx c = { .v = v, .n = 10007 };
     sprig_pool_run(NULL, sum_task, &c, 8);
     CHECK_EQ_INT(c.part[0], want);
+}
+
+/* Shares are claimed by whichever thread comes first (the caller runs those
+ * nobody took), so every share must still run exactly once with more threads
+ * than CPUs, with workers asleep between runs, and while another thread of
+ * the process keeps a CPU busy. */
+struct spin_ctx { atomic_bool stop; };
+
+static void *spin_main(void *arg)
+{
+    struct spin_ctx *s = arg;
+    volatile unsigned long x = 0;
+    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) x++;
+    return NULL;
+}
+
+static void check_pool_runs(sprig_pool *p, int runs, int max_nth, bool pause)
+{
+    static int v[4099];
+    long long want = 0;
+    for (int i = 0; i < 4099; i++) { v[i] = i * 5 - 3; want += v[i]; }
+    int bad = 0;
+    for (int rep = 0; rep < runs; rep++) {
+        struct sum_ctx c = { .v = v, .n = 4099 };
+        atomic_init(&c.calls, 0);
+        int nth = 1 + rep % max_nth;
+        if (pause && rep % 16 == 0) {   /* long enough for idle workers to go to sleep */
+            struct timespec ts = { 0, 2000000 };
+            nanosleep(&ts, NULL);
+        }
+        sprig_pool_run(p, sum_task, &c, nth);
+        long long s = 0;
+        for (int i = 0; i < nth; i++) s += c.part[i];
+        if (s != want || atomic_load(&c.calls) != nth) bad++;
+    }
+    CHECKF(bad == 0, "%d of %d pool runs lost or repeated a share", bad, runs);
+}
+
+static void test_pool_under_contention(void)
+{
+    int cpus = sprig_cpu_count(), over = 2 * cpus + 1 < 64 ? 2 * cpus + 1 : 64;
+    int runs = test_quick() ? 300 : 3000;
+    sprig_pool *p = sprig_pool_create(over, NULL);   /* oversubscribed: nobody spins */
+    CHECK(p != NULL);
+    if (p) check_pool_runs(p, runs, over, true);
+    sprig_pool_free(p);
+    p = sprig_pool_create(cpus < 2 ? 2 : cpus, NULL);
+    CHECK(p != NULL);
+    struct spin_ctx s;
+    atomic_init(&s.stop, false);
+    pthread_t th;
+    bool started = pthread_create(&th, NULL, spin_main, &s) == 0;
+    if (p) check_pool_runs(p, runs, sprig_pool_size(p), true);
+    atomic_store(&s.stop, true);
+    if (started) pthread_join(th, NULL);
+    sprig_pool_free(p);
 }
 
 static void test_split_covers_range(void)
@@ -92,6 +151,7 @@ static void test_errors_and_alloc(void)
 int main(void)
 {
     RUN(test_pool_runs_every_share_once);
+    RUN(test_pool_under_contention);
     RUN(test_split_covers_range);
     RUN(test_rng_is_reproducible);
     RUN(test_errors_and_alloc);

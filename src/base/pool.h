@@ -1,12 +1,18 @@
 /*
  * base/pool — a persistent pthread pool for data-parallel kernels.
  *
- * One job at a time: sprig_pool_run(fn, ctx, nth) calls fn(ctx, ith, nth) on
- * nth threads (the caller is thread 0) and returns when all of them are done,
- * so every run is a full barrier. Workers spin briefly between jobs (a decode
- * step issues hundreds of small jobs; a condvar wake-up per job would cost
- * more than the job) and then sleep on a condition variable. No allocation
- * happens per run. Work is split by the callee with ith/nth (rows, columns).
+ * One job at a time: sprig_pool_run(fn, ctx, nth) calls fn(ctx, ith, nth)
+ * exactly once for every share ith in [0, nth) and returns when all of them
+ * are done, so every run is a full barrier. Shares go to whichever thread
+ * claims them first, the caller included: it runs the shares no worker has
+ * taken, so a descheduled or sleeping worker never delays a run it has not
+ * started (fn must not assume its shares run concurrently, nor which thread
+ * runs which share; per-share scratch indexed by ith stays exclusive).
+ * Workers spin briefly between jobs (a decode step issues hundreds of small
+ * jobs; a wake-up per job would cost more than the job) and then sleep on a
+ * futex; nobody spins with more threads than CPUs, or for a while after a
+ * spinning thread was preempted. No allocation happens per run. Work is split
+ * by the callee with ith/nth (rows, columns).
  */
 #ifndef SPRIG_BASE_POOL_H
 #define SPRIG_BASE_POOL_H
