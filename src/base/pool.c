@@ -17,7 +17,8 @@
  * waiting for shares in progress spins briefly and then sleeps on `done`
  * (the worker finishing the last share wakes it): a worker preempted in the
  * middle of a share then gets a free CPU instead of one held by spinning.
- * With more threads than CPUs nobody spins. The sleeper counts are read
+ * With more threads than CPUs nobody spins, nor for CALM_NS after a pool
+ * thread was preempted repeatedly by other tasks of the system. The sleeper counts are read
  * after the words they guard are changed (seq_cst on both sides, and the
  * kernel re-checks the futex word), so a wake-up cannot be lost.
  */
@@ -30,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -45,7 +47,8 @@
 
 #define IDLE_SPIN_NS 200000   /* a worker spins this long for the next job, then sleeps */
 #define WAIT_SPIN_NS 30000    /* the caller spins this long for shares in progress, then sleeps */
-#define PREEMPT_NS   50000    /* a gap this long inside a spin loop: the thread was preempted */
+#define WIN_NS       20000000 /* a spinning thread looks this often how often it was preempted */
+#define WIN_SWITCHES 4        /* preemptions in a window that mean another task wants the CPUs */
 #define CALM_NS      100000000 /* after a preemption, nobody spins for this long */
 
 struct worker {
@@ -132,25 +135,53 @@ static bool work_left(struct sprig_pool *p)
     return JOB_NEXT(v) < JOB_NTH(v);
 }
 
-/* Spin until done(p, arg) or `budget` ns pass; false on timeout. A spin that
- * sees its clock jump was preempted: spinning then only takes CPU time from
- * whatever else runs, so nobody spins for CALM_NS. */
+/* Involuntary context switches of the calling thread so far. Host-level
+ * preemption of a virtual CPU does not count: only another task of this
+ * system competing for the CPU does. */
+static uint64_t nivcsw(void)
+{
+#if defined(RUSAGE_THREAD)
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) return (uint64_t)ru.ru_nivcsw;
+#endif
+    return 0;
+}
+
+/* The thread's current window: its start and the count then. */
+static _Thread_local uint64_t tl_win_t0, tl_win_n0;
+
+/* At most once per window: true when the thread was preempted at least
+ * WIN_SWITCHES times in the window that ends (a kernel thread now and then
+ * does not count; another busy task takes the CPU every few milliseconds). */
+static bool contended(uint64_t now)
+{
+    if (now - tl_win_t0 < WIN_NS) return false;
+    uint64_t v = nivcsw();
+    bool c = tl_win_t0 && v - tl_win_n0 >= WIN_SWITCHES;
+    tl_win_t0 = now;
+    tl_win_n0 = v;
+    return c;
+}
+
+/* Spin until done(p, arg) or `budget` ns pass; false on timeout. When a
+ * spinning thread finds it was preempted repeatedly (while spinning or
+ * working), spinning only takes CPU time from whatever else runs: nobody
+ * spins for CALM_NS. */
 static bool spin_until(struct sprig_pool *p, bool (*done)(struct sprig_pool *, int), int arg, uint64_t budget)
 {
     if (p->oversub) return done(p, arg);
-    uint64_t t0 = sprig_time_ns(), last = t0;
+    uint64_t t0 = sprig_time_ns();
     if (t0 < atomic_load_explicit(&p->calm_until, memory_order_relaxed)) return done(p, arg);
     for (unsigned i = 1;; i++) {
         if (done(p, arg)) return true;
         cpu_relax();
         if (i & 63) continue;
         uint64_t t = sprig_time_ns();
-        if (t - last > PREEMPT_NS) {
+        if (contended(t)) {
             atomic_store_explicit(&p->calm_until, t + CALM_NS, memory_order_relaxed);
             return done(p, arg);
         }
         if (t - t0 > budget) return done(p, arg);
-        last = t;
     }
 }
 
