@@ -285,7 +285,8 @@ static void test_kernels(void)
 }
 
 /* Several weights in one dispatch (fused Q/K/V), of different types and
- * packed by different families; and a reused activation. */
+ * packed by different families; a reused activation; the next weights
+ * announced (sprig_matmul_then). */
 static void test_fused(void)
 {
     const int64_t K = 128;
@@ -318,6 +319,13 @@ static void test_fused(void)
         for (int i = 0; i < 4; i++)
             CHECKF(memcmp(y[i], ref[i], (size_t)n * outs[i] * sizeof(float)) == 0, "fused weight %d threads %d", i,
                    th);
+        /* announcing the next weights (packed by any family, or not packed) changes nothing */
+        for (int i = 0; i < 4; i++) memset(y[i], 0, (size_t)n * outs[i] * sizeof(float));
+        sprig_matmul_then(pools[th], &a, 2, ws, y, 2, ws + 2);
+        sprig_matmul_then(pools[th], &a, 2, ws + 2, y + 2, 4, ws);
+        for (int i = 0; i < 4; i++)
+            CHECKF(memcmp(y[i], ref[i], (size_t)n * outs[i] * sizeof(float)) == 0, "weight %d after a next-hint, threads %d",
+                   i, th);
     }
     for (int i = 0; i < 4; i++) {
         sprig_weight_free(&w[i]);

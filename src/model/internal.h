@@ -34,4 +34,10 @@ struct sprig_ctx {
     size_t attn_floats;
 };
 
+/* The least floats (rows x row length) for which a row-wise op of the llama
+ * forward (norms, residual adds, RoPE, SwiGLU) is split across the pool's
+ * threads; negative restores the default. Returns the previous value. For
+ * tests (0: split every op). */
+int64_t sprig_llama_rowwise_split_min(int64_t floats);
+
 #endif

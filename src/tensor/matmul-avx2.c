@@ -58,6 +58,7 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
     const int64_t nb = J->n_in / SPRIG_QK;
     const size_t qsb = q4 ? 256 : 512;
     const uint8_t *base = J->packed + (size_t)p * J->pstride;
+    const uint8_t *wd = base + (size_t)nb * qsb;
     const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
     const int64_t n = J->n;
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(15);
@@ -66,7 +67,7 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
     UNROLL for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
 
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *qb = base + sprig_mm_qs_off(b, qsb), *wd = base + sprig_mm_d_off(b, qsb);
+        const uint8_t *qb = base + (size_t)b * qsb;
         UNROLL for (int h = 0; h < 2; h++) {
             __m256i ia[QRMAX];
             if (!q4) {
@@ -95,7 +96,7 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
                 UNROLL for (int r = 0; r < R; r++)
                     ia[r] = _mm256_add_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(aq[b * n + r].c4));
             }
-            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + h * 16)));
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + b * 32 + h * 16)));
             UNROLL for (int r = 0; r < R; r++) {
                 __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(aq[b * n + r].d));
                 acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), s, acc[r][h]);

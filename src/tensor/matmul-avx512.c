@@ -6,15 +6,20 @@
  * 64-byte weight load is applied to all rows of a tile before the next one,
  * so a batch costs one pass over the weights.
  *
- * Quantized weights: a tile is ONE panel x R <= 16 rows. Per 32-block the 8
- * weight vectors stay in registers and each row's exact int32 dot is a chain
- * of 8 vpdpbusd (u8 weights x the activation's 4 int8 broadcast from memory)
- * starting at the activation's offset correction (-128*sum(a) for Q8_0 stored
- * as q ^ 0x80, -8*sum(a) for Q4_0 nibbles); then
- * acc = fma(cvt(isum), dw * da, acc), as the reference does. One panel per
- * tile keeps a thread's panels one sequential stream (consecutive panels are
- * contiguous), prefetched at a distance per row count; 16 rows in one tile
- * keep the accumulators in registers for the whole k range.
+ * Quantized weights: per 32-block, each row's int32 accumulator starts at the
+ * activation's offset correction (-128*sum(a) for Q8_0 stored as q ^ 0x80,
+ * -8*sum(a) for Q4_0 nibbles) and takes 8 vpdpbusd (u8 weights x the
+ * activation's 4 int8 broadcast), giving the exact block dot; then
+ * acc = fma(cvt(isum), dw * da, acc), as the reference does. Two tile shapes:
+ *  - up to 6 rows: G panels (4 for 1-2 rows, 2 for 3-6), weights outer (j
+ *    loop), 2*R*G accumulators. Decode runs here: G panels are G quant and G
+ *    scale streams per thread, which DRAM serves better at 60 GB/s than one
+ *    stream (measured: 86% of a paired read against 77-81%);
+ *  - 7 to 16 rows: ONE panel, rows outer with the 8 weight vectors of a block
+ *    in registers; each row's dot is a chain of 8 vpdpbusd into a temporary
+ *    (renamed: R accumulators + 8 weights fit 32 zmm up to R = 16), so 16 rows
+ *    keep their accumulators in registers for the whole k range. The quants
+ *    and the scales of consecutive panels are prefetched ~16 blocks ahead.
  * Float weights: a tile is G panels x R <= 12 rows, acc = fma(w, x, acc) per
  * k, in k order.
  * With more rows than a tile takes, rows run in chunks and k is walked in
@@ -25,7 +30,7 @@
  * vmulps and vfmadd each issue once per cycle and share those pipes (vcvtdq2ps
  * and vcvtph2ps do not), so a row-block costs 8 + 1 + 1 = 10 cycles: 80% of
  * the vpdpbusd peak is the ceiling of this (bit-exact per-block) scheme. The
- * 16-row tile runs at ~96% of it from L2 and ~92% streaming from DRAM.
+ * 16-row tile runs at ~96% of it from L2 and ~90% streaming from DRAM.
  */
 #include "tensor/matmul-kern.h"
 #include "tensor/types.h"
@@ -41,15 +46,26 @@
 #define RMAX 12   /* rows per float tile */
 #define QRMAX 16  /* rows per quantized tile */
 
-/* Software prefetch (into L2) of float panels, PF_DIST bytes ahead, for tiles
- * of at least PF_MIN_ROWS / 2 rows. */
+/* Software prefetch (into L2), PF_DIST bytes of a panel ahead: float tiles
+ * of at least PF_MIN_ROWS / 2 rows, quantized G-panel tiles of one row
+ * (PF_DIST_1: decode gains a few percent at high bandwidth; longer distances
+ * lose) or of PF_MIN_ROWS rows (2..5 rows measured best without). */
 #ifndef PF_MIN_ROWS
 #define PF_MIN_ROWS 6
 #endif
 #ifndef PF_DIST
 #define PF_DIST 8192
 #endif
-#define GMAX 8    /* panels per float tile */
+#ifndef PF_DIST_1
+#define PF_DIST_1 2048
+#endif
+/* One-panel quantized tiles: bytes of quants ahead (17 Q8_0 blocks), the
+ * scales as many blocks ahead. */
+#ifndef Q_PF_DIST
+#define Q_PF_DIST 8704
+#endif
+#define GMAX 8    /* panels per tile */
+#define QGRMAX 6  /* rows per quantized G-panel tile */
 
 AI __m512i bcast4(const int8_t *p)
 {
@@ -99,13 +115,15 @@ AI __m512 load16(const float *y, int64_t col, int64_t n_out)
  * vectors of a block in registers: each row's exact block dot is a chain of 8
  * vpdpbusd into one temporary (renamed, so R accumulators + 8 weights + a few
  * temporaries fit 32 zmm up to R = 16). A non-zero dist prefetches the
- * panel stream that many bytes ahead (consecutive panels are contiguous, so
- * it runs on into the next panel). */
-AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, const int R, const bool q4,
+ * quants that many bytes ahead (consecutive panels are contiguous, so it runs
+ * on into the next panel) and the scales as many blocks ahead (into the next
+ * panel's near the end). */
+AI void qtile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, const int R, const bool q4,
               const size_t dist)
 {
     const size_t qsb = q4 ? 256 : 512;
-    const uint8_t *base = J->packed + (size_t)p * J->pstride;
+    const int64_t nb = J->n_in / SPRIG_QK;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride, *wd = base + (size_t)nb * qsb;
     const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
     const int64_t n = J->n;
     const __m512i m4 = _mm512_set1_epi8(15);
@@ -115,10 +133,14 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, 
         acc[r] = b0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
 
     for (int64_t b = b0; b < b1; b++) {
-        const uint8_t *qb = base + sprig_mm_qs_off(b, qsb), *db = base + sprig_mm_d_off(b, qsb);
+        const uint8_t *qb = base + (size_t)b * qsb, *db = wd + (size_t)b * 32;
         if (dist) {
             UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + dist + l, _MM_HINT_T1);
-            if (b & 1) _mm_prefetch((const char *)qb + qsb + dist, _MM_HINT_T1);   /* the unit's scales */
+            if (!(b & 1)) {   /* scales: this panel's, dist/16 ahead, then the next panel's */
+                int64_t bb = b + (int64_t)(dist / qsb);
+                const char *sp = bb < nb ? (const char *)wd + bb * 32 : (const char *)wd + J->pstride + (bb - nb) * 32;
+                _mm_prefetch(sp, _MM_HINT_T1);
+            }
         }
         __m512i wv[8];
         if (!q4) {
@@ -147,6 +169,88 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, 
     }
     UNROLL for (int r = 0; r < R; r++)
         store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
+}
+
+/* Rows [r0, r0+R) x panels [p, p+G) x blocks [b0, b1), R <= QGRMAX: per
+ * weight vector (j loop), all R rows; 2*R*G accumulators. */
+AI void qtile_g(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, const int R, const int G, const bool q4)
+{
+    const int64_t nb = J->n_in / SPRIG_QK;
+    const size_t ps = J->pstride, qsb = q4 ? 256 : 512;
+    const uint8_t *base = J->packed + (size_t)p * ps;
+    const uint8_t *wd = base + (size_t)nb * qsb;
+    const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
+    const int64_t n = J->n;
+    const __m512i m4 = _mm512_set1_epi8(15);
+
+    __m512 acc[QGRMAX][4];
+    TILE_ACC_INIT(b0 == 0)
+
+    for (int64_t b = b0; b < b1; b++) {
+        const uint8_t *qb = base + (size_t)b * qsb;
+        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            UNROLL for (int g = 0; g < G; g++) {
+                UNROLL for (size_t l = 0; l < qsb; l += 64)
+                    _mm_prefetch((const char *)qb + g * ps + dist + l, _MM_HINT_T1);
+                if (!(b & 1)) _mm_prefetch((const char *)wd + g * ps + b * 32 + dist / 16, _MM_HINT_T1);
+            }
+        }
+        __m512i ia[QGRMAX][4];
+        UNROLL for (int r = 0; r < R; r++) {
+            __m512i c = _mm512_set1_epi32(q4 ? aq[b * n + r].c4 : aq[b * n + r].c8);
+            UNROLL for (int g = 0; g < G; g++) ia[r][g] = c;
+        }
+        if (!q4) {
+            UNROLL for (int j = 0; j < 8; j++) {
+                __m512i wv[4];
+                UNROLL for (int g = 0; g < G; g++) wv[g] = _mm512_loadu_si512(qb + g * ps + j * 64);
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *a = aq[b * n + r].q + j * 4;
+                    if (G == 1) {
+                        ia[r][0] = dpbusd_b(ia[r][0], wv[0], a);
+                    } else {   /* one broadcast register for the G panels */
+                        __m512i av = bcast4(a);
+                        UNROLL for (int g = 0; g < G; g++) ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], wv[g], av);
+                    }
+                }
+            }
+        } else {
+            UNROLL for (int t = 0; t < 4; t++) {
+                __m512i lo[4], hi[4];
+                UNROLL for (int g = 0; g < G; g++) {
+                    __m512i v = _mm512_loadu_si512(qb + g * ps + t * 64);
+                    lo[g] = _mm512_and_si512(v, m4);
+                    hi[g] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                }
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *a = aq[b * n + r].q + t * 4;
+                    if (G == 1) {
+                        ia[r][0] = dpbusd_b(ia[r][0], lo[0], a);
+                        ia[r][0] = dpbusd_b(ia[r][0], hi[0], a + 16);
+                    } else {
+                        __m512i al = bcast4(a), ah = bcast4(a + 16);
+                        UNROLL for (int g = 0; g < G; g++) {
+                            ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], lo[g], al);
+                            ia[r][g] = _mm512_dpbusd_epi32(ia[r][g], hi[g], ah);
+                        }
+                    }
+                }
+            }
+        }
+        __m512 dw[4];
+        UNROLL for (int g = 0; g < G; g++)
+            dw[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(wd + g * ps + b * 32)));
+        UNROLL for (int r = 0; r < R; r++) {
+            __m512 s = _mm512_set1_ps(aq[b * n + r].d);
+            UNROLL for (int g = 0; g < G; g++)
+                acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[r][g]), _mm512_mul_ps(dw[g], s), acc[r][g]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
+        UNROLL for (int g = 0; g < G; g++) store16(yr, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[r][g]);
+    }
 }
 
 /* ---------------------------------------------------------------- float tile */
@@ -202,29 +306,44 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1, 
 
 /* ---------------------------------------------------------------- instantiation */
 
+/* tile_fn: rows [r0, r0+R) x the tile's panels from p x k in [k0, k1) (units
+ * of the tile's k: blocks or elements). */
 typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1);
+/* qtile_fn: the one-panel quantized tile, with its prefetch distance. */
 typedef void (*qtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, size_t dist);
 
-/* Panels per float tile (G) for a tile of R rows: R*G accumulators + G
- * weights in 32 zmm. */
+/* Panels per tile (G) for a tile of R rows: quantized G-panel tiles hold
+ * 2*R*G accumulators + 2*G weight/scale vectors, float tiles R*G
+ * accumulators + G weights, in 32 zmm. */
+static const int qg_g[QGRMAX + 1] = { 0, 4, 4, 2, 2, 2, 2 };
 static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 
-#define QT(NAME, R, Q4) \
-    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, size_t dist) \
-    { qtile(J, p, r0, b0, b1, R, Q4, dist); }
+#define QGT(NAME, R, G, Q4) \
+    static void NAME##_g_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { qtile_g(J, p, r0, k0, k1, R, G, Q4); }
+#define QRT(NAME, R, Q4) \
+    static void NAME##_r_r##R(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, size_t dist) \
+    { qtile_r(J, p, r0, b0, b1, R, Q4, dist); }
 #define FT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
     { ftile(J, p, r0, k0, k1, R, G, TY); }
 
+/* NAME_gtab[R][i]: the G-panel tile of R rows and 2^i panels (NULL: not
+ * instantiated); NAME_rtab[R]: the one-panel tile of R rows. */
 #define QSET(NAME, Q4) \
-    QT(NAME, 1, Q4) QT(NAME, 2, Q4) QT(NAME, 3, Q4) QT(NAME, 4, Q4) QT(NAME, 5, Q4) QT(NAME, 6, Q4) \
-    QT(NAME, 7, Q4) QT(NAME, 8, Q4) QT(NAME, 9, Q4) QT(NAME, 10, Q4) QT(NAME, 11, Q4) QT(NAME, 12, Q4) \
-    QT(NAME, 13, Q4) QT(NAME, 14, Q4) QT(NAME, 15, Q4) QT(NAME, 16, Q4) \
-    static const qtile_fn NAME##_tab[QRMAX + 1] = { NULL, NAME##_r1, NAME##_r2, NAME##_r3, NAME##_r4, \
-        NAME##_r5, NAME##_r6, NAME##_r7, NAME##_r8, NAME##_r9, NAME##_r10, NAME##_r11, NAME##_r12, \
-        NAME##_r13, NAME##_r14, NAME##_r15, NAME##_r16 };
+    QGT(NAME, 1, 1, Q4) QGT(NAME, 1, 2, Q4) QGT(NAME, 1, 4, Q4) QGT(NAME, 2, 1, Q4) QGT(NAME, 2, 2, Q4) \
+    QGT(NAME, 2, 4, Q4) QGT(NAME, 3, 1, Q4) QGT(NAME, 3, 2, Q4) QGT(NAME, 4, 1, Q4) QGT(NAME, 4, 2, Q4) \
+    QGT(NAME, 5, 1, Q4) QGT(NAME, 5, 2, Q4) QGT(NAME, 6, 1, Q4) QGT(NAME, 6, 2, Q4) \
+    QRT(NAME, 7, Q4) QRT(NAME, 8, Q4) QRT(NAME, 9, Q4) QRT(NAME, 10, Q4) QRT(NAME, 11, Q4) QRT(NAME, 12, Q4) \
+    QRT(NAME, 13, Q4) QRT(NAME, 14, Q4) QRT(NAME, 15, Q4) QRT(NAME, 16, Q4) \
+    static const tile_fn NAME##_gtab[QGRMAX + 1][4] = { { NULL }, \
+        { NAME##_g_r1_g1, NAME##_g_r1_g2, NAME##_g_r1_g4 }, { NAME##_g_r2_g1, NAME##_g_r2_g2, NAME##_g_r2_g4 }, \
+        { NAME##_g_r3_g1, NAME##_g_r3_g2 }, { NAME##_g_r4_g1, NAME##_g_r4_g2 }, { NAME##_g_r5_g1, NAME##_g_r5_g2 }, \
+        { NAME##_g_r6_g1, NAME##_g_r6_g2 } }; \
+    static const qtile_fn NAME##_rtab[QRMAX + 1] = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NAME##_r_r7, \
+        NAME##_r_r8, NAME##_r_r9, NAME##_r_r10, NAME##_r_r11, NAME##_r_r12, NAME##_r_r13, NAME##_r_r14, \
+        NAME##_r_r15, NAME##_r_r16 };
 
-/* tab[R][i]: the float tile of R rows and 2^i panels (NULL: not instantiated). */
 #define FSET(NAME, TY) \
     FT(NAME, 1, 1, TY) FT(NAME, 1, 2, TY) FT(NAME, 1, 4, TY) FT(NAME, 1, 8, TY) \
     FT(NAME, 2, 1, TY) FT(NAME, 2, 2, TY) FT(NAME, 2, 4, TY) FT(NAME, 3, 1, TY) FT(NAME, 3, 2, TY) \
@@ -249,16 +368,21 @@ FSET(bf16, SPRIG_TYPE_BF16)
 
 static int ilog2(int g) { return g >= 8 ? 3 : g >= 4 ? 2 : g >= 2 ? 1 : 0; }
 
-/* Panels outer, row chunks of nearly equal size (R or R+1 rows) inner. A step
- * covers g panels, the smallest tile width any chunk wants, so every chunk
- * works on the same panels while they are in cache; the tail of the panel
- * range takes narrower tiles. With several chunks, k is cut into ranges of
- * `kstep` (units of the tile's k: blocks or elements) and every chunk runs
- * over one range before the next: the weights of a range stay in L1 and the
- * DRAM stream advances evenly instead of only during the first chunk. */
-static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gtab, int64_t kn, int64_t kstep)
+/* k per range when a tile is run in ranges: ~8 KB of one panel. */
+#ifndef KSTEP_BYTES
+#define KSTEP_BYTES 8192
+#endif
+
+/* G-panel tiles: panels outer, row chunks of nearly equal size (R or R+1
+ * rows, R <= rmax) inner. A step covers g panels, the smallest tile width
+ * any chunk wants, so every chunk works on the same panels while they are in
+ * cache; the tail of the panel range takes narrower tiles. With several
+ * chunks, k is cut into ranges of `kstep` and every chunk runs over one range
+ * before the next: the weights of a range stay in L1 and the DRAM stream
+ * advances evenly instead of only during the first chunk. */
+static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gtab, int rmax, int64_t kn, int64_t kstep)
 {
-    const int n = J->n, chunks = (n + RMAX - 1) / RMAX;
+    const int n = J->n, chunks = (n + rmax - 1) / rmax;
     int gstep = GMAX;
     for (int c = 0; c < chunks; c++) {
         int R = (int)((int64_t)n * (c + 1) / chunks) - (int)((int64_t)n * c / chunks);
@@ -279,45 +403,36 @@ static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gta
     }
 }
 
-
-/* Prefetch distance (bytes of the panel stream) for a quantized tile of R
- * rows. Measured: one row streams best with a short distance (the core's own
- * out-of-order loads run far ahead, and the hardware prefetcher follows one
- * stream well; longer distances cost up to 20% at 60 GB/s), 2-3 rows without,
- * compute-heavier tiles need the DRAM reads started ~16 blocks ahead. */
-static const size_t q_pf[QRMAX + 1] = { 0, 2176, 0, 0, 8704, 8704, 8704, 8704, 8704, 8704, 8704, 8704, 8704,
-                                        8704, 8704, 8704, 8704 };
-
-/* Quantized weights: one panel at a time (a thread's panels are one
- * sequential stream), rows in chunks of up to QRMAX. With several chunks, k
- * is walked in ranges of kstep blocks and every chunk runs over a range while
- * its weights are in L1; only the first chunk prefetches. */
-static void qdrive(const sprig_mm_job *J, const qtile_fn *tab, int64_t kstep)
+/* Quantized weights: up to QGRMAX rows in one G-panel tile; more rows in
+ * chunks of 7 to QRMAX on one-panel tiles, one panel at a time (a thread's
+ * panels are one sequential stream), k in ranges of kstep blocks when there
+ * are several chunks; only the first chunk prefetches. */
+static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_fn *rtab, int64_t kstep)
 {
-    const int n = J->n, chunks = (n + QRMAX - 1) / QRMAX;
+    const int n = J->n;
     const int64_t nb = J->n_in / SPRIG_QK;
+    if (n <= QGRMAX) {
+        drive(J, gtab, qg_g, QGRMAX, nb, nb);
+        return;
+    }
+    const int chunks = (n + QRMAX - 1) / QRMAX;   /* each of >= 8 rows when n > 16 */
     if (chunks == 1) kstep = nb;
     for (int64_t p = J->p0; p < J->p1; p++) {
         for (int64_t k0 = 0; k0 < nb; k0 += kstep) {
             int64_t k1 = nb - k0 < kstep ? nb : k0 + kstep;
             for (int c = 0; c < chunks; c++) {
                 int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
-                tab[R](J, p, r0, k0, k1, c == 0 ? q_pf[R] : 0);
+                rtab[R](J, p, r0, k0, k1, c == 0 ? (size_t)Q_PF_DIST : 0);
             }
         }
     }
 }
 
-/* k per range when a tile is run in ranges: ~8 KB of one panel. */
-#ifndef KSTEP_BYTES
-#define KSTEP_BYTES 8192
-#endif
-
-static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_tab, KSTEP_BYTES / 512); }
-static void k_q4(const sprig_mm_job *J) { qdrive(J, q4_tab, KSTEP_BYTES / 256); }
-static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g, J->n_in, KSTEP_BYTES / 64); }
-static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g, J->n_in, KSTEP_BYTES / 32); }
-static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g, J->n_in, KSTEP_BYTES / 32); }
+static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_gtab, q8_rtab, KSTEP_BYTES / 512); }
+static void k_q4(const sprig_mm_job *J) { qdrive(J, q4_gtab, q4_rtab, KSTEP_BYTES / 256); }
+static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 64); }
+static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 32); }
+static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 32); }
 
 /* ---------------------------------------------------------------- activation quantizer */
 

@@ -10,18 +10,13 @@
  *   F32   float    w[n_in][16]                 w[k][c] = W[16p+c][k]
  *   F16   uint16   w[n_in][16]
  *   BF16  uint16   w[n_in][16]
- *   Q8_0, Q4_0: units of two blocks, unit u = blocks 2u and 2u+1:
- *         uint8    qs[2][QSB]                  block 2u, then block 2u+1
- *         uint16   d[2][16]                    their f16 scales (64 bytes)
- *     Q8_0  QSB = 512: qs[j][c][i] = q of W[16p+c][32b+4j+i]
- *                      (XOR 0x80 when the family's q8_xor is set)
- *     Q4_0  QSB = 256: qs[t][c][i] = raw GGUF byte qs[4t+i] of column c:
- *                      low nibble is k = 4t+i, high is k = 16+4t+i
- *   with nb = n_in / 32 blocks and ceil(nb / 2) units (an odd nb leaves the
- *   last unit's second block zero and unused). So a 64-byte load is 16
- *   columns x 4 consecutive k, and a panel is ONE sequential stream (its
- *   scales travel with its quants): the kernels prefetch it at a constant
- *   distance, and consecutive panels continue the same stream.
+ *   Q8_0  uint8    qs[nb][8][16][4]            qs[b][j][c][i] = q of W[16p+c][32b+4j+i]
+ *                                              (XOR 0x80 when the family's q8_xor is set)
+ *         uint16   d[nb][16]                   f16 block scales, after all the qs
+ *   Q4_0  uint8    qs[nb][4][16][4]            = raw GGUF byte qs[4t+i] of column c:
+ *                                              low nibble is k = 4t+i, high is k = 16+4t+i
+ *         uint16   d[nb][16]
+ * with nb = n_in / 32. So a 64-byte load is 16 columns x 4 consecutive k.
  *
  * Quantized activations (built once per sprig_act) are 48-byte records, one
  * per (block b, row r), block-major: rec[b][r] holds the int8 q[32], the
@@ -87,18 +82,6 @@ extern const struct sprig_mm_family sprig_mm_family_avx2;
  * the CPU has whatever SPRIG_NO_SIMD or forcing says (NULL: none). */
 const struct sprig_mm_family *sprig_mm_family_current(void);
 const struct sprig_mm_family *sprig_mm_family_best(void);
-
-/* Offsets inside a quantized panel (qsb: 512 for Q8_0, 256 for Q4_0) of block
- * b's quants and of its 16 scales, and the bytes of a two-block unit. */
-static inline size_t sprig_mm_qunit(size_t qsb) { return 2 * qsb + 64; }
-static inline size_t sprig_mm_qs_off(int64_t b, size_t qsb)
-{
-    return (size_t)(b >> 1) * sprig_mm_qunit(qsb) + (size_t)(b & 1) * qsb;
-}
-static inline size_t sprig_mm_d_off(int64_t b, size_t qsb)
-{
-    return (size_t)(b >> 1) * sprig_mm_qunit(qsb) + 2 * qsb + (size_t)(b & 1) * 32;
-}
 
 /* Bytes per panel of the packed layout (multiple of 64); 0 for other types. */
 size_t sprig_mm_panel_bytes(int type, int64_t n_in);

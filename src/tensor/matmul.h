@@ -78,6 +78,13 @@ void   sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scra
  * equal a->k. */
 void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y);
 
+/* sprig_matmul, telling it the m_next weights the caller multiplies next
+ * (with an activation of the same row count): a thread with no more work in
+ * this matmul prefetches the head of its share of those, so the next matmul
+ * starts from cache while the ops between the two run. */
+void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y,
+                       int m_next, const sprig_weight *const *next);
+
 /* The plain-C reference on the raw GGUF rows (the spec; used by tests and SPRIG_NO_SIMD). */
 void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y);
 
