@@ -18,14 +18,14 @@
  * (the worker finishing the last share wakes it): a worker preempted in the
  * middle of a share then gets a free CPU instead of one held by spinning.
  * With more threads than CPUs nobody spins, nor for CALM_NS after a pool
- * thread was preempted repeatedly by other tasks of the system. The sleeper counts are read
- * after the words they guard are changed (seq_cst on both sides, and the
- * kernel re-checks the futex word), so a wake-up cannot be lost.
+ * thread was preempted repeatedly by other tasks of the system. The sleeper
+ * counts are read after the words they guard are changed (seq_cst on both
+ * sides, and the kernel re-checks the futex word), so a wake-up cannot be
+ * lost.
  */
 #include "base/pool.h"
 #include "base/timer.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -49,7 +49,7 @@
 #define WAIT_SPIN_NS 30000    /* the caller spins this long for shares in progress, then sleeps */
 #define WIN_NS       20000000 /* a spinning thread looks this often how often it was preempted */
 #define WIN_SWITCHES 4        /* preemptions in a window that mean another task wants the CPUs */
-#define CALM_NS      100000000 /* after a preemption, nobody spins for this long */
+#define CALM_NS      100000000 /* then nobody spins for this long */
 
 struct worker {
     struct sprig_pool *pool;
