@@ -65,7 +65,7 @@
 #define Q_PF_DIST 8704
 #endif
 #define GMAX 8    /* panels per tile */
-#define QGRMAX 6  /* rows per quantized G-panel tile */
+#define QGRMAX 12 /* rows per quantized G-panel tile */
 
 AI __m512i bcast4(const int8_t *p)
 {
@@ -315,7 +315,7 @@ typedef void (*qtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, i
 /* Panels per tile (G) for a tile of R rows: quantized G-panel tiles hold
  * 2*R*G accumulators + 2*G weight/scale vectors, float tiles R*G
  * accumulators + G weights, in 32 zmm. */
-static const int qg_g[QGRMAX + 1] = { 0, 4, 4, 2, 2, 2, 2 };
+static const int qg_g[QGRMAX + 1] = { 0, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1 };
 static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 
 #define QGT(NAME, R, G, Q4) \
@@ -333,13 +333,15 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 #define QSET(NAME, Q4) \
     QGT(NAME, 1, 1, Q4) QGT(NAME, 1, 2, Q4) QGT(NAME, 1, 4, Q4) QGT(NAME, 2, 1, Q4) QGT(NAME, 2, 2, Q4) \
     QGT(NAME, 2, 4, Q4) QGT(NAME, 3, 1, Q4) QGT(NAME, 3, 2, Q4) QGT(NAME, 4, 1, Q4) QGT(NAME, 4, 2, Q4) \
-    QGT(NAME, 5, 1, Q4) QGT(NAME, 5, 2, Q4) QGT(NAME, 6, 1, Q4) QGT(NAME, 6, 2, Q4) \
+    QGT(NAME, 5, 1, Q4) QGT(NAME, 5, 2, Q4) QGT(NAME, 6, 1, Q4) QGT(NAME, 6, 2, Q4) QGT(NAME, 7, 1, Q4) \
+    QGT(NAME, 8, 1, Q4) QGT(NAME, 9, 1, Q4) QGT(NAME, 10, 1, Q4) QGT(NAME, 11, 1, Q4) QGT(NAME, 12, 1, Q4) \
     QRT(NAME, 7, Q4) QRT(NAME, 8, Q4) QRT(NAME, 9, Q4) QRT(NAME, 10, Q4) QRT(NAME, 11, Q4) QRT(NAME, 12, Q4) \
     QRT(NAME, 13, Q4) QRT(NAME, 14, Q4) QRT(NAME, 15, Q4) QRT(NAME, 16, Q4) \
     static const tile_fn NAME##_gtab[QGRMAX + 1][4] = { { NULL }, \
         { NAME##_g_r1_g1, NAME##_g_r1_g2, NAME##_g_r1_g4 }, { NAME##_g_r2_g1, NAME##_g_r2_g2, NAME##_g_r2_g4 }, \
         { NAME##_g_r3_g1, NAME##_g_r3_g2 }, { NAME##_g_r4_g1, NAME##_g_r4_g2 }, { NAME##_g_r5_g1, NAME##_g_r5_g2 }, \
-        { NAME##_g_r6_g1, NAME##_g_r6_g2 } }; \
+        { NAME##_g_r6_g1, NAME##_g_r6_g2 }, { NAME##_g_r7_g1 }, { NAME##_g_r8_g1 }, { NAME##_g_r9_g1 }, \
+        { NAME##_g_r10_g1 }, { NAME##_g_r11_g1 }, { NAME##_g_r12_g1 } }; \
     static const qtile_fn NAME##_rtab[QRMAX + 1] = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NAME##_r_r7, \
         NAME##_r_r8, NAME##_r_r9, NAME##_r_r10, NAME##_r_r11, NAME##_r_r12, NAME##_r_r13, NAME##_r_r14, \
         NAME##_r_r15, NAME##_r_r16 };
@@ -403,29 +405,20 @@ static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gta
     }
 }
 
-/* Quantized weights: up to QGRMAX rows in one G-panel tile; more rows in
- * chunks of 7 to QRMAX on one-panel tiles, one panel at a time (a thread's
- * panels are one sequential stream), k in ranges of kstep blocks when there
- * are several chunks; only the first chunk prefetches. */
+/* Quantized weights: up to 6 rows in one G-panel tile; 7 to QRMAX rows in
+ * one-panel tiles, one panel at a time (a thread's panels are one sequential
+ * stream); more rows in chunks of up to QGRMAX on G-panel tiles with k in
+ * ranges (measured: the one-panel tile loses ~4% to them when it must keep
+ * partial sums in y). */
 static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_fn *rtab, int64_t kstep)
 {
     const int n = J->n;
     const int64_t nb = J->n_in / SPRIG_QK;
-    if (n <= QGRMAX) {
-        drive(J, gtab, qg_g, QGRMAX, nb, nb);
+    if (n <= 6 || n > QRMAX) {
+        drive(J, gtab, qg_g, QGRMAX, nb, kstep);
         return;
     }
-    const int chunks = (n + QRMAX - 1) / QRMAX;   /* each of >= 8 rows when n > 16 */
-    if (chunks == 1) kstep = nb;
-    for (int64_t p = J->p0; p < J->p1; p++) {
-        for (int64_t k0 = 0; k0 < nb; k0 += kstep) {
-            int64_t k1 = nb - k0 < kstep ? nb : k0 + kstep;
-            for (int c = 0; c < chunks; c++) {
-                int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
-                rtab[R](J, p, r0, k0, k1, c == 0 ? (size_t)Q_PF_DIST : 0);
-            }
-        }
-    }
+    for (int64_t p = J->p0; p < J->p1; p++) rtab[n](J, p, 0, 0, nb, Q_PF_DIST);
 }
 
 static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_gtab, q8_rtab, KSTEP_BYTES / 512); }
