@@ -11,15 +11,17 @@
  * -8*sum(a) for Q4_0 nibbles) and takes 8 vpdpbusd (u8 weights x the
  * activation's 4 int8 broadcast), giving the exact block dot; then
  * acc = fma(cvt(isum), dw * da, acc), as the reference does. Two tile shapes:
- *  - up to 6 rows: G panels (4 for 1-2 rows, 2 for 3-6), weights outer (j
- *    loop), 2*R*G accumulators. Decode runs here: G panels are G quant and G
- *    scale streams per thread, which DRAM serves better at 60 GB/s than one
- *    stream (measured: 86% of a paired read against 77-81%);
- *  - 7 to 16 rows: ONE panel, rows outer with the 8 weight vectors of a block
- *    in registers; each row's dot is a chain of 8 vpdpbusd into a temporary
- *    (renamed: R accumulators + 8 weights fit 32 zmm up to R = 16), so 16 rows
- *    keep their accumulators in registers for the whole k range. The quants
- *    and the scales of consecutive panels are prefetched ~16 blocks ahead.
+ *  - G-panel tiles of up to 12 rows (G = 4 for 1-2 rows, 2 for 3-6, 1
+ *    above), weights outer (j loop), 2*R*G accumulators. Decode runs here: G
+ *    panels are G quant and G scale streams per thread, which DRAM serves
+ *    better at 60 GB/s than one stream (measured: 86% of a paired read against
+ *    77-81%). Batches of 7-16 rows do not; bigger ones run them in chunks;
+ *  - for 7 to 16 rows, ONE panel, rows outer with the 8 weight vectors of a
+ *    block in registers; each row's dot is a chain of 8 vpdpbusd into a
+ *    temporary (renamed: R accumulators + 8 weights fit 32 zmm up to R = 16),
+ *    so the batch keeps its accumulators in registers for the whole k range.
+ *    The quants and the scales of consecutive panels are prefetched ~16
+ *    blocks ahead.
  * Float weights: a tile is G panels x R <= 12 rows, acc = fma(w, x, acc) per
  * k, in k order.
  * With more rows than a tile takes, rows run in chunks and k is walked in
