@@ -175,14 +175,21 @@ FSET(f32, SPRIG_TYPE_F32)
 FSET(f16, SPRIG_TYPE_F16)
 FSET(bf16, SPRIG_TYPE_BF16)
 
-static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one, const int *gtab, int rmax)
+/* Panels per step of drive(): the smallest tile width any row chunk wants. */
+static int gstep_of(const int *gtab, int rmax, int n)
 {
-    const int n = J->n, chunks = (n + rmax - 1) / rmax;
+    const int chunks = (n + rmax - 1) / rmax;
     int gstep = GMAX;
     for (int c = 0; c < chunks; c++) {
         int R = (int)((int64_t)n * (c + 1) / chunks) - (int)((int64_t)n * c / chunks);
         if (gtab[R] < gstep) gstep = gtab[R];
     }
+    return gstep;
+}
+
+static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one, const int *gtab, int rmax)
+{
+    const int n = J->n, chunks = (n + rmax - 1) / rmax, gstep = gstep_of(gtab, rmax, n);
     for (int64_t p = J->p0; p < J->p1;) {
         int g = gstep <= J->p1 - p ? gstep : 1;
         for (int c = 0; c < chunks; c++) {
@@ -195,6 +202,12 @@ static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one,
 }
 
 static const int q_g[QRMAX + 1] = { 0, 1, 1, 1 };
+
+static int tile_panels(int type, int n)
+{
+    if (n < 1 || type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return 1;
+    return gstep_of(f_g, RMAX, n);
+}
 
 static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q8_tab, q_g, QRMAX); }
 static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q4_tab, q_g, QRMAX); }
@@ -287,4 +300,5 @@ const struct sprig_mm_family sprig_mm_family_avx2 = {
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
     .quant = quant_row,
     .peak = peak,
+    .tile_panels = tile_panels,
 };

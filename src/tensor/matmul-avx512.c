@@ -372,6 +372,18 @@ FSET(bf16, SPRIG_TYPE_BF16)
 
 static int ilog2(int g) { return g >= 8 ? 3 : g >= 4 ? 2 : g >= 2 ? 1 : 0; }
 
+/* Panels per step of drive(): the smallest tile width any row chunk wants. */
+static int gstep_of(const int *gtab, int rmax, int n)
+{
+    const int chunks = (n + rmax - 1) / rmax;
+    int gstep = GMAX;
+    for (int c = 0; c < chunks; c++) {
+        int R = (int)((int64_t)n * (c + 1) / chunks) - (int)((int64_t)n * c / chunks);
+        if (gtab[R] < gstep) gstep = gtab[R];
+    }
+    return gstep;
+}
+
 /* k per range when a tile is run in ranges: ~8 KB of one panel. */
 #ifndef KSTEP_BYTES
 #define KSTEP_BYTES 8192
@@ -386,12 +398,7 @@ static int ilog2(int g) { return g >= 8 ? 3 : g >= 4 ? 2 : g >= 2 ? 1 : 0; }
  * advances evenly instead of only during the first chunk. */
 static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gtab, int rmax, int64_t kn, int64_t kstep)
 {
-    const int n = J->n, chunks = (n + rmax - 1) / rmax;
-    int gstep = GMAX;
-    for (int c = 0; c < chunks; c++) {
-        int R = (int)((int64_t)n * (c + 1) / chunks) - (int)((int64_t)n * c / chunks);
-        if (gtab[R] < gstep) gstep = gtab[R];
-    }
+    const int n = J->n, chunks = (n + rmax - 1) / rmax, gstep = gstep_of(gtab, rmax, n);
     if (chunks == 1) kstep = kn;
     for (int64_t p = J->p0; p < J->p1;) {
         int g = gstep;
@@ -421,6 +428,13 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
         return;
     }
     for (int64_t p = J->p0; p < J->p1; p++) rtab[n](J, p, 0, 0, nb, Q_PF_DIST);
+}
+
+static int tile_panels(int type, int n)
+{
+    if (n < 1) return 1;
+    if (type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return n <= 6 || n > QRMAX ? gstep_of(qg_g, QGRMAX, n) : 1;
+    return gstep_of(f_g, RMAX, n);
 }
 
 static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_gtab, q8_rtab, KSTEP_BYTES / 512); }
@@ -577,4 +591,5 @@ const struct sprig_mm_family sprig_mm_family_avx512 = {
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
     .quant = quant_row,
     .peak = peak,
+    .tile_panels = tile_panels,
 };

@@ -73,6 +73,9 @@ struct sprig_mm_family {
     sprig_mm_kernel_fn f32, f16, bf16, q8_0, q4_0;
     sprig_mm_quant_fn quant;
     sprig_mm_peak_fn peak;
+    /* Panels one tile of n activation rows covers for weights of `type`: the
+     * threads split a matmul at multiples of it, so tiles stay whole. */
+    int (*tile_panels)(int type, int n);
 };
 
 extern const struct sprig_mm_family sprig_mm_family_avx512;

@@ -488,7 +488,9 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
 /* Work split: each thread owns an equal contiguous share of the panels and
  * takes MM_STEP panels at a time from its front (fewer near the end: a
  * quarter of what is left); a thread that runs out steals the back half of
- * the largest share with at least 2 panels left. */
+ * the largest share with at least 2 grains left. Shares, takes and steals are
+ * whole grains (the panels one kernel tile covers) where the panel count
+ * allows, so tiles stay whole. */
 #define MM_MAX_TH 64
 #define MM_STEP   4
 
@@ -520,6 +522,7 @@ struct mm_ctx {
     float *const *y;
     const sprig_mm_qblock *aq;
     int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
+    int64_t grain;                 /* panels of one tile */
     struct mm_own own[MM_MAX_TH];  /* [nth] what each thread has left */
 };
 
@@ -546,17 +549,18 @@ static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
     }
 }
 
-/* Take up to `want` panels from the front of own[t]; false when empty. */
-static bool own_take(struct mm_own *o, int64_t want, int64_t *lo, int64_t *hi)
+/* Take up to `want` panels (a multiple of grain) from the front of *o; false
+ * when it is empty. */
+static bool own_take(struct mm_own *o, int64_t want, int64_t grain, int64_t *lo, int64_t *hi)
 {
     uint64_t v = atomic_load_explicit(&o->fb, memory_order_relaxed);
     for (;;) {
         int64_t f = fb_front(v), b = fb_back(v);
         if (f >= b) return false;
-        /* near the end one panel at a time, so a thief can take the rest */
-        int64_t take = (b - f) / 4;
-        take = take < 1 ? 1 : take > want ? want : take;
-        int64_t e = f + take;
+        /* near the end fewer, so a thief can take the rest */
+        int64_t take = (b - f) / 4 / grain * grain;
+        take = take < grain ? grain : take > want ? want : take;
+        int64_t e = f + take < b ? f + take : b;
         if (atomic_compare_exchange_weak_explicit(&o->fb, &v, fb_pack(e, b), memory_order_relaxed, memory_order_relaxed)) {
             *lo = f;
             *hi = e;
@@ -565,13 +569,14 @@ static bool own_take(struct mm_own *o, int64_t want, int64_t *lo, int64_t *hi)
     }
 }
 
-/* Steal the back half of the fullest other range of at least 2 panels; the
- * thief owns it afterwards. */
+/* Steal the back half (whole grains) of the fullest other range of at least
+ * 2 grains; the thief owns it afterwards. */
 static bool own_steal(struct mm_ctx *c, int ith, int nth)
 {
+    const int64_t g = c->grain;
     for (;;) {
         int best = -1;
-        int64_t most = 1;
+        int64_t most = 2 * g - 1;
         for (int t = 0; t < nth; t++) {
             uint64_t v = atomic_load_explicit(&c->own[t].fb, memory_order_relaxed);
             if (t != ith && fb_back(v) - fb_front(v) > most) { most = fb_back(v) - fb_front(v); best = t; }
@@ -579,8 +584,8 @@ static bool own_steal(struct mm_ctx *c, int ith, int nth)
         if (best < 0) return false;
         uint64_t v = atomic_load_explicit(&c->own[best].fb, memory_order_relaxed);
         int64_t f = fb_front(v), b = fb_back(v);
-        if (b - f < 2) continue;
-        int64_t mid = b - (b - f) / 2;
+        if (b - f < 2 * g) continue;
+        int64_t mid = f + ((b - f) / 2 + g - 1) / g * g;   /* the owner keeps whole grains */
         if (atomic_compare_exchange_strong_explicit(&c->own[best].fb, &v, fb_pack(f, mid), memory_order_relaxed,
                                                     memory_order_relaxed)) {
             atomic_store_explicit(&c->own[ith].fb, fb_pack(mid, b), memory_order_relaxed);
@@ -589,10 +594,6 @@ static bool own_steal(struct mm_ctx *c, int ith, int nth)
     }
 }
 
-/* Each thread walks its own share front to back (one sequential stream: the
- * kernels' prefetch runs on into the next panels) and then steals, so a
- * thread slowed by another process on its core does less of the work. Which
- * thread computes a column never changes its value. */
 /* Prefetch (into L2) the first bytes of share ith of the next weights. */
 static void next_prefetch(const struct mm_next *x, int ith)
 {
@@ -619,7 +620,7 @@ static void mm_task(void *ctx, int ith, int nth)
     struct mm_ctx *c = ctx;
     int64_t lo, hi;
     do {
-        while (own_take(&c->own[ith], MM_STEP, &lo, &hi)) mm_range(c, lo, hi);
+        while (own_take(&c->own[ith], MM_STEP > c->grain ? MM_STEP : c->grain, c->grain, &lo, &hi)) mm_range(c, lo, hi);
     } while (own_steal(c, ith, nth));
     if (c->next && ith < c->next->nth) next_prefetch(c->next, ith);
 }
@@ -657,7 +658,7 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
         }
         nx.nth = mm_threads(pool, macs * a->n, nx.start[m_next]);
     }
-    struct mm_ctx c = { .next = m_next ? &nx : NULL, .a = a, .m = m, .w = w, .y = y };
+    struct mm_ctx c = { .next = m_next ? &nx : NULL, .a = a, .m = m, .w = w, .y = y, .grain = 1 };
     bool quant = false;
     int64_t macs = 0;
     const char *x0 = (const char *)a->x, *x1 = x0 + (size_t)a->n * (size_t)a->k * sizeof(float);
@@ -670,6 +671,9 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
         SPRIG_ASSERT(t);
         quant |= t->quant;
         c.start[i + 1] = c.start[i] + (w[i]->n_out + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL;
+        const struct sprig_mm_family *f = family(w[i]->kernel);
+        int g = f && w[i]->packed && f->tile_panels ? f->tile_panels(w[i]->type, a->n) : 1;
+        if (g > c.grain) c.grain = g;
         macs += w[i]->n_out * a->k;
     }
     if (quant) {
@@ -678,10 +682,13 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
     }
     macs *= a->n;
     int nth = mm_threads(pool, macs, c.start[m]);
+    /* shares of whole grains (the last one takes the rest) */
+    const int64_t grains = (c.start[m] + c.grain - 1) / c.grain;
     for (int t = 0; t < nth; t++) {
         long lo, hi;
-        sprig_split((long)c.start[m], t, nth, &lo, &hi);
-        atomic_init(&c.own[t].fb, fb_pack(lo, hi));
+        sprig_split((long)grains, t, nth, &lo, &hi);
+        int64_t l = lo * c.grain, h = hi * c.grain;
+        atomic_init(&c.own[t].fb, fb_pack(l < c.start[m] ? l : c.start[m], h < c.start[m] ? h : c.start[m]));
     }
     sprig_pool_run(pool, mm_task, &c, nth);
 }
