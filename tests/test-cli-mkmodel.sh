@@ -37,6 +37,23 @@ check "other seed, other bytes" sh -c "! cmp -s '$TMP/tiny-q8_0.gguf' '$TMP/othe
 check "flags override the preset" hasre 'llama\.block_count +u32 +3$' "$TMP/gguf-custom"
 check "custom vocab" hasre 'tokenizer\.ggml\.tokens +arr +\[str x 1000\]' "$TMP/gguf-custom"
 
+# --widen: the real model in a bigger shape generates the real model's text
+W="${SPRIG_SHARED:-../shared}/models/stories260K.gguf"
+"$BIN" mkmodel --dim 128 --layers 6 --heads 8 --kv-heads 4 --ffn 192 --type q8_0 --widen "$W" -o "$TMP/wide.gguf" 2>"$TMP/werr"; rc=$?
+check "widen exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "widen summary" has "widened to dim 128, layers 6" "$TMP/werr"
+"$BIN" run -m "$TMP/wide.gguf" --temp 0 -n 24 -p "Once upon a time" -q >"$TMP/wide.txt" 2>/dev/null
+"$BIN" run -m "$W" --temp 0 -n 24 -p "Once upon a time" -q >"$TMP/small.txt" 2>/dev/null
+check "widened model writes the source's greedy text" cmp -s "$TMP/wide.txt" "$TMP/small.txt"
+check "greedy text is not empty" hasre "Once upon a time.+" "$TMP/wide.txt"
+"$BIN" mkmodel --dim 32 --heads 4 --kv-heads 2 --widen "$W" -o "$TMP/w2.gguf" 2>"$TMP/werr"; rc=$?
+check "widen into a smaller dim exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "widen refusal names dim" has "dim 32 is smaller than the source model's 64" "$TMP/werr"
+check "widen refusal writes nothing" [ ! -e "$TMP/w2.gguf" ]
+"$BIN" mkmodel --widen "$TMP/none.gguf" -o "$TMP/w3.gguf" 2>"$TMP/werr"; rc=$?
+check "widen of a missing file exits 1 (rc $rc)" [ $rc -eq 1 ]
+check "widen of a missing file names it" has "none.gguf" "$TMP/werr"
+
 bad() { # bad DESCRIPTION EXPECTED-SUBSTRING ARGS...
     d=$1; want=$2; shift 2
     "$BIN" mkmodel "$@" >/dev/null 2>"$TMP/bad"; rc=$?

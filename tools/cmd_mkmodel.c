@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "mkmodel.h"
+#include "widen.h"
 #include "tensor/types.h"
 #include "base/timer.h"
 
@@ -34,6 +35,9 @@ static void usage(FILE *f)
             "  --seed N         random seed (default 1)\n"
             "  --rope-base X    llama.rope.freq_base (default 10000)\n"
             "  --name NAME      general.name\n"
+            "  --widen SRC      instead of random weights, embed the llama model SRC in\n"
+            "                   this shape, computing what SRC computes (its vocabulary,\n"
+            "                   tokenizer and context; zeros elsewhere; see src/widen.h)\n"
             "  -t, --threads N  generator threads (default: all CPUs)\n"
             "  -o, --out PATH   output file (required)\n"
             "  -q, --quiet      no summary on stderr\n"
@@ -65,7 +69,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "sprig mkmodel: --preset: %s\n", err.msg);
         return 2;
     }
-    const char *out = NULL;
+    const char *out = NULL, *widen = NULL;
     bool quiet = false;
     const struct int_flag ints[] = {
         { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
@@ -80,7 +84,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") ||
-                       !strcmp(a, "-o") || !strcmp(a, "--out");
+                       !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -120,6 +124,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
                 return 2;
             }
             p.name = v;
+        } else if (!strcmp(a, "--widen")) {
+            widen = v;
         } else {
             out = v;
         }
@@ -128,11 +134,23 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "sprig mkmodel: missing -o OUT.gguf\n");
         return 2;
     }
+    double t0 = sprig_time_ms();
+    if (widen) {
+        sprig_status st = sprig_widen_write(widen, &p, out, &err);
+        if (st != SPRIG_OK) {
+            fprintf(stderr, "sprig mkmodel: --widen %s: %s\n", widen, err.msg);
+            return st == SPRIG_E_INVALID_ARG ? 2 : 1;
+        }
+        if (!quiet)
+            fprintf(stderr, "sprig mkmodel: wrote %s: %s widened to dim %d, layers %d, heads %d/%d, ffn %d, %s (%.1f s)\n",
+                    out, widen, p.dim, p.n_layers, p.n_heads, p.n_kv_heads, p.ffn, sprig_type_name(p.type),
+                    (sprig_time_ms() - t0) / 1000.0);
+        return 0;
+    }
     if (sprig_mkmodel_validate(&p, &err) != SPRIG_OK) {
         fprintf(stderr, "sprig mkmodel: %s\n", err.msg);
         return 2;
     }
-    double t0 = sprig_time_ms();
     if (sprig_mkmodel_write(&p, out, &err) != SPRIG_OK) {
         fprintf(stderr, "sprig mkmodel: %s\n", err.msg);
         return 1;
