@@ -23,8 +23,8 @@ static const int types[] = { SPRIG_TYPE_F32, SPRIG_TYPE_F16, SPRIG_TYPE_BF16, SP
 #define N_TYPES ((int)(sizeof types / sizeof types[0]))
 static const char *const families[] = { "reference", "avx2", "avx512" };
 #define N_FAM 3
-static const int batch_full[] = { 1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 64 };
-static const int batch_quick[] = { 1, 3, 8, 17, 33 };
+static const int batch_full[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 31, 32, 33, 64 };
+static const int batch_quick[] = { 1, 3, 6, 8, 17, 33 };
 #define MAX_N 64
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;

@@ -15,8 +15,9 @@
  *    above), weights outer (j loop), 2*R*G accumulators. Decode runs here: G
  *    panels are G quant and G scale streams per thread, which DRAM serves
  *    better at 60 GB/s than one stream (measured: 86% of a paired read against
- *    77-81%). Batches of 7-16 rows do not; bigger ones run them in chunks;
- *  - for 7 to 16 rows, ONE panel, rows outer with the 8 weight vectors of a
+ *    77-81%). Batches of 5-16 rows do not (a 6-row tile of 2 panels spills
+ *    registers: ~40% slower than one panel); bigger ones run in chunks;
+ *  - for 5 to 16 rows, ONE panel, rows outer with the 8 weight vectors of a
  *    block in registers; each row's dot is a chain of 8 vpdpbusd into a
  *    temporary (renamed: R accumulators + 8 weights fit 32 zmm up to R = 16),
  *    so the batch keeps its accumulators in registers for the whole k range.
@@ -47,6 +48,7 @@
 
 #define RMAX 12   /* rows per float tile */
 #define QRMAX 16  /* rows per quantized tile */
+#define Q_ONE_MIN 5 /* fewest rows that run one-panel tiles */
 
 /* Software prefetch (into L2), PF_DIST bytes of a panel ahead: float tiles
  * of at least PF_MIN_ROWS / 2 rows, quantized G-panel tiles of one row
@@ -337,14 +339,15 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
     QGT(NAME, 2, 4, Q4) QGT(NAME, 3, 1, Q4) QGT(NAME, 3, 2, Q4) QGT(NAME, 4, 1, Q4) QGT(NAME, 4, 2, Q4) \
     QGT(NAME, 5, 1, Q4) QGT(NAME, 5, 2, Q4) QGT(NAME, 6, 1, Q4) QGT(NAME, 6, 2, Q4) QGT(NAME, 7, 1, Q4) \
     QGT(NAME, 8, 1, Q4) QGT(NAME, 9, 1, Q4) QGT(NAME, 10, 1, Q4) QGT(NAME, 11, 1, Q4) QGT(NAME, 12, 1, Q4) \
-    QRT(NAME, 7, Q4) QRT(NAME, 8, Q4) QRT(NAME, 9, Q4) QRT(NAME, 10, Q4) QRT(NAME, 11, Q4) QRT(NAME, 12, Q4) \
+    QRT(NAME, 5, Q4) QRT(NAME, 6, Q4) QRT(NAME, 7, Q4) QRT(NAME, 8, Q4) QRT(NAME, 9, Q4) QRT(NAME, 10, Q4) QRT(NAME, 11, Q4) QRT(NAME, 12, Q4) \
     QRT(NAME, 13, Q4) QRT(NAME, 14, Q4) QRT(NAME, 15, Q4) QRT(NAME, 16, Q4) \
     static const tile_fn NAME##_gtab[QGRMAX + 1][4] = { { NULL }, \
         { NAME##_g_r1_g1, NAME##_g_r1_g2, NAME##_g_r1_g4 }, { NAME##_g_r2_g1, NAME##_g_r2_g2, NAME##_g_r2_g4 }, \
         { NAME##_g_r3_g1, NAME##_g_r3_g2 }, { NAME##_g_r4_g1, NAME##_g_r4_g2 }, { NAME##_g_r5_g1, NAME##_g_r5_g2 }, \
         { NAME##_g_r6_g1, NAME##_g_r6_g2 }, { NAME##_g_r7_g1 }, { NAME##_g_r8_g1 }, { NAME##_g_r9_g1 }, \
         { NAME##_g_r10_g1 }, { NAME##_g_r11_g1 }, { NAME##_g_r12_g1 } }; \
-    static const qtile_fn NAME##_rtab[QRMAX + 1] = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NAME##_r_r7, \
+    static const qtile_fn NAME##_rtab[QRMAX + 1] = { NULL, NULL, NULL, NULL, NULL, NAME##_r_r5, \
+        NAME##_r_r6, NAME##_r_r7, \
         NAME##_r_r8, NAME##_r_r9, NAME##_r_r10, NAME##_r_r11, NAME##_r_r12, NAME##_r_r13, NAME##_r_r14, \
         NAME##_r_r15, NAME##_r_r16 };
 
@@ -414,7 +417,7 @@ static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gta
     }
 }
 
-/* Quantized weights: up to 6 rows in one G-panel tile; 7 to QRMAX rows in
+/* Quantized weights: up to 4 rows in one G-panel tile; 5 to QRMAX rows in
  * one-panel tiles, one panel at a time (a thread's panels are one sequential
  * stream); more rows in chunks of up to QGRMAX on G-panel tiles with k in
  * ranges (measured: the one-panel tile loses ~4% to them when it must keep
@@ -423,7 +426,7 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
 {
     const int n = J->n;
     const int64_t nb = J->n_in / SPRIG_QK;
-    if (n <= 6 || n > QRMAX) {
+    if (n < Q_ONE_MIN || n > QRMAX) {
         drive(J, gtab, qg_g, QGRMAX, nb, kstep);
         return;
     }
@@ -433,7 +436,7 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
 static int tile_panels(int type, int n)
 {
     if (n < 1) return 1;
-    if (type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return n <= 6 || n > QRMAX ? gstep_of(qg_g, QGRMAX, n) : 1;
+    if (type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return n < Q_ONE_MIN || n > QRMAX ? gstep_of(qg_g, QGRMAX, n) : 1;
     return gstep_of(f_g, RMAX, n);
 }
 
