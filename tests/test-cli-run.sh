@@ -33,6 +33,16 @@ check "stderr says which path ran" has "decoding path: plain" "$TMP/err"
 SPRIG_NO_SIMD=1 "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 200 -t 1 >"$TMP/ref" 2>"$TMP/referr"
 check "SPRIG_NO_SIMD=1 runs the reference kernels" has "kernels reference" "$TMP/referr"
 check "reference kernels give the same greedy text" cmp -s "$TMP/ref" "$TMP/want"
+SPRIG_KERNELS=reference "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 20 -t 1 >/dev/null 2>"$TMP/referr"
+check "SPRIG_KERNELS=reference runs the reference kernels" has "kernels reference" "$TMP/referr"
+if grep -q avx2 /proc/cpuinfo 2>/dev/null && grep -q fma /proc/cpuinfo && grep -q f16c /proc/cpuinfo; then
+    SPRIG_KERNELS=avx2 "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 200 -t 1 >"$TMP/avx2" 2>"$TMP/avx2err"
+    check "SPRIG_KERNELS=avx2 runs the avx2 kernels" has "kernels avx2," "$TMP/avx2err"
+    check "avx2 kernels give the same greedy text" cmp -s "$TMP/avx2" "$TMP/want"
+fi
+SPRIG_KERNELS=bogus "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 5 -t 1 >/dev/null 2>"$TMP/boguserr"; rc=$?
+check "an unknown SPRIG_KERNELS is ignored (rc $rc)" [ $rc -eq 0 ]
+check "an unknown SPRIG_KERNELS is named" has "SPRIG_KERNELS='bogus'" "$TMP/boguserr"
 
 # stdout is exactly the prompt followed by the generation
 "$BIN" run -m "$M/stories260K.gguf" -p "Once upon a time" --temp 0 -n 20 -q >"$TMP/p" 2>/dev/null

@@ -46,6 +46,7 @@
 
 #include "base/log.h"
 #include "tensor/ops.h"
+#include "tensor/matmul.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -67,9 +68,9 @@ static int attn_kernel(void)
     if (k != KERN_UNKNOWN) return k;
     k = KERN_C;
 #if defined(__x86_64__) && defined(__GNUC__)
-    const char *no = getenv("SPRIG_NO_SIMD");
-    bool no_simd = no && *no && strcmp(no, "0") != 0;
-    if (!no_simd) k = cpu_has_avx512() ? KERN_AVX512 : cpu_has_avx2() ? KERN_AVX2 : KERN_C;
+    const int cap = sprig_kernels_cap();
+    k = cap >= SPRIG_KERNELS_AVX512 && cpu_has_avx512() ? KERN_AVX512
+      : cap >= SPRIG_KERNELS_AVX2 && cpu_has_avx2()     ? KERN_AVX2 : KERN_C;
 #endif
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
     return k;

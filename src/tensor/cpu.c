@@ -5,10 +5,17 @@
  * system saves the register state (YMM for AVX/AVX2, opmask + ZMM for
  * AVX-512). A feature counts only when both agree. Detected once, then
  * served from a static table (reads are safe from any thread).
+ * The environment can cap the kernel level every dispatcher (matmul,
+ * attention, row ops) picks: SPRIG_NO_SIMD=1 or SPRIG_KERNELS=reference
+ * keeps plain C, SPRIG_KERNELS=avx2 stops below AVX-512 — for comparing the
+ * kernel families on one machine.
  */
 #include "tensor/matmul.h"
+#include "base/log.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -59,4 +66,29 @@ const struct sprig_cpu_features *sprig_cpu_features(void)
 {
     pthread_once(&g_cpu_once, detect);
     return &g_cpu;
+}
+
+static int g_cap = SPRIG_KERNELS_AVX512;
+static pthread_once_t g_cap_once = PTHREAD_ONCE_INIT;
+
+static void read_cap(void)
+{
+    const char *no = getenv("SPRIG_NO_SIMD"), *k = getenv("SPRIG_KERNELS");
+    static const struct { const char *name; int level; } names[] = {
+        { "reference", SPRIG_KERNELS_REF }, { "ref", SPRIG_KERNELS_REF }, { "c", SPRIG_KERNELS_REF },
+        { "avx2", SPRIG_KERNELS_AVX2 }, { "avx512", SPRIG_KERNELS_AVX512 }, { "auto", SPRIG_KERNELS_AVX512 },
+    };
+    if (k && *k) {
+        size_t i = 0;
+        while (i < sizeof names / sizeof names[0] && strcmp(k, names[i].name)) i++;
+        if (i < sizeof names / sizeof names[0]) g_cap = names[i].level;
+        else sprig_log(SPRIG_LOG_WARN, "SPRIG_KERNELS='%s' is not reference, avx2, avx512 or auto; ignored", k);
+    }
+    if (no && *no && strcmp(no, "0") != 0) g_cap = SPRIG_KERNELS_REF;
+}
+
+int sprig_kernels_cap(void)
+{
+    pthread_once(&g_cap_once, read_cap);
+    return g_cap;
 }

@@ -63,10 +63,9 @@ static bool fam_available(int f)
 
 static int fam_detect(void)
 {
-    const char *e = getenv("SPRIG_NO_SIMD");
-    if (e && *e && strcmp(e, "0") != 0) return FAM_REF;
-    if (fam_available(FAM_AVX512)) return FAM_AVX512;
-    if (fam_available(FAM_AVX2)) return FAM_AVX2;
+    const int cap = sprig_kernels_cap();
+    if (cap >= SPRIG_KERNELS_AVX512 && fam_available(FAM_AVX512)) return FAM_AVX512;
+    if (cap >= SPRIG_KERNELS_AVX2 && fam_available(FAM_AVX2)) return FAM_AVX2;
     return FAM_REF;
 }
 

@@ -95,6 +95,12 @@ const char *sprig_kernels_name(void);
  * initialised afterwards only. */
 bool sprig_kernels_force(const char *family);
 
+/* The highest kernel level the environment allows (SPRIG_NO_SIMD=1,
+ * SPRIG_KERNELS=reference|avx2|avx512|auto); every dispatcher picks the best
+ * the CPU has at or below it. */
+enum { SPRIG_KERNELS_REF = 0, SPRIG_KERNELS_AVX2 = 1, SPRIG_KERNELS_AVX512 = 2 };
+int sprig_kernels_cap(void);
+
 /* CPU features found by CPUID. */
 struct sprig_cpu_features { bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16; };
 const struct sprig_cpu_features *sprig_cpu_features(void);

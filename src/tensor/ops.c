@@ -16,6 +16,7 @@
  *          the classic degree-5 P, times 2^n built in the exponent bits.
  */
 #include "tensor/ops.h"
+#include "tensor/matmul.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -44,9 +45,7 @@ static int ops_kernel(void)
 {
     int k = atomic_load_explicit(&g_kernel, memory_order_relaxed);
     if (k != KERN_UNKNOWN) return k;
-    const char *no = getenv("SPRIG_NO_SIMD");
-    bool no_simd = no && *no && strcmp(no, "0") != 0;
-    k = !no_simd && cpu_has_avx512() ? KERN_AVX512 : KERN_C;
+    k = sprig_kernels_cap() >= SPRIG_KERNELS_AVX512 && cpu_has_avx512() ? KERN_AVX512 : KERN_C;
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
     return k;
 }
