@@ -50,7 +50,7 @@ static const struct { int type; uint32_t ftype; } ftypes[] = {
     { SPRIG_TYPE_F32, 0 }, { SPRIG_TYPE_F16, 1 }, { SPRIG_TYPE_Q4_0, 2 }, { SPRIG_TYPE_Q8_0, 7 }, { SPRIG_TYPE_BF16, 32 },
 };
 
-static bool file_type_of(int type, uint32_t *ft)
+bool sprig_mkmodel_file_type(int type, uint32_t *ft)
 {
     for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
         if (ftypes[i].type == type) {
@@ -82,7 +82,7 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: heads %d is not a multiple of kv-heads %d", p->n_heads, p->n_kv_heads);
     const struct sprig_type_traits *t = sprig_type_traits(p->type);
     uint32_t ft;
-    if (!t || !t->can_compute || !file_type_of(p->type, &ft))
+    if (!t || !t->can_compute || !sprig_mkmodel_file_type(p->type, &ft))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: weight type %s is not one of f32, f16, bf16, q8_0, q4_0",
                          sprig_type_name(p->type));
     if (p->dim % t->blck || p->ffn % t->blck)
@@ -258,7 +258,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
     const int L = p->n_layers;
     const int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)p->dim / p->n_heads * p->n_kv_heads;
     uint32_t ftype = 0;
-    file_type_of(p->type, &ftype);
+    sprig_mkmodel_file_type(p->type, &ftype);
     struct gen g = { .seed = p->seed, .max_ne0 = D > F ? D : F };
     sprig_gguf_writer *w = NULL;
     size_t n_t = 3 + 9 * (size_t)L;

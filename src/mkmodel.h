@@ -43,6 +43,9 @@ const char *sprig_mkmodel_preset_names(void);
 /* Check shapes and type (INVALID_ARG naming the parameter). */
 sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_error *err);
 
+/* ggml's general.file_type for a weight type; false if it has none. */
+bool sprig_mkmodel_file_type(int type, uint32_t *ft);
+
 /* Parameter count of the model p describes (p validated). */
 int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p);
 

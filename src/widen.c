@@ -160,10 +160,7 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     const float norm_scale = sqrtf((float)s->dim / (float)p.dim);
     const float q_scale = sqrtf((float)(p.dim / p.n_heads) / (float)s->head_dim);
     uint32_t ftype = 0;
-    const struct { int type; uint32_t ft; } ftypes[] = { { SPRIG_TYPE_F32, 0 }, { SPRIG_TYPE_F16, 1 }, { SPRIG_TYPE_Q4_0, 2 },
-                                                         { SPRIG_TYPE_Q8_0, 7 }, { SPRIG_TYPE_BF16, 32 } };
-    for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
-        if (ftypes[i].type == p.type) ftype = ftypes[i].ft;
+    sprig_mkmodel_file_type(p.type, &ftype);   /* validated above */
 
     td = calloc(3 + 9 * (size_t)L, sizeof *td);
     wr = sprig_gguf_writer_create(err);
