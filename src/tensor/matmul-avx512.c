@@ -33,7 +33,11 @@
  * vmulps and vfmadd each issue once per cycle and share those pipes (vcvtdq2ps
  * and vcvtph2ps do not), so a row-block costs 8 + 1 + 1 = 10 cycles: 80% of
  * the vpdpbusd peak is the ceiling of this (bit-exact per-block) scheme. The
- * 16-row tile runs at ~96% of it from L2 and ~90% streaming from DRAM.
+ * 16-row tile runs at 80-88% of that ceiling (63-71% of peak), from L2 on one
+ * thread as streaming from DRAM on two (`sprig bench matmul --ns 16`), so
+ * it is instruction-bound, not memory-bound. Measured and not it: the
+ * correction broadcast, splitting the 8-deep vpdpbusd chain in two, the
+ * prefetch distance (4-34 KB). Dropping the vmulps gains ~6%.
  */
 #include "tensor/matmul-kern.h"
 #include "tensor/types.h"
