@@ -5,7 +5,10 @@
 #      forwards, on a synthetic llama-1b shaped model (Q8_0, then F16),
 #      generated once into $SPRIG_BENCH_MODELS (default models/, git-ignored);
 #   2. speculative decoding on the real stories260K model with each drafter:
-#      plain, chain, tree and tree+branches alternated.
+#      plain, chain, tree and tree+branches alternated;
+#   3. the same on a bandwidth-bound target: stories260K widened into the
+#      llama-1b shape (`mkmodel --widen`, same function, 1B-class cost), with
+#      the real draft model and the n-gram drafter.
 # Threads: $SPRIG_BENCH_THREADS (default 2). SPRIG_BENCH_QUICK=1 skips the
 # 1B-parameter models. Every number is a median over alternated repetitions;
 # add --json to a line to get machine-readable output.
@@ -40,3 +43,16 @@ for d in "--draft $M/stories-draft.gguf" "--mtp $M/stories-mtp.gguf" "--draft-ng
     # shellcheck disable=SC2086
     "$SPRIG" bench spec -m "$M/stories260K.gguf" $d -t 1 --draft-max 4 --tree-branches 2 -n 256 --pairs 7
 done
+
+if [ "${SPRIG_BENCH_QUICK:-0}" = 0 ]; then
+    f="$MODELS/stories-1b-q8_0.gguf"
+    if [ ! -f "$f" ]; then
+        echo; echo "== generating $f (stories260K widened to the llama-1b shape)"
+        "$SPRIG" mkmodel --preset llama-1b --type q8_0 --widen "$M/stories260K.gguf" -o "$f"
+    fi
+    for d in "--draft $M/stories-draft.gguf" "--draft-ngram"; do
+        echo; echo "== speculative decoding on stories260K widened to llama-1b (Q8_0, $T threads): $d"
+        # shellcheck disable=SC2086
+        "$SPRIG" bench spec -m "$f" $d -t "$T" --draft-max 6 --tree-branches 3 -n 256 --pairs 5
+    done
+fi
