@@ -46,6 +46,9 @@ check "widen summary" has "widened to dim 128, layers 6" "$TMP/werr"
 "$BIN" run -m "$W" --temp 0 -n 24 -p "Once upon a time" -q >"$TMP/small.txt" 2>/dev/null
 check "widened model writes the source's greedy text" cmp -s "$TMP/wide.txt" "$TMP/small.txt"
 check "greedy text is not empty" hasre "Once upon a time.+" "$TMP/wide.txt"
+"$BIN" run -m "$TMP/wide.gguf" --mtp "${SPRIG_SHARED:-../shared}/models/stories-mtp.gguf" -n 5 >/dev/null 2>"$TMP/werr"; rc=$?
+check "an MTP head that does not fit the target exits 1 (rc $rc)" [ $rc -eq 1 ]
+check "the misfit names the dimension" has "MTP head embedding_length is 64 but the target's is 128" "$TMP/werr"
 "$BIN" mkmodel --dim 32 --heads 4 --kv-heads 2 --widen "$W" -o "$TMP/w2.gguf" 2>"$TMP/werr"; rc=$?
 check "widen into a smaller dim exits 2 (rc $rc)" [ $rc -eq 2 ]
 check "widen refusal names dim" has "dim 32 is smaller than the source model's 64" "$TMP/werr"
