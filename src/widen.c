@@ -168,8 +168,8 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     if (!wr) { st = SPRIG_E_NOMEM; goto done; }
 
     char name[192];
-    snprintf(name, sizeof name, "%s", p.name ? p.name : "");
-    if (!p.name) snprintf(name, sizeof name, "%.120s widened", m->name[0] ? m->name : "model");
+    if (p.name) snprintf(name, sizeof name, "%s", p.name);
+    else snprintf(name, sizeof name, "%.120s widened", m->name[0] ? m->name : "model");
     TRY(sprig_gguf_w_str(wr, "general.architecture", "llama", 5, err));
     TRY(sprig_gguf_w_str(wr, "general.name", name, strlen(name), err));
     TRY(sprig_gguf_w_u32(wr, "general.file_type", ftype, err));

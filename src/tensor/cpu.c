@@ -68,20 +68,26 @@ const struct sprig_cpu_features *sprig_cpu_features(void)
     return &g_cpu;
 }
 
+int sprig_kernels_level(const char *name)
+{
+    static const struct { const char *name; int level; } names[] = {
+        { "reference", SPRIG_KERNELS_REF }, { "ref", SPRIG_KERNELS_REF }, { "c", SPRIG_KERNELS_REF },
+        { "avx2", SPRIG_KERNELS_AVX2 }, { "avx512", SPRIG_KERNELS_AVX512 }, { "avx512-vnni", SPRIG_KERNELS_AVX512 },
+    };
+    for (size_t i = 0; name && i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i].name)) return names[i].level;
+    return -1;
+}
+
 static int g_cap = SPRIG_KERNELS_AVX512;
 static pthread_once_t g_cap_once = PTHREAD_ONCE_INIT;
 
 static void read_cap(void)
 {
     const char *no = getenv("SPRIG_NO_SIMD"), *k = getenv("SPRIG_KERNELS");
-    static const struct { const char *name; int level; } names[] = {
-        { "reference", SPRIG_KERNELS_REF }, { "ref", SPRIG_KERNELS_REF }, { "c", SPRIG_KERNELS_REF },
-        { "avx2", SPRIG_KERNELS_AVX2 }, { "avx512", SPRIG_KERNELS_AVX512 }, { "auto", SPRIG_KERNELS_AVX512 },
-    };
-    if (k && *k) {
-        size_t i = 0;
-        while (i < sizeof names / sizeof names[0] && strcmp(k, names[i].name)) i++;
-        if (i < sizeof names / sizeof names[0]) g_cap = names[i].level;
+    if (k && *k && strcmp(k, "auto") != 0) {
+        int level = sprig_kernels_level(k);
+        if (level >= 0) g_cap = level;
         else sprig_log(SPRIG_LOG_WARN, "SPRIG_KERNELS='%s' is not reference, avx2, avx512 or auto; ignored", k);
     }
     if (no && *no && strcmp(no, "0") != 0) g_cap = SPRIG_KERNELS_REF;

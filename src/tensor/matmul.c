@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-enum { FAM_REF = 0, FAM_AVX2 = 1, FAM_AVX512 = 2, FAM_COUNT };
+enum { FAM_REF = SPRIG_KERNELS_REF, FAM_AVX2 = SPRIG_KERNELS_AVX2, FAM_AVX512 = SPRIG_KERNELS_AVX512, FAM_COUNT };
 
 static const char *const fam_names[FAM_COUNT] = { "reference", "avx2", "avx512-vnni" };
 
@@ -95,14 +95,10 @@ const struct sprig_mm_family *sprig_mm_family_best(void)
 
 bool sprig_kernels_force(const char *name)
 {
-    int f;
     if (!name) return false;
-    if (!strcmp(name, "auto")) f = fam_detect();
-    else if (!strcmp(name, "reference") || !strcmp(name, "ref")) f = FAM_REF;
-    else if (!strcmp(name, "avx2")) f = FAM_AVX2;
-    else if (!strcmp(name, "avx512") || !strcmp(name, "avx512-vnni")) f = FAM_AVX512;
-    else return false;
-    if (!fam_available(f)) return false;
+    /* family ids are the kernel levels */
+    const int f = !strcmp(name, "auto") ? fam_detect() : sprig_kernels_level(name);
+    if (f < 0 || !fam_available(f)) return false;
     pthread_once(&g_fam_once, fam_init_once);
     atomic_store(&g_fam, f);
     return true;

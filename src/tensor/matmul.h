@@ -100,6 +100,9 @@ bool sprig_kernels_force(const char *family);
  * the CPU has at or below it. */
 enum { SPRIG_KERNELS_REF = 0, SPRIG_KERNELS_AVX2 = 1, SPRIG_KERNELS_AVX512 = 2 };
 int sprig_kernels_cap(void);
+/* The level a family name means ("reference"/"ref"/"c", "avx2",
+ * "avx512"/"avx512-vnni"); -1 when unknown. */
+int sprig_kernels_level(const char *name);
 
 /* CPU features found by CPUID. */
 struct sprig_cpu_features { bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16; };
