@@ -18,7 +18,9 @@ WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-
 FPFLAGS  = -ffp-contract=off -fno-math-errno
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CSTD) $(WARN) $(FPFLAGS) $(CFLAGS) $(EXTRA_CFLAGS) -Iinclude -Isrc -pthread
-LDLIBS   = -lm -pthread
+# PCRE2 runs the pre-tokenizers' published regular expressions; Jansson reads
+# tokenizer.json files (and, later, HTTP request bodies). See the README.
+LDLIBS   = -lpcre2-8 -ljansson -lm -pthread
 
 ISA_AVX2   = -mavx2 -mfma -mf16c -mbmi2
 ISA_AVX512 = -mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16

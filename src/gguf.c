@@ -595,6 +595,9 @@ static bool parse(sprig_gguf *g, sprig_error *err)
         g->alignment = a;
     }
     size_t end = c.off, pad = (g->alignment - end % g->alignment) % g->alignment;
+    /* A file with no tensors has no data section, so nothing to pad to:
+     * llama.cpp's vocabulary-only files end right after the metadata. */
+    if (g->n_tensors == 0 && pad > g->size - end) pad = g->size - end;
     if (pad > g->size - end)
         FAIL(SPRIG_E_FORMAT, "%s: data section: padding from offset %zu to the alignment %zu runs past the end of the file (%zu bytes)",
              file, end, g->alignment, g->size);

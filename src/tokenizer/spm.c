@@ -146,9 +146,10 @@ static sprig_status segment(struct enc *e, const char *text, size_t len, sprig_e
     return st;
 }
 
-int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, bool add_bos,
+int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, int flags,
                    int32_t *out, int cap, sprig_error *err)
 {
+    bool add_bos = t && ((flags & SPRIG_TOK_BOS) || ((flags & SPRIG_TOK_ADD_SPECIAL) && t->add_bos));
     if (!t) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: tokenizer is NULL"); return -1; }
     if (!text && len) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: text is NULL with length %zu", len); return -1; }
     if (cap < 0 || (!out && cap > 0)) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: bad output buffer (cap %d)", cap); return -1; }

@@ -79,14 +79,36 @@ int  sprig_tokenizer_find(const sprig_tokenizer *t, const char *piece, size_t le
  * control/unknown/unused -> empty); NUL-terminated; NULL for an id out of range. */
 const char *sprig_tokenizer_token_text(const sprig_tokenizer *t, int id, size_t *len);
 
+/* Encode flags (an int so that `true` still means "add BOS"). */
+enum {
+    SPRIG_TOK_BOS           = 1,   /* prepend BOS (an error if the vocabulary has none) */
+    SPRIG_TOK_EOS           = 2,   /* append EOS (likewise) */
+    SPRIG_TOK_ADD_SPECIAL   = 4,   /* BOS / EOS as the vocabulary says (add_bos_token / add_eos_token) */
+    SPRIG_TOK_PARSE_SPECIAL = 8,   /* text of control tokens (<|im_start|>, <bos>...) becomes those tokens */
+};
+
 /* Encode text[len] (any bytes; at most SPRIG_TOKENIZE_MAX_TEXT); writes up to
  * cap ids; returns the total count needed (call again with a bigger buffer if
- * > cap), or -1 with err set. A "character" is a well-formed UTF-8 sequence;
- * each byte of an ill-formed one is a character of its own. Characters with no
+ * > cap), or -1 with err set. flags: SPRIG_TOK_*. User-defined tokens are
+ * always matched in the text; control tokens only with PARSE_SPECIAL.
+ * SentencePiece ("llama"): a "character" is a well-formed UTF-8 sequence; each
+ * byte of an ill-formed one is a character of its own. Characters with no
  * piece fall back to <0xNN> byte tokens (else the unknown token, else an error).
+ * BPE ("gpt2", "gemma4"): each maximal ill-formed UTF-8 subsequence is read as
+ * U+FFFD first (what the reference tokenizers see after decoding the bytes).
  * The bound 3 * len + 4 on the count always holds. */
-int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, bool add_bos,
+int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, int flags,
                    int32_t *out, int cap, sprig_error *err);
+
+/* tokenizer.ggml.model and tokenizer.ggml.pre ("" when absent) as loaded. */
+const char *sprig_tokenizer_model(const sprig_tokenizer *t);
+const char *sprig_tokenizer_pre(const sprig_tokenizer *t);
+bool sprig_tokenizer_add_eos(const sprig_tokenizer *t);
+/* End-of-generation: EOS, EOT (<|eot_id|>, <|im_end|>, <end_of_turn>, ...) and
+ * the other ids llama.cpp treats as ending a turn. */
+bool sprig_tokenizer_is_eog(const sprig_tokenizer *t, int id);
+/* The EOG ids, ascending; returns their count. */
+int  sprig_tokenizer_eog_ids(const sprig_tokenizer *t, const int32_t **ids);
 
 /* Streaming decode state (one per output stream). */
 typedef struct sprig_detok {

@@ -291,3 +291,14 @@ const char *sprig_tokenizer_token_text(const sprig_tokenizer *t, int id, size_t 
     if (len) *len = t->text_len[id];
     return t->blob + t->text_off[id];
 }
+
+const char *sprig_tokenizer_model(const sprig_tokenizer *t) { return t ? "llama" : ""; }
+const char *sprig_tokenizer_pre(const sprig_tokenizer *t) { return ""; }
+bool sprig_tokenizer_add_eos(const sprig_tokenizer *t) { return false; }
+bool sprig_tokenizer_is_eog(const sprig_tokenizer *t, int id) { return t && id >= 0 && id == t->eos; }
+int  sprig_tokenizer_eog_ids(const sprig_tokenizer *t, const int32_t **ids)
+{
+    static const int32_t none[1] = { -1 };
+    if (ids) *ids = none;
+    return 0;
+}
