@@ -3,7 +3,7 @@
 // for the side-by-side comparison in bench/tokenize-compare.sh.
 //
 //   node bench/tokenize-llamacpp.mjs VOCAB.gguf TEXT_FILE [--reps R]
-//        [--parse-special] [--ids-out FILE]
+//        [--parse-special] [--ids-out FILE] [--diff-with IDS_FILE]
 //
 // Loads the GGUF with vocabOnly (no weights), reads the file as UTF-8, and
 // times only the tokenize call: one discarded warm-up, then R repetitions,
@@ -12,20 +12,23 @@
 // `sprig bench tokenize` without --bos. The timed call includes the binding's
 // copy of the JS string to UTF-8 and of the ids to a Uint32Array (a few ms
 // per MB; small next to tokenizing). Decode (detokenize) is timed the same
-// way. Prints one JSON object. The package is found in $SPRIG_LLAMACPP_REF
+// way. --diff-with compares the ids with another tool's (space-separated)
+// and reports the first difference: token index, byte offset in the text
+// and the text around it. Prints one JSON object. The package is found in $SPRIG_LLAMACPP_REF
 // (a node_modules folder), default bench/ref/node_modules.
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve, join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const args = process.argv.slice(2);
-let reps = 5, parseSpecial = false, idsOut = null;
+let reps = 5, parseSpecial = false, idsOut = null, diffWith = null;
 const pos = [];
 for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--reps") reps = parseInt(args[++i], 10);
     else if (a === "--parse-special") parseSpecial = true;
     else if (a === "--ids-out") idsOut = args[++i];
+    else if (a === "--diff-with") diffWith = args[++i];
     else if (a.startsWith("-")) { console.error(`tokenize-llamacpp: unknown option '${a}'`); process.exit(2); }
     else pos.push(a);
 }
@@ -72,6 +75,18 @@ for (let r = -1; r < reps; r++) {
     if (r >= 0) dec.push(ms(t0));
 }
 if (idsOut) writeFileSync(idsOut, ids.join(" ") + "\n");
+let diff = null;
+if (diffWith) {
+    const other = readFileSync(diffWith, "utf8").trim().split(/\s+/).filter((x) => x.length).map(Number);
+    let i = 0;
+    while (i < ids.length && i < other.length && ids[i] === other[i]) i++;
+    if (i < ids.length || i < other.length) {
+        const at = Buffer.byteLength(model.detokenize(ids.slice(0, i), true), "utf8");
+        const lo = Math.max(0, at - 40);
+        diff = { index: i, byte: at, other_count: other.length, other_ids: other.slice(i, i + 6), ids: ids.slice(i, i + 6),
+                 context: bytes.subarray(lo, at + 40).toString("utf8"), context_from_byte: lo };
+    }
+}
 const eMs = median(enc), dMs = median(dec);
 const outBytes = Buffer.byteLength(back, "utf8");
 console.log(JSON.stringify({
@@ -80,6 +95,7 @@ console.log(JSON.stringify({
     first_ms: +firstMs.toFixed(3), encode_ms_median: +eMs.toFixed(3), tok_s: +(ids.length / (eMs / 1e3)).toFixed(1),
     mb_s: +(bytes.length / 1e6 / (eMs / 1e3)).toFixed(3), decode_ms_median: +dMs.toFixed(3),
     decode_tok_s: +(ids.length / (dMs / 1e3)).toFixed(1), decode_mb_s: +(outBytes / 1e6 / (dMs / 1e3)).toFixed(3),
+    ...(diffWith ? { same_ids: diff === null, first_diff: diff } : {}),
 }));
 await model.dispose();
 await llama.dispose();
