@@ -2,21 +2,27 @@
  * tools/cmd_tokenize.c — `sprig tokenize`: print the token ids of a text.
  *
  *   sprig tokenize -m FILE (-p TEXT | -f FILE | --stdin) [--ids] [--no-bos]
- *                  [--parse-special] [--show-count]
+ *                  [--parse-special | --no-parse-special] [--show-count]
  *
  * The conventions are those of llama.cpp's `llama-tokenize`, so the two can
  * be compared line by line: BOS (and EOS, where the vocabulary asks for it)
  * is added only when the vocabulary says so (tokenizer.ggml.add_bos_token)
- * and --no-bos is absent; the text of control tokens ("<s>", "<|im_start|>")
- * is plain text unless --parse-special is given; each token prints as
- * `%6d -> 'PIECE'` where PIECE is what the token decodes to on its own, with
- * control and unknown tokens shown as their stored text (llama-tokenize
- * decodes with special = true). Two differences, both on purpose: a newline
- * or carriage return inside a piece prints as \n or \r so that every token
- * stays on one line, and --ids prints the ids space-separated on one line
- * (llama-tokenize prints a Python-style list "[1, 2]"). And sprig never
- * rewrites escape sequences: llama-tokenize turns "\n" in -p, -f and stdin
- * into a newline by default, so compare against `llama-tokenize --no-escape`.
+ * and --no-bos is absent, and each token prints as `%6d -> 'PIECE'` where
+ * PIECE is what the token decodes to on its own, control and unknown tokens
+ * shown as their stored text (llama-tokenize decodes with special = true).
+ *
+ * Differences, all on purpose:
+ *  - the text of control tokens ("<s>", "<|im_start|>") is plain text unless
+ *    --parse-special is given: text from a file or a user is data. The
+ *    llama-tokenize of September 2026 parses it by default and has
+ *    --no-parse-special, which sprig accepts too (it is sprig's default);
+ *  - a newline or carriage return inside a piece prints as \n or \r, so
+ *    that every token stays on one line;
+ *  - --ids prints the ids space-separated on one line (llama-tokenize prints
+ *    a Python-style list "[1, 2]");
+ *  - escape sequences are never rewritten: llama-tokenize turns "\n" in -p,
+ *    -f and stdin into a newline unless given --no-escape.
+ * So `llama-tokenize --no-escape --no-parse-special` is the one to compare.
  *
  * Only the GGUF's metadata is read and only the tokenizer is built, so
  * vocabulary-only files (no tensors) work and a model's weights are never
@@ -38,7 +44,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: sprig tokenize -m FILE (-p TEXT | -f FILE | --stdin) [--ids] [--no-bos]\n"
-            "                      [--parse-special] [--show-count]\n"
+            "                      [--parse-special | --no-parse-special] [--show-count]\n"
             "\n"
             "Print the tokens of a text with the GGUF's tokenizer (vocabulary-only files work),\n"
             "one per line as `ID -> 'PIECE'`, or with --ids the ids space-separated on one line.\n"
@@ -49,6 +55,7 @@ static void usage(FILE *f)
             "  --ids              print only the ids\n"
             "  --no-bos           do not add BOS even where the vocabulary asks for it\n"
             "  --parse-special    text of control tokens (<s>, <|im_start|>) becomes those tokens\n"
+            "  --no-parse-special it stays plain text (the default)\n"
             "  --show-count       also print the number of tokens\n"
             "Exit status: 0 ok, 1 the file or text cannot be read or tokenized, 2 bad usage.\n");
 }
@@ -89,6 +96,7 @@ int sprig_cmd_tokenize(int argc, char **argv)
         else if (!strcmp(a, "--ids")) ids = true;
         else if (!strcmp(a, "--no-bos")) no_bos = true;
         else if (!strcmp(a, "--parse-special")) parse_special = true;
+        else if (!strcmp(a, "--no-parse-special")) parse_special = false;
         else if (!strcmp(a, "--show-count")) show_count = true;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
