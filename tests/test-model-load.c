@@ -97,7 +97,7 @@ static void test_broken_variants_fail_by_name(void)
     expect_fail("rot.gguf", &(struct edit){ .set_kv = "llama.rope.dimension_count", .u32 = 9 }, SPRIG_E_FORMAT, "rope.dimension_count");
     expect_fail("no-tokens.gguf", &(struct edit){ .drop_kv = "tokenizer.ggml.tokens" }, SPRIG_E_FORMAT, "tokenizer.ggml.tokens");
     expect_fail("bos.gguf", &(struct edit){ .set_kv = "tokenizer.ggml.bos_token_id", .u32 = 9999 }, SPRIG_E_FORMAT, "bos");
-    expect_fail("tokmodel.gguf", &(struct edit){ .set_kv = "tokenizer.ggml.model", .str = "gpt2" }, SPRIG_E_UNSUPPORTED, "gpt2");
+    expect_fail("tokmodel.gguf", &(struct edit){ .set_kv = "tokenizer.ggml.model", .str = "bert" }, SPRIG_E_UNSUPPORTED, "bert");
     expect_fail("vocabsize.gguf", &(struct edit){ .set_kv = "llama.vocab_size", .u32 = 511 }, SPRIG_E_FORMAT, "vocab_size");
 }
 

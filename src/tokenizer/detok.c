@@ -91,7 +91,10 @@ size_t sprig_detok_push(const sprig_tokenizer *t, sprig_detok *s, int id, char *
     if (id < 0 || id >= t->n_vocab) return 0;
     const unsigned char *p = (const unsigned char *)t->blob + t->text_off[id];
     size_t n = t->text_len[id];
-    if (prev >= 0 && prev == t->bos && n > 0 && p[0] == ' ') { p++; n--; }
+    /* the dummy-prefix space SentencePiece put in front of the text goes away
+     * again at the start of the stream or right after BOS (llama.cpp's
+     * remove_space rule) */
+    if (t->add_space_prefix && (prev < 0 || prev == t->bos) && n > 0 && p[0] == ' ') { p++; n--; }
     for (size_t i = 0; i < n; i++) feed(s, &k, p[i]);
     return k.n;
 }

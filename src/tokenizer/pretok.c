@@ -15,25 +15,25 @@
 static const struct sprig_pretok_row rows[] = {
     { "gpt-2", "phi-2 jina-es jina-de gigachat jina-v2-es jina-v2-de mellum modern-bert exaone4", {
         "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
-      }, false, "GPT-2's ByteLevel pre-tokenizer (use_regex: true)" },
+      }, false, false, "GPT-2's ByteLevel pre-tokenizer (use_regex: true)" },
     { "llama-bpe", "llama3 llama-v3 falcon3 falcon-h1 pixtral midm-2.0 lfm2", {
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-      }, true, "Llama 3 tokenizer.json, pre_tokenizer Split (Isolated)" },
+      }, true, true, "Llama 3 tokenizer.json, pre_tokenizer Split (Isolated)" },
     { "qwen2", "deepseek-r1-qwen kormo f2llmv2", {
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-      }, false, "Qwen 2 / 2.5 / 3 tokenizer.json, pre_tokenizer Split (Isolated)" },
+      }, false, false, "Qwen 2 / 2.5 / 3 tokenizer.json, pre_tokenizer Split (Isolated)" },
     { "qwen35", "", {
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-      }, false, "Qwen 3.5 tokenizer.json, pre_tokenizer Split (Isolated)" },
+      }, false, false, "Qwen 3.5 tokenizer.json, pre_tokenizer Split (Isolated)" },
     { "default", "", {
         "[\\p{P}\\$\\+<=>\\^~\\|]+",
         "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
         "\\p{N}+",
         "[0-9][0-9][0-9]",
-      }, false, "llama.cpp's fallback for BPE vocabularies that name no pre-tokenizer" },
+      }, false, false, "llama.cpp's fallback for BPE vocabularies that name no pre-tokenizer" },
     { "gemma4", "granite-embed-multi-311m", {
         "[^\\n]+|[\\n]+",
-      }, false, "llama.cpp's split for SentencePiece-style BPE (Gemma 4): lines and runs of newlines" },
+      }, false, false, "llama.cpp's split for SentencePiece-style BPE (Gemma 4): lines and runs of newlines" },
 };
 
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))

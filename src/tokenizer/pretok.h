@@ -22,6 +22,7 @@ struct sprig_pretok_row {
     const char *aliases;         /* other names llama.cpp maps to this row, space-separated */
     const char *regex[SPRIG_PRETOK_MAX_REGEX];   /* NULL-terminated when fewer */
     bool ignore_merges;          /* a word that is itself a token is taken whole (llama3) */
+    bool add_bos;                /* BOS added by default when the file does not say (llama3) */
     const char *source;          /* where the expressions come from */
 };
 

@@ -36,21 +36,33 @@ enum sprig_token_type {
 };
 
 struct sprig_vocab_desc {
-    const char *model;              /* "llama" */
+    const char *model;              /* tokenizer.ggml.model: "llama", "gpt2" or "gemma4" */
+    const char *pre;                /* tokenizer.ggml.pre (BPE kinds) or NULL: "default" */
+    size_t pre_len;
     int n_vocab;
     const char *const *pieces;      /* [n_vocab] UTF-8, not necessarily NUL-terminated */
     const size_t *piece_lens;       /* [n_vocab] */
     const float *scores;            /* [n_vocab] or NULL (all 0) */
     const int32_t *types;           /* [n_vocab] or NULL (all NORMAL) */
+    int n_merges;                   /* BPE kinds: tokenizer.ggml.merges, "A B" in rank order */
+    const char *const *merges;      /* [n_merges] */
+    const size_t *merge_lens;       /* [n_merges] */
     int bos, eos, unk;              /* -1 = none */
+    const int32_t *extra_eog;       /* [n_extra_eog] more end-of-generation ids (EOT, EOM keys) */
+    int n_extra_eog;
     bool add_bos;                   /* tokenizer.ggml.add_bos_token, default true */
-    bool add_space_prefix;          /* tokenizer.ggml.add_space_prefix, default true */
+    bool add_eos;                   /* tokenizer.ggml.add_eos_token, default false */
+    bool add_space_prefix;          /* tokenizer.ggml.add_space_prefix, default true (llama) */
+    bool rstrip_specials;           /* special tokens swallow the whitespace after them (Phi-3) */
+    bool allow_duplicates;          /* tests only: duplicate pieces resolve to the lowest id */
 };
 
-/* Validates and copies the description (n_vocab in 1..MAX_VOCAB, pieces up to
- * MAX_PIECE bytes, no NaN score, known types, a BYTE token's piece exactly
- * "<0xNN>", special ids in range or -1). Duplicate pieces: the lowest id wins
- * for lookup. Control, unknown and unused tokens are never produced from text. */
+/* Validates and copies the description (a known model kind, n_vocab in
+ * 1..MAX_VOCAB, pieces up to MAX_PIECE bytes, no duplicate piece, no NaN
+ * score, known types, a BYTE token's piece exactly "<0xNN>", special ids in
+ * range or -1, a known pre-tokenizer, merges "A B" naming tokens whose
+ * concatenation is a token). Control, unknown and unused tokens are never
+ * produced from text unless special-token parsing is asked for. */
 sprig_tokenizer *sprig_tokenizer_create(const struct sprig_vocab_desc *d, sprig_error *err);
 /* From a GGUF's tokenizer.* keys: model (must be "llama", else
  * SPRIG_E_UNSUPPORTED naming it), tokens (array of str), scores (f32, optional),

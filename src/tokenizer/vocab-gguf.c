@@ -17,8 +17,10 @@
  * element is at fault). Pieces point into the mapping; create copies them.
  */
 #include "tokenizer/vocab.h"
+#include "tokenizer/pretok.h"
 #include "gguf.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,7 @@
 #define KEY_TOKENS "tokenizer.ggml.tokens"
 #define KEY_SCORES "tokenizer.ggml.scores"
 #define KEY_TYPES  "tokenizer.ggml.token_type"
+#define KEY_MERGES "tokenizer.ggml.merges"
 
 static bool is_int_vtype(int t)
 {
@@ -75,7 +78,8 @@ sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_err
     const char *model;
     size_t model_len;
     if (sprig_gguf_get_str(g, KEY_MODEL, &model, &model_len, true, err) != SPRIG_OK) return NULL;
-    if (model_len != 5 || memcmp(model, "llama", 5) != 0) {
+    const struct sprig_tok_kind *kind = sprig_tok_kind_find(model, model_len);
+    if (!kind) {
         char shown[40];
         size_t k = 0;
         for (size_t i = 0; i < model_len && k + 1 < sizeof shown; i++) {
@@ -83,7 +87,7 @@ sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_err
             shown[k++] = (c >= 0x20 && c < 0x7F && c != '"') ? (char)c : '?';
         }
         shown[k] = 0;
-        sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = \"%s%s\": tokenizer model not supported (only \"llama\")",
+        sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = \"%s%s\": tokenizer model not supported (llama, gpt2, gemma4)",
                   path, KEY_MODEL, shown, k < model_len ? "..." : "");
         return NULL;
     }
@@ -105,19 +109,64 @@ sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_err
     if (opt_array(g, KEY_SCORES, true, n, &kv_scores, err) != SPRIG_OK) return NULL;
     if (opt_array(g, KEY_TYPES, false, n, &kv_types, err) != SPRIG_OK) return NULL;
 
-    struct sprig_vocab_desc d = { .model = "llama", .n_vocab = n_vocab, .add_bos = true, .add_space_prefix = true };
-    if (special_id(g, "tokenizer.ggml.bos_token_id", n_vocab, 1, &d.bos, err) != SPRIG_OK) return NULL;
-    if (special_id(g, "tokenizer.ggml.eos_token_id", n_vocab, 2, &d.eos, err) != SPRIG_OK) return NULL;
-    if (special_id(g, "tokenizer.ggml.unknown_token_id", n_vocab, 0, &d.unk, err) != SPRIG_OK) return NULL;
+    /* llama.cpp: SentencePiece adds BOS by default, BPE not unless the file says */
+    struct sprig_vocab_desc d = { .model = kind->name, .n_vocab = n_vocab, .add_bos = !kind->bpe, .add_space_prefix = !kind->bpe };
+    if (special_id(g, "tokenizer.ggml.bos_token_id", n_vocab, kind->def_bos, &d.bos, err) != SPRIG_OK) return NULL;
+    if (special_id(g, "tokenizer.ggml.eos_token_id", n_vocab, kind->def_eos, &d.eos, err) != SPRIG_OK) return NULL;
+    if (special_id(g, "tokenizer.ggml.unknown_token_id", n_vocab, kind->def_unk, &d.unk, err) != SPRIG_OK) return NULL;
+    int32_t extra[2];
+    int eot = -1, eom = -1;
+    if (special_id(g, "tokenizer.ggml.eot_token_id", n_vocab, -1, &eot, err) != SPRIG_OK) return NULL;
+    if (special_id(g, "tokenizer.ggml.eom_token_id", n_vocab, -1, &eom, err) != SPRIG_OK) return NULL;
+    if (eot >= 0) extra[d.n_extra_eog++] = eot;
+    if (eom >= 0) extra[d.n_extra_eog++] = eom;
+    d.extra_eog = extra;
+    if (sprig_gguf_get_str(g, "tokenizer.ggml.pre", &d.pre, &d.pre_len, false, err) != SPRIG_OK) return NULL;
+    if (kind->bpe && d.pre) {
+        const struct sprig_pretok_row *row = sprig_pretok_row_find(d.pre, d.pre_len);
+        if (row && row->add_bos) d.add_bos = true;
+    }
     if (sprig_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &d.add_bos, false, err) != SPRIG_OK) return NULL;
+    if (sprig_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &d.add_eos, false, err) != SPRIG_OK) return NULL;
     if (sprig_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &d.add_space_prefix, false, err) != SPRIG_OK) return NULL;
+    {   /* llama.cpp's per-model attribute rule: Phi-3's special tokens rstrip */
+        const char *name = NULL;
+        size_t name_len = 0;
+        if (sprig_gguf_get_str(g, "general.name", &name, &name_len, false, err) != SPRIG_OK) return NULL;
+        for (size_t i = 0; name && i + 4 <= name_len && !d.rstrip_specials; i++) {
+            char w[5];
+            for (int k = 0; k < 5 && i + (size_t)k < name_len; k++) w[k] = (char)tolower((unsigned char)name[i + (size_t)k]);
+            d.rstrip_specials = (i + 5 <= name_len && memcmp(w, "phi-3", 5) == 0) || memcmp(w, "phi3", 4) == 0;
+        }
+    }
+    int64_t kv_merges = -1;
+    {
+        int met = -1;
+        uint64_t nm = 0;
+        if (sprig_gguf_get_arr(g, KEY_MERGES, &met, &nm, false, err) != SPRIG_OK) return NULL;
+        kv_merges = sprig_gguf_find_kv(g, KEY_MERGES);
+        if (kv_merges >= 0) {
+            if (met != SPRIG_GGUF_STR) {
+                sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s': array of %s, expected str", path, KEY_MERGES, sprig_gguf_vtype_name(met));
+                return NULL;
+            }
+            if (nm > (uint64_t)SPRIG_TOKENIZER_MAX_VOCAB * 4) {
+                sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu merges (at most %d)", path, KEY_MERGES,
+                          (unsigned long long)nm, SPRIG_TOKENIZER_MAX_VOCAB * 4);
+                return NULL;
+            }
+            d.n_merges = (int)nm;
+        }
+    }
 
     const char **pieces = malloc(n * sizeof *pieces);
     size_t *lens = malloc(n * sizeof *lens);
     float *scores = kv_scores >= 0 ? malloc(n * sizeof *scores) : NULL;
+    const char **merges = d.n_merges ? malloc((size_t)d.n_merges * sizeof *merges) : NULL;
+    size_t *merge_lens = d.n_merges ? malloc((size_t)d.n_merges * sizeof *merge_lens) : NULL;
     int32_t *types = kv_types >= 0 ? malloc(n * sizeof *types) : NULL;
     sprig_tokenizer *t = NULL;
-    if (!pieces || !lens || (kv_scores >= 0 && !scores) || (kv_types >= 0 && !types)) {
+    if (!pieces || !lens || (kv_scores >= 0 && !scores) || (kv_types >= 0 && !types) || (d.n_merges && (!merges || !merge_lens))) {
         sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory for %d tokens", path, n_vocab);
         goto done;
     }
@@ -137,6 +186,15 @@ sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_err
             types[i] = (int32_t)ty;
         }
     }
+    for (int i = 0; i < d.n_merges; i++) {
+        merges[i] = sprig_gguf_arr_str(g, kv_merges, (uint64_t)i, &merge_lens[i]);
+        if (!merges[i]) {
+            sprig_err(err, SPRIG_E_INTERNAL, "%s: key '%s': element %d unreadable", path, KEY_MERGES, i);
+            goto done;
+        }
+    }
+    d.merges = merges;
+    d.merge_lens = merge_lens;
     d.pieces = pieces;
     d.piece_lens = lens;
     d.scores = scores;
@@ -144,6 +202,6 @@ sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_err
     t = sprig_tokenizer_create(&d, err);
     if (!t) sprig_err_prefix(err, "%s", path);
 done:
-    free(pieces); free(lens); free(scores); free(types);
+    free(pieces); free(lens); free(scores); free(types); free(merges); free(merge_lens);
     return t;
 }

@@ -100,6 +100,9 @@ static inline bool sprig_vocab_merge(const sprig_tokenizer *t, int32_t left, int
  * (b may be NULL with blen 0); -1 when there is none. */
 int sprig_vocab_find2(const sprig_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen);
 
+/* The same over every token, whatever its type (merges name them so). */
+int sprig_vocab_find_any(const sprig_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen);
+
 /* Can text produce this token (may it take part in merges)? */
 static inline bool sprig_vocab_encodable(const sprig_tokenizer *t, int id)
 {
@@ -117,23 +120,6 @@ int sprig_utf8_seq_len(const unsigned char *s, size_t n);
 
 /* Model kind row by name, or NULL. */
 const struct sprig_tok_kind *sprig_tok_kind_find(const char *name, size_t len);
-
-/* Encoders of one fragment of raw text (no special tokens inside), appending
- * ids through the sink; at_start: the fragment begins the text or follows a
- * special token (SentencePiece adds its dummy-prefix space there). */
-struct sprig_ids {
-    int32_t *out;
-    int cap, n;
-};
-static inline void sprig_ids_push(struct sprig_ids *o, int32_t id)
-{
-    if (o->n < o->cap) o->out[o->n] = id;
-    o->n++;
-}
-sprig_status sprig_spm_encode(const sprig_tokenizer *t, const char *text, size_t len, bool at_start,
-                              struct sprig_ids *o, sprig_error *err);
-sprig_status sprig_bpe_encode(const sprig_tokenizer *t, const char *text, size_t len,
-                              struct sprig_ids *o, sprig_error *err);
 
 /* Byte-level BPE alphabet: the character (as UTF-8, 1-2 bytes) byte b maps to,
  * and the byte a code point maps back to (-1 if it is not in the alphabet). */
