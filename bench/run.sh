@@ -8,7 +8,12 @@
 #      plain, chain, tree and tree+branches alternated;
 #   3. the same on a bandwidth-bound target: stories260K widened into the
 #      llama-1b shape (`mkmodel --widen`, same function, 1B-class cost), with
-#      the real draft model and the n-gram drafter.
+#      the real draft model and the n-gram drafter;
+#   4. tokenizer speed on 1 MiB of English and of mixed-script text, and,
+#      when llama.cpp's reference is installed (bench/ref, see its
+#      package.json), sprig against llama.cpp on every vocabulary in
+#      $SPRIG_SHARED/models/vocab (bench/tokenize-compare.sh); skipped with a
+#      message otherwise.
 # Threads: $SPRIG_BENCH_THREADS (default 2). SPRIG_BENCH_QUICK=1 skips the
 # 1B-parameter models. Every number is a median over alternated repetitions;
 # add --json to a line to get machine-readable output.
@@ -55,4 +60,16 @@ if [ "${SPRIG_BENCH_QUICK:-0}" = 0 ]; then
         # shellcheck disable=SC2086
         "$SPRIG" bench spec -m "$f" $d -t "$T" --draft-max 6 --tree-branches 3 -n 256 --pairs 5
     done
+fi
+
+echo; echo "== tokenizer speed (llama-spm vocabulary, 1 MiB, 1 thread)"
+for tx in english mixed; do
+    "$SPRIG" bench tokenize -m "$M/vocab/ggml-vocab-llama-spm.gguf" --text "$tx" --reps 5
+done
+REF=${SPRIG_LLAMACPP_REF:-bench/ref/node_modules}
+if command -v node >/dev/null 2>&1 && [ -f "$REF/node-llama-cpp/dist/index.js" ]; then
+    echo; echo "== tokenizer: sprig vs llama.cpp (node-llama-cpp), alternated A/B"
+    SPRIG_BIN="$SPRIG" SPRIG_SHARED="$SHARED" SPRIG_LLAMACPP_REF="$REF" sh bench/tokenize-compare.sh || true
+else
+    echo; echo "== tokenizer vs llama.cpp: skipped (no node or no $REF/node-llama-cpp; cd bench/ref && npm ci --omit=optional)"
 fi

@@ -66,8 +66,19 @@ struct sprig_model_info {
     uint64_t weight_bytes;     /* bytes one decode step reads from the weights */
     double load_ms;            /* time sprig_model_load took */
     const char *kernels;       /* kernel family in use: "avx512-vnni", "avx2", "reference" */
+    int32_t token_bos, token_eos;  /* the vocabulary's BOS / EOS ids (-1 = none) */
 };
 void sprig_model_get_info(const sprig_model *m, struct sprig_model_info *out);
+
+/* A string metadata value of the model's GGUF (e.g. "tokenizer.chat_template"):
+ * a pointer into the mapping, valid while the model lives, NOT NUL-terminated,
+ * *len bytes. NULL when the key is absent or not a string. */
+const char *sprig_model_meta_str(const sprig_model *m, const char *key, size_t *len);
+
+/* A token's piece exactly as the vocabulary stores it ("<s>", "<|im_start|>";
+ * for chat templates' bos_token / eos_token), NUL-terminated; NULL (len 0)
+ * for an id out of range. */
+const char *sprig_model_token_piece(const sprig_model *m, int32_t id, size_t *len);
 
 /* Text <-> tokens with the model's tokenizer. sprig_text_to_tokens writes up
  * to cap ids and returns how many the text needs (call again with a bigger
@@ -111,6 +122,10 @@ struct sprig_session_params {
     int tree_branches;               /* runner-up sibling leaves added at the first N draft steps */
     int ngram_min, ngram_max;        /* n-gram lengths for SPRIG_DRAFTER_NGRAM */
     bool ignore_eos;
+    /* prompt text from a chat template: the text of control tokens
+     * (<|im_start|>, <start_of_turn>, ...) becomes those tokens, and a prompt
+     * that already starts with the BOS token's text gets no second BOS */
+    bool parse_special;
 };
 
 /* seed value meaning "pick one from the clock" (the session reports it) */

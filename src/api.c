@@ -39,6 +39,26 @@ void sprig_model_get_info(const sprig_model *m, struct sprig_model_info *out)
     out->weight_bytes = m->weight_bytes;
     out->load_ms = m->load_ms;
     out->kernels = sprig_kernels_name();
+    out->token_bos = sprig_tokenizer_bos(m->tok);
+    out->token_eos = sprig_tokenizer_eos(m->tok);
+}
+
+const char *sprig_model_meta_str(const sprig_model *m, const char *key, size_t *len)
+{
+    const char *s = NULL;
+    size_t n = 0;
+    if (len) *len = 0;
+    int64_t i = m && key ? sprig_gguf_find_kv(m->gguf, key) : -1;
+    if (i < 0 || sprig_gguf_kv_type(m->gguf, i) != SPRIG_GGUF_STR) return NULL;
+    if (sprig_gguf_get_str(m->gguf, key, &s, &n, false, NULL)) return NULL;
+    if (len) *len = n;
+    return s;
+}
+
+const char *sprig_model_token_piece(const sprig_model *m, int32_t id, size_t *len)
+{
+    if (len) *len = 0;
+    return m ? sprig_tokenizer_piece(m->tok, id, len) : NULL;
 }
 
 int sprig_text_to_tokens(const sprig_model *m, const char *text, size_t len, bool add_bos,
@@ -84,7 +104,7 @@ struct sprig_session_params sprig_session_default_params(void)
         .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = SPRIG_SEED_RANDOM,
         .drafter = SPRIG_DRAFTER_NONE, .draft_path = NULL, .draft_max = 4,
         .tree = SPRIG_TREE_FROM_ENV, .tree_branches = 0, .ngram_min = 1, .ngram_max = 4,
-        .ignore_eos = false,
+        .ignore_eos = false, .parse_special = false,
     };
 }
 
@@ -217,15 +237,22 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sprig_kv_clear(sprig_ctx_kv(s->ctx));
     sprig_sampler_reseed(s->sampler, s->seed);
 
-    bool bos = sprig_tokenizer_add_bos(s->m->tok);
-    int need = sprig_tokenize(s->m->tok, prompt ? prompt : "", prompt_len, bos, s->prompt, s->prompt_cap, err);
+    int flags = sprig_tokenizer_add_bos(s->m->tok) ? SPRIG_TOK_BOS : 0;
+    if (s->p.parse_special) {
+        /* a chat template that writes the BOS text itself: no second BOS (as llama.cpp) */
+        size_t bl = 0;
+        const char *bt = sprig_tokenizer_piece(s->m->tok, sprig_tokenizer_bos(s->m->tok), &bl);
+        if (bt && bl && prompt_len >= bl && !memcmp(prompt, bt, bl)) flags &= ~SPRIG_TOK_BOS;
+        flags |= SPRIG_TOK_PARSE_SPECIAL;
+    }
+    int need = sprig_tokenize(s->m->tok, prompt ? prompt : "", prompt_len, flags, s->prompt, s->prompt_cap, err);
     if (need < 0) return err ? err->code : SPRIG_E_INVALID_ARG;
     if (need > s->prompt_cap) {
         int32_t *np = realloc(s->prompt, (size_t)need * sizeof *np);
         if (!np) return sprig_err(err, SPRIG_E_NOMEM, "prompt: out of memory for %d tokens", need);
         s->prompt = np;
         s->prompt_cap = need;
-        need = sprig_tokenize(s->m->tok, prompt ? prompt : "", prompt_len, bos, s->prompt, s->prompt_cap, err);
+        need = sprig_tokenize(s->m->tok, prompt ? prompt : "", prompt_len, flags, s->prompt, s->prompt_cap, err);
         if (need < 0) return err ? err->code : SPRIG_E_INVALID_ARG;
     }
     s->n_prompt = need;

@@ -38,6 +38,7 @@ sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_param
             p->rope_freq_base = 10000.0f;
             p->rms_eps = 1e-5f;
             p->name = NULL;
+            p->chat_template = NULL;
             p->n_threads = 0;
             return SPRIG_OK;
         }
@@ -294,6 +295,8 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
     TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0, err));
     TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true, err));
     TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", false, err));
+    if (p->chat_template)
+        TRY(sprig_gguf_w_str(w, "tokenizer.chat_template", p->chat_template, strlen(p->chat_template), err));
 
     const float std = 0.02f, std_out = 0.02f / sqrtf(2.0f * (float)L);
     size_t k = 0;

@@ -31,6 +31,7 @@ struct sprig_mkmodel_params {
     float rope_freq_base;   /* llama.rope.freq_base */
     float rms_eps;          /* llama.attention.layer_norm_rms_epsilon */
     const char *name;       /* general.name; NULL = "sprig-synthetic" */
+    const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
 };
 

@@ -18,6 +18,7 @@
  */
 #include "test.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/pretok.h"
 #include "gguf.h"
 
 static char *slurp(const char *path, size_t *len)
@@ -230,10 +231,132 @@ static void test_invalid_utf8_bpe(void)
     sprig_tokenizer_free(t);
 }
 
+/* A copy of t's vocabulary truncated to n tokens, as a description. */
+static sprig_tokenizer *truncated(const sprig_tokenizer *t, int n, sprig_gguf *g)
+{
+    (void)g;
+    const char **pieces = malloc((size_t)n * sizeof *pieces);
+    size_t *lens = malloc((size_t)n * sizeof *lens);
+    int32_t *types = malloc((size_t)n * sizeof *types);
+    for (int i = 0; i < n; i++) {
+        pieces[i] = sprig_tokenizer_piece(t, i, &lens[i]);
+        types[i] = sprig_tokenizer_type(t, i);
+    }
+    /* merges from the file: only those whose parts survive are kept */
+    int64_t kv = sprig_gguf_find_kv(g, "tokenizer.ggml.merges");
+    int et = 0;
+    uint64_t nm = 0;
+    sprig_error err = { 0 };
+    sprig_gguf_get_arr(g, "tokenizer.ggml.merges", &et, &nm, true, &err);
+    const char **merges = malloc(nm * sizeof *merges);
+    size_t *mlens = malloc(nm * sizeof *mlens);
+    int k = 0;
+    for (uint64_t i = 0; i < nm; i++) {
+        merges[k] = sprig_gguf_arr_str(g, kv, i, &mlens[k]);
+        k++;
+    }
+    struct sprig_vocab_desc d = { .model = "gpt2", .pre = "qwen2", .pre_len = 5, .n_vocab = n, .pieces = pieces,
+                                  .piece_lens = lens, .types = types, .n_merges = k, .merges = merges, .merge_lens = mlens,
+                                  .bos = -1, .eos = 151643, .unk = -1 };
+    sprig_tokenizer *r = sprig_tokenizer_create(&d, &err);
+    CHECKF(r != NULL, "%s", err.msg);
+    free(pieces); free(lens); free(types); free(merges); free(mlens);
+    return r;
+}
+
+static void test_draft_target_pairs(void)
+{
+    sprig_gguf *g = NULL;
+    sprig_tokenizer *q2 = load("qwen2", &g), *q35 = load("qwen35", NULL), *l3 = load("llama-bpe", NULL);
+    if (!q2 || !q35 || !l3) goto done;
+    /* Qwen 2/3 and Qwen 3.5 share the vocabulary */
+    CHECK_EQ_INT(sprig_tokenizer_first_difference(q2, q35), -1);
+    /* the published 151,665 tokens against the GGUF's padded 151,936 rows */
+    sprig_tokenizer *q2s = truncated(q2, 151665, g);
+    if (q2s) {
+        CHECK_EQ_INT(sprig_tokenizer_n_vocab(q2), 151936);
+        CHECK_EQ_INT(sprig_tokenizer_first_difference(q2, q2s), -1);
+        CHECK_EQ_INT(sprig_tokenizer_first_difference(q2s, q2), -1);
+        sprig_tokenizer_free(q2s);
+    }
+    /* Llama 3 against Qwen: named at the first differing id */
+    int d = sprig_tokenizer_first_difference(l3, q2);
+    CHECK(d >= 0);
+    size_t la, lb;
+    const char *pa = sprig_tokenizer_piece(l3, d, &la), *pb = sprig_tokenizer_piece(q2, d, &lb);
+    CHECK(la != lb || memcmp(pa, pb, la) != 0 || sprig_tokenizer_type(l3, d) != sprig_tokenizer_type(q2, d));
+    for (int i = 0; i < d; i++) {
+        pa = sprig_tokenizer_piece(l3, i, &la);
+        pb = sprig_tokenizer_piece(q2, i, &lb);
+        if (la != lb || memcmp(pa, pb, la)) { CHECKF(0, "ids before %d must agree, %d differs", d, i); break; }
+    }
+done:
+    sprig_tokenizer_free(q2); sprig_tokenizer_free(q35); sprig_tokenizer_free(l3);
+    sprig_gguf_close(g);
+}
+
+/* Hostile vocabularies: each refused naming the field. */
+static void test_hostile_bpe(void)
+{
+    const char *pieces[] = { "a", "b", "ab", "c" };
+    size_t lens[] = { 1, 1, 2, 1 };
+    const char *m_ok[] = { "a b" }, *m_unknown[] = { "a x" }, *m_nomerged[] = { "b a" }, *m_noparts[] = { "ab" };
+    size_t ml[] = { 3 }, ml2[] = { 2 };
+    struct sprig_vocab_desc d = { .model = "gpt2", .pre = "qwen2", .pre_len = 5, .n_vocab = 4, .pieces = pieces,
+                                  .piece_lens = lens, .n_merges = 1, .merges = m_ok, .merge_lens = ml, .bos = -1, .eos = -1, .unk = -1 };
+    sprig_error err = { 0 };
+    sprig_tokenizer *t = sprig_tokenizer_create(&d, &err);
+    CHECKF(t != NULL, "%s", err.msg);
+    int32_t ids[8];
+    if (t) CHECK(sprig_tokenize(t, "ab", 2, 0, ids, 8, &err) == 1 && ids[0] == 2);
+    sprig_tokenizer_free(t);
+    struct { const char *const *m; size_t *l; const char *needle; } cases[] = {
+        { m_unknown, ml, "merges[0] names a right part \"x\"" },
+        { m_nomerged, ml, "merges[0] names a merged piece" },
+        { m_noparts, ml2, "merges[0] = \"ab\" is not \"A B\"" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sprig_vocab_desc b = d;
+        b.merges = cases[i].m;
+        b.merge_lens = cases[i].l;
+        t = sprig_tokenizer_create(&b, &err);
+        CHECKF(!t && err.code == SPRIG_E_FORMAT && strstr(err.msg, cases[i].needle), "case %zu: %s", i, err.msg);
+        sprig_tokenizer_free(t);
+    }
+    struct sprig_vocab_desc b = d;
+    b.pre = "llama-9000";
+    b.pre_len = 10;
+    t = sprig_tokenizer_create(&b, &err);
+    CHECKF(!t && err.code == SPRIG_E_UNSUPPORTED && strstr(err.msg, "tokenizer.ggml.pre \"llama-9000\""), "%s", err.msg);
+    b = d;
+    b.eos = 4;
+    t = sprig_tokenizer_create(&b, &err);
+    CHECKF(!t && strstr(err.msg, "eos_token_id = 4"), "%s", err.msg);
+    b = d;
+    const char *dup[] = { "a", "b", "ab", "a" };
+    b.pieces = dup;
+    t = sprig_tokenizer_create(&b, &err);
+    CHECKF(!t && strstr(err.msg, "tokens[3]") && strstr(err.msg, "duplicates tokens[0]"), "%s", err.msg);
+    /* an expression that does not compile is named with PCRE2's reason */
+    const char *bad[] = { "\\p{L}+", "(?i:'s|" };
+    sprig_pretok *p = sprig_pretok_compile_regex("broken", bad, 2, &err);
+    CHECKF(!p && strstr(err.msg, "pre-tokenizer 'broken': expression 1 does not compile at offset"), "%s", err.msg);
+    /* every row of the table compiles */
+    int n_rows = 0;
+    const struct sprig_pretok_row *rows = sprig_pretok_rows(&n_rows);
+    for (int i = 0; i < n_rows; i++) {
+        p = sprig_pretok_compile(&rows[i], &err);
+        CHECKF(p != NULL, "row %s: %s", rows[i].name, err.msg);
+        sprig_pretok_free(p);
+    }
+}
+
 int main(void)
 {
     RUN(test_vectors_all);
     RUN(test_specials_and_eog);
     RUN(test_invalid_utf8_bpe);
+    RUN(test_draft_target_pairs);
+    RUN(test_hostile_bpe);
     return test_summary("test-tokenizer-vocab");
 }

@@ -7,6 +7,7 @@
 #define SPRIG_TOOLS_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 int sprig_cmd_run(int argc, char **argv);
@@ -14,11 +15,19 @@ int sprig_cmd_bench(int argc, char **argv);
 int sprig_cmd_gguf(int argc, char **argv);
 int sprig_cmd_convert(int argc, char **argv);
 int sprig_cmd_mkmodel(int argc, char **argv);
+int sprig_cmd_tokenize(int argc, char **argv);
+/* `sprig bench tokenize` (tools/bench_tokenize.c), dispatched by cmd_bench.c. */
+int sprig_bench_tokenize(int argc, char **argv);
 
 /* Strict number parsing for flag values: the whole string must parse and be
  * within [lo, hi]; on failure print "sprig <cmd>: <flag>: <why>" to stderr and
  * return false. */
 bool cli_parse_int(const char *cmd, const char *flag, const char *s, long long lo, long long hi, long long *out);
 bool cli_parse_float(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
+
+/* Read all of `path` ("-" or NULL: stdin) into a malloc'd buffer with a NUL
+ * after the *len bytes; more than `max` bytes is an error. On failure returns
+ * NULL with a message naming the file in why[why_cap]. (tools/readall.c) */
+char *cli_read_all(const char *path, size_t max, size_t *len, char *why, size_t why_cap);
 
 #endif

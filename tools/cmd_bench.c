@@ -12,6 +12,8 @@
  *            (A B C D A B C D ..., the first round discarded): median tok/s,
  *            emitted per verify, acceptance and the ratios
  *   matmul   the kernel alone: one weight shape, batch sizes alternated
+ *   tokenize encode and decode speed of a GGUF's tokenizer on 1 MiB of
+ *            English or mixed-script text (tools/bench_tokenize.c)
  *
  * The machine is shared and noisy, so every figure is a median over
  * alternated repetitions after a warm-up, and ratios are taken inside one
@@ -490,14 +492,15 @@ int sprig_cmd_bench(int argc, char **argv)
 {
     static const struct { const char *name; int (*fn)(int, char **); } subs[] = {
         { "decode", bench_decode }, { "forward", bench_forward }, { "spec", bench_spec }, { "matmul", bench_matmul },
+        { "tokenize", sprig_bench_tokenize },
     };
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: sprig bench decode|forward|spec|matmul [options] [--json]   ('sprig bench <what> --help')\n");
+        fprintf(f, "usage: sprig bench decode|forward|spec|matmul|tokenize [options] [--json]   ('sprig bench <what> --help')\n");
         return argc < 2 ? 2 : 0;
     }
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (!strcmp(argv[1], subs[i].name)) return subs[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sprig bench: unknown benchmark '%s' (decode, forward, spec, matmul)\n", argv[1]);
+    fprintf(stderr, "sprig bench: unknown benchmark '%s' (decode, forward, spec, matmul, tokenize)\n", argv[1]);
     return 2;
 }

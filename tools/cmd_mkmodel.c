@@ -35,6 +35,7 @@ static void usage(FILE *f)
             "  --seed N         random seed (default 1)\n"
             "  --rope-base X    llama.rope.freq_base (default 10000)\n"
             "  --name NAME      general.name\n"
+            "  --chat-template TEXT  record TEXT as tokenizer.chat_template\n"
             "  --widen SRC      instead of random weights, embed the llama model SRC in\n"
             "                   this shape, computing what SRC computes (its vocabulary,\n"
             "                   tokenizer and context; zeros elsewhere; see src/widen.h)\n"
@@ -83,7 +84,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         bool takes_value = false, done = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
-        takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") ||
+        takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
@@ -124,6 +125,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
                 return 2;
             }
             p.name = v;
+        } else if (!strcmp(a, "--chat-template")) {
+            p.chat_template = v;
         } else if (!strcmp(a, "--widen")) {
             widen = v;
         } else {

@@ -6,9 +6,16 @@
  * token by token; everything else (timings, the path taken, round
  * statistics) goes to stderr, and --stats-json writes the same figures as
  * one JSON object. Exit status: 0 ok, 1 runtime failure, 2 bad usage.
+ *
+ * --chat turns the prompt into a conversation (-sys: a system message, the
+ * prompt: the user message) rendered with the model's chat template
+ * (tokenizer.chat_template, recognised by src/chat/template's table, or the
+ * row --chat-template names); then "the prompt" on stdout is that rendered
+ * text, and it is tokenized with the special tokens parsed.
  */
 #include "cli.h"
 #include "sprig.h"
+#include "chat/template.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +42,13 @@ static void usage(FILE *f)
         "      --min-p P          (default 0.05; 0 = off)\n"
         "      --seed S           sampling seed (default: random, reported on stderr)\n"
         "      --ignore-eos       keep generating past the end-of-sequence token\n"
+        "\n"
+        "chat (the prompt becomes the user message of a conversation):\n"
+        "      --chat             render the conversation with the model's chat template\n"
+        "                         (tokenizer.chat_template); stdout then starts with the rendered text\n"
+        "  -sys, --system TEXT    system message (implies --chat)\n"
+        "      --chat-template NAME  use this template instead of detecting it (implies --chat):\n"
+        "                         llama3, llama3-agp, chatml, qwen3, gemma3, gemma4, phi3\n"
         "\n"
         "speculative decoding (off unless a drafter is given):\n"
         "      --draft FILE       draft model with the target's vocabulary\n"
@@ -98,6 +112,48 @@ static char *read_prompt_file(const char *path)
     return b;
 }
 
+/* The conversation [system], user rendered with the chosen or detected
+ * template, with a generation prompt; NULL after printing why. */
+static char *render_chat(const sprig_model *m, const char *model_path, const struct sprig_chat_family *family,
+                         const char *system_msg, const char *user_msg, bool quiet)
+{
+    sprig_error err = { 0 };
+    char names[256];
+    const char *how = "chosen with --chat-template";
+    if (!family) {
+        size_t tl = 0;
+        const char *tmpl = sprig_model_meta_str(m, "tokenizer.chat_template", &tl);
+        if (!tmpl) {
+            sprig_chat_names(names, sizeof names);
+            fprintf(stderr, "sprig run: --chat: %s has no tokenizer.chat_template; choose a template with "
+                            "--chat-template NAME (one of: %s)\n", model_path, names);
+            return NULL;
+        }
+        if (!(family = sprig_chat_detect(tmpl, tl, &err))) {
+            fprintf(stderr, "sprig run: %s: %s\n", model_path, err.msg);
+            return NULL;
+        }
+        how = "detected from tokenizer.chat_template";
+    }
+    if (system_msg && family->sys == SPRIG_CHAT_SYS_DROP)
+        fprintf(stderr, "sprig run: warning: the %s chat template ignores system messages; -sys is dropped\n", family->name);
+    struct sprig_model_info mi;
+    sprig_model_get_info(m, &mi);
+    const char *bos = sprig_model_token_piece(m, mi.token_bos, NULL);
+    const char *eos = sprig_model_token_piece(m, mi.token_eos, NULL);
+    sprig_chat_msg msgs[2];
+    int n = 0;
+    if (system_msg) msgs[n++] = (sprig_chat_msg){ "system", system_msg };
+    msgs[n++] = (sprig_chat_msg){ "user", user_msg };
+    char *out = NULL;
+    if (sprig_chat_render(family, msgs, n, true, bos, eos, &out, NULL, &err)) {
+        fprintf(stderr, "sprig run: --chat: %s\n", err.msg);
+        return NULL;
+    }
+    if (!quiet) fprintf(stderr, "sprig: chat template %s (%s)\n", family->name, how);
+    return out;
+}
+
 int sprig_cmd_run(int argc, char **argv)
 {
     const char *C = "run";
@@ -107,6 +163,8 @@ int sprig_cmd_run(int argc, char **argv)
     double d;
     bool quiet = false;
     int tree_flag = SPRIG_TREE_FROM_ENV;
+    bool chat = false;
+    const char *system_msg = NULL, *chat_name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -141,6 +199,9 @@ int sprig_cmd_run(int argc, char **argv)
         }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 0x7fffffffffffffffLL, &v)) return 2; p.seed = (uint64_t)v; }
         else if (!strcmp(a, "--ignore-eos")) p.ignore_eos = true;
+        else if (!strcmp(a, "--chat")) chat = true;
+        else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) { NEEDV(); system_msg = val; chat = true; }
+        else if (!strcmp(a, "--chat-template")) { NEEDV(); chat_name = val; chat = true; }
         else if (!strcmp(a, "--draft")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MODEL; p.draft_path = val; }
         else if (!strcmp(a, "--mtp")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MTP; p.draft_path = val; }
         else if (!strcmp(a, "--draft-ngram")) p.drafter = SPRIG_DRAFTER_NGRAM;
@@ -172,6 +233,14 @@ int sprig_cmd_run(int argc, char **argv)
         fprintf(stderr, "sprig run: --draft-max %d plus --tree-branches %d exceeds the 64-node tree limit\n", p.draft_max, p.tree_branches);
         return 2;
     }
+    const struct sprig_chat_family *family = NULL;
+    if (chat_name && !(family = sprig_chat_find(chat_name))) {
+        char names[256];
+        sprig_chat_names(names, sizeof names);
+        fprintf(stderr, "sprig run: --chat-template: unknown template '%s' (one of: %s)\n", chat_name, names);
+        return 2;
+    }
+    p.parse_special = chat;
     char looked[1024];
     if (!model_path && !(model_path = default_model(looked, sizeof looked))) {
         fprintf(stderr, "sprig run: no model given (-m FILE) and none found; looked at: %s\n", looked);
@@ -191,9 +260,14 @@ int sprig_cmd_run(int argc, char **argv)
     sprig_error err = { 0 };
     sprig_model *m = NULL;
     sprig_session *s = NULL;
+    char *rendered = NULL;
     if (sprig_model_load(model_path, &m, &err)) {
         fprintf(stderr, "sprig run: %s\n", err.msg);
         goto done;
+    }
+    if (chat) {
+        if (!(rendered = render_chat(m, model_path, family, system_msg, prompt, quiet))) goto done;
+        prompt = rendered;
     }
     if (sprig_session_create(m, &p, &s, &err)) {
         fprintf(stderr, "sprig run: %s\n", err.msg);
@@ -244,5 +318,6 @@ done:
     sprig_session_free(s);
     sprig_model_free(m);
     free(file_prompt);
+    free(rendered);
     return rc;
 }

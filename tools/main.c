@@ -6,6 +6,7 @@
  *   sprig gguf     print a GGUF file's metadata and tensor table
  *   sprig convert  import a llama2.c checkpoint
  *   sprig mkmodel  write a synthetic model (random weights, seeded)
+ *   sprig tokenize print the token ids of a text (llama-tokenize conventions)
  */
 #include "cli.h"
 #include "sprig.h"
@@ -17,17 +18,18 @@ struct command { const char *name; int (*fn)(int, char **); const char *help; };
 
 static const struct command commands[] = {
     { "run",     sprig_cmd_run,     "generate text (plain, chain or tree speculative decoding)" },
-    { "bench",   sprig_cmd_bench,   "measure speed: decode | forward | spec" },
+    { "bench",   sprig_cmd_bench,   "measure speed: decode | forward | spec | matmul | tokenize" },
     { "gguf",    sprig_cmd_gguf,    "print a GGUF file's metadata and tensor table" },
     { "convert", sprig_cmd_convert, "import a llama2.c checkpoint: convert llama2c MODEL.bin TOKENIZER.bin OUT.gguf" },
     { "mkmodel", sprig_cmd_mkmodel, "write a synthetic llama model with seeded random weights" },
+    { "tokenize", sprig_cmd_tokenize, "print the token ids of a text: tokenize -m FILE (-p TEXT | -f FILE | --stdin) [--ids]" },
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "sprig %s — LLM inference with draft-tree speculative decoding\n\nusage: sprig <command> [options]\n\n", SPRIG_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\n'sprig <command> --help' describes a command's options.\n");
 }
 

@@ -10,6 +10,7 @@
  * alike (a path through a sibling leaf just shortens the shared prefix).
  */
 #include "spec/drafters.h"
+#include "base/log.h"
 #include "base/mem.h"
 
 #include <stdlib.h>
@@ -22,19 +23,8 @@ typedef struct model_drafter {
     int32_t *fed;              /* [n_ctx] tokens in the draft cache */
     int n_fed;
     float *logits;             /* [n_vocab] */
+    int n_common;              /* ids both models have (a padded vocabulary may be longer) */
 } model_drafter;
-
-int sprig_vocab_first_difference(const sprig_tokenizer *a, const sprig_tokenizer *b)
-{
-    int na = sprig_tokenizer_n_vocab(a), nb = sprig_tokenizer_n_vocab(b);
-    int n = na < nb ? na : nb;
-    for (int i = 0; i < n; i++) {
-        size_t la, lb;
-        const char *pa = sprig_tokenizer_piece(a, i, &la), *pb = sprig_tokenizer_piece(b, i, &lb);
-        if (la != lb || memcmp(pa, pb, la) || sprig_tokenizer_type(a, i) != sprig_tokenizer_type(b, i)) return i;
-    }
-    return na == nb ? -1 : n;
-}
 
 static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
 {
@@ -59,7 +49,7 @@ static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, i
     for (int i = common; i < n_seq; i++) md->fed[i] = i < c->n_history ? c->history[i] : c->bonus;
     if ((st = sprig_prefill(md->ctx, md->fed + common, need, md->logits, NULL, err))) return st;
     md->n_fed = n_seq;
-    int V = md->dm->hp.n_vocab;
+    int V = md->n_common;   /* never propose an id the target does not have */
     for (int j = 0; j < k - 1; j++) {
         int32_t best, second;
         float margin;
@@ -115,21 +105,20 @@ sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *tar
         free(md);
         return NULL;
     }
-    int diff = sprig_vocab_first_difference(target->tok, md->dm->tok);
+    int diff = sprig_tokenizer_first_difference(target->tok, md->dm->tok);
     if (diff >= 0) {
         size_t la = 0, lb = 0;
-        int nt = sprig_tokenizer_n_vocab(target->tok), nd = sprig_tokenizer_n_vocab(md->dm->tok);
-        const char *pa = diff < nt ? sprig_tokenizer_piece(target->tok, diff, &la) : "";
-        const char *pb = diff < nd ? sprig_tokenizer_piece(md->dm->tok, diff, &lb) : "";
-        if (nt != nd && diff == (nt < nd ? nt : nd))
-            sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the draft model's vocabulary has %d tokens, the target's %d (first differing token id %d)",
-                      path, nd, nt, diff);
-        else
-            sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the draft model's vocabulary differs from the target's at token id %d ('%.*s' vs '%.*s')",
-                      path, diff, (int)(lb > 40 ? 40 : lb), pb, (int)(la > 40 ? 40 : la), pa);
+        const char *pa = sprig_tokenizer_piece(target->tok, diff, &la);
+        const char *pb = sprig_tokenizer_piece(md->dm->tok, diff, &lb);
+        sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the draft model's vocabulary differs from the target's at token id %d ('%.*s' vs '%.*s')",
+                  path, diff, (int)(lb > 40 ? 40 : lb), pb, (int)(la > 40 ? 40 : la), pa);
         md_free(md);
         return NULL;
     }
+    md->n_common = md->dm->hp.n_vocab < target->hp.n_vocab ? md->dm->hp.n_vocab : target->hp.n_vocab;
+    int nt = sprig_tokenizer_n_vocab(target->tok), nd = sprig_tokenizer_n_vocab(md->dm->tok);
+    if (nt != nd)
+        SPRIG_LOGI("draft model: %d tokens against the target's %d; the first %d agree (padding ignored)", nd, nt, nt < nd ? nt : nd);
     struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = 64 };
     if (sprig_ctx_create(md->dm, pool, &cp, &md->ctx, err)) {
         sprig_err_prefix(err, "draft model");

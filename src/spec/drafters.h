@@ -30,10 +30,6 @@ sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *targe
 /* n-gram sizes [n_min, n_max] (1..8); capacity = the context size. */
 sprig_drafter *sprig_draft_ngram_create(int n_min, int n_max, int capacity, sprig_error *err);
 
-/* Two vocabularies are the same if they have the same size and, for every
- * id, the same piece bytes and token type. Returns -1 when equal, else the
- * first differing id (or the smaller size when only the sizes differ). */
-int sprig_vocab_first_difference(const sprig_tokenizer *a, const sprig_tokenizer *b);
 
 /* Best and second-best of x[n] (first index on ties) and their gap. */
 static inline void sprig_top2(const float *x, int n, int32_t *best, int32_t *second, float *margin)

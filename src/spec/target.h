@@ -52,7 +52,7 @@
 #include "sample/sample.h"
 #include "spec/tree.h"
 
-#define SPRIG_TARGET_MAX_EOS 8
+#define SPRIG_TARGET_MAX_EOS 16
 
 /* Per-row outputs of a forward; buffers are session-owned, sized at
  * session start for `cap` rows. */

@@ -165,9 +165,15 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
     mt->base.vt = &model_target_vt;
     mt->base.n_vocab = m->hp.n_vocab;
     mt->base.n_ctx = sprig_ctx_n_ctx(ctx);
+    /* every end-of-generation id of the vocabulary (EOS, <|eot_id|>,
+     * <|im_end|>, <end_of_turn>, ...) ends the round loop */
+    const int32_t *eog;
+    int n_eog = sprig_tokenizer_eog_ids(m->tok, &eog);
     int eos = sprig_tokenizer_eos(m->tok);
-    mt->base.n_eos = eos >= 0 ? 1 : 0;
-    mt->base.eos[0] = eos;
+    mt->base.n_eos = 0;
+    if (eos >= 0) mt->base.eos[mt->base.n_eos++] = eos;
+    for (int i = 0; i < n_eog && mt->base.n_eos < SPRIG_TARGET_MAX_EOS; i++)
+        if (eog[i] != eos) mt->base.eos[mt->base.n_eos++] = eog[i];
     mt->ctx = ctx;
     mt->m = m;
     mt->max_rows = max_rows;

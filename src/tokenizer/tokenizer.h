@@ -91,6 +91,12 @@ int  sprig_tokenizer_find(const sprig_tokenizer *t, const char *piece, size_t le
  * control/unknown/unused -> empty); NUL-terminated; NULL for an id out of range. */
 const char *sprig_tokenizer_token_text(const sprig_tokenizer *t, int id, size_t *len);
 
+/* Draft / target compatibility: -1 when every id both vocabularies have
+ * carries the same piece bytes and token type (one side may be longer:
+ * padding such as Qwen's 151,643 tokens in a 151,936-row list), else the
+ * first id that differs. */
+int sprig_tokenizer_first_difference(const sprig_tokenizer *a, const sprig_tokenizer *b);
+
 /* Encode flags (an int so that `true` still means "add BOS"). */
 enum {
     SPRIG_TOK_BOS           = 1,   /* prepend BOS (an error if the vocabulary has none) */

@@ -540,3 +540,14 @@ int sprig_tokenizer_eog_ids(const sprig_tokenizer *t, const int32_t **ids)
     if (ids) *ids = t && t->n_eog ? t->eog : none;
     return t ? t->n_eog : 0;
 }
+
+int sprig_tokenizer_first_difference(const sprig_tokenizer *a, const sprig_tokenizer *b)
+{
+    if (!a || !b) return 0;
+    int n = a->n_vocab < b->n_vocab ? a->n_vocab : b->n_vocab;
+    for (int i = 0; i < n; i++)
+        if (a->piece_len[i] != b->piece_len[i] || memcmp(a->blob + a->piece_off[i], b->blob + b->piece_off[i], a->piece_len[i]) ||
+            a->types[i] != b->types[i])
+            return i;
+    return -1;
+}
