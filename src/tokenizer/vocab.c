@@ -192,7 +192,11 @@ static size_t decoded_text(const struct sprig_vocab_desc *d, const struct sprig_
 {
     const char *p = d->pieces[i];
     size_t len = d->piece_lens[i];
-    switch (type_decode[ty]) {
+    int dk = type_decode[ty];
+    /* SentencePiece-style BPE decodes '▁' in added (user-defined) tokens too,
+     * as its reference decoder does over every token (Gemma's "▁▁" runs) */
+    if (dk == DEC_RAW && k->bpe && k->escape_spaces) dk = DEC_TEXT;
+    switch (dk) {
     case DEC_NONE: return 0;
     case DEC_BYTE: if (dst) dst[0] = (char)sprig_vocab_parse_byte_piece(p, len); return 1;
     case DEC_RAW: if (dst && len) memcpy(dst, p, len); return len;
