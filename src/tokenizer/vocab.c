@@ -466,6 +466,7 @@ sprig_tokenizer *sprig_tokenizer_create(const struct sprig_vocab_desc *d, sprig_
                 t->attrs[i] |= SPRIG_TOKATTR_RSTRIP;
         }
     if (st == SPRIG_OK) st = sprig_special_build(t, &t->special, err);
+    if (st == SPRIG_OK && !kind->bpe) st = sprig_spm_prepare(t, err);
     if (st != SPRIG_OK) { sprig_tokenizer_free(t); return NULL; }
     return t;
 }
@@ -475,7 +476,7 @@ void sprig_tokenizer_free(sprig_tokenizer *t)
     if (!t) return;
     free(t->blob); free(t->piece_off); free(t->piece_len); free(t->text_off); free(t->text_len);
     free(t->scores); free(t->types); free(t->attrs); free(t->piece_hash); free(t->slots);
-    free(t->merges); free(t->eog);
+    free(t->merges); free(t->eog); free(t->spm_pairs); free(t->first_cp); free(t->last_cp);
     sprig_pretok_free((sprig_pretok *)t->pre);
     sprig_special_free(t->special);
     free(t);

@@ -78,7 +78,17 @@ struct sprig_tokenizer {
     int32_t *eog;             /* [n_eog] ascending */
     int n_eog;
     struct sprig_special_trie *special;   /* control + user-defined (+ unknown) pieces */
+
+    /* SentencePiece only (spm.c): the character pairs that occur inside some
+     * piece text could produce, and each token's first and last character,
+     * so the text can be cut where no merge can ever reach across */
+    uint64_t *spm_pairs;      /* [spm_pair_mask + 1] open addressing, 0 = empty */
+    uint32_t spm_pair_mask;
+    uint32_t *first_cp, *last_cp;   /* [n_vocab] */
 };
+
+/* Builds the SentencePiece cut tables (spm.c). */
+sprig_status sprig_spm_prepare(sprig_tokenizer *t, sprig_error *err);
 
 /* Per-token attributes beyond the type (llama.cpp's lstrip / rstrip). */
 enum { SPRIG_TOKATTR_LSTRIP = 1, SPRIG_TOKATTR_RSTRIP = 2 };
