@@ -31,11 +31,11 @@ static bool printable(unsigned b)
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
+/* The 68 other bytes, in order: 0x00-0x20, 0x7F-0xA0, 0xAD -> U+0100 + k. */
 static uint32_t byte_cp(unsigned b)
 {
     if (printable(b)) return b;
-    unsigned k = 0;   /* rank of b among the non-printable bytes */
-    for (unsigned x = 0; x < b; x++) k += !printable(x);
+    unsigned k = b <= 0x20 ? b : b <= 0xA0 ? 33 + (b - 0x7F) : 67;
     return 0x100 + k;
 }
 
@@ -53,9 +53,7 @@ int sprig_bytelevel_byte(uint32_t cp)
     if (cp < 0x100) return printable(cp) ? (int)cp : -1;
     if (cp >= 0x100 + 68) return -1;
     unsigned k = cp - 0x100;
-    for (unsigned b = 0; b < 256; b++)
-        if (!printable(b) && k-- == 0) return (int)b;
-    return -1;
+    return (int)(k < 33 ? k : k < 67 ? 0x7F + (k - 33) : 0xAD);
 }
 
 /* ---------------------------------------------------------------- words */

@@ -23,25 +23,6 @@ sprig_status sprig_enc_reserve_sym(struct sprig_enc *e, size_t n)
     return sprig_merge_reserve(&e->m, n, e->err);
 }
 
-/* Length of the maximal ill-formed subsequence at s[0..n) (Unicode's "maximal
- * subpart": a lead byte and the continuation bytes that could still follow
- * it), >= 1. Only called where no well-formed sequence starts. */
-static size_t bad_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    int need;
-    if (c >= 0xC2 && c <= 0xDF) need = 2;
-    else if (c >= 0xE0 && c <= 0xEF) { need = 3; if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; }
-    else if (c >= 0xF0 && c <= 0xF4) { need = 4; if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F; }
-    else return 1;
-    size_t k = 1;
-    if (k < n && s[k] >= lo && s[k] <= hi) {
-        k++;
-        while ((int)k < need && k < n && s[k] >= 0x80 && s[k] <= 0xBF) k++;
-    }
-    return k;
-}
-
 /* text with each maximal ill-formed subsequence replaced by U+FFFD, in a
  * malloc'd copy (*out NULL when the text is already valid). */
 static sprig_status sanitize(const char *text, size_t len, char **out, size_t *out_len, sprig_error *err)
@@ -65,7 +46,7 @@ static sprig_status sanitize(const char *text, size_t len, char **out, size_t *o
         if (n > 0) { memcpy(b + k, u + i, (size_t)n); k += (size_t)n; i += (size_t)n; continue; }
         memcpy(b + k, REPLACEMENT, 3);
         k += 3;
-        i += bad_len(u + i, len - i);
+        i += sprig_utf8_bad_len(u + i, len - i);
     }
     *out = b;
     *out_len = k;

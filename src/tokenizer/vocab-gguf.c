@@ -80,15 +80,10 @@ sprig_tokenizer *sprig_tokenizer_from_gguf(const struct sprig_gguf *g, sprig_err
     if (sprig_gguf_get_str(g, KEY_MODEL, &model, &model_len, true, err) != SPRIG_OK) return NULL;
     const struct sprig_tok_kind *kind = sprig_tok_kind_find(model, model_len);
     if (!kind) {
-        char shown[40];
-        size_t k = 0;
-        for (size_t i = 0; i < model_len && k + 1 < sizeof shown; i++) {
-            unsigned char c = (unsigned char)model[i];
-            shown[k++] = (c >= 0x20 && c < 0x7F && c != '"') ? (char)c : '?';
-        }
-        shown[k] = 0;
-        sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = \"%s%s\": tokenizer model not supported (llama, gpt2, gemma4)",
-                  path, KEY_MODEL, shown, k < model_len ? "..." : "");
+        char sh[48];
+        sprig_vocab_shown(sh, sizeof sh, model, model_len);
+        sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = \"%s\": tokenizer model not supported (llama, gpt2, gemma4)",
+                  path, KEY_MODEL, sh);
         return NULL;
     }
 

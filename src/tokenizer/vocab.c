@@ -58,21 +58,40 @@ static const uint8_t type_decode[SPRIG_TOKEN_BYTE + 1] = {
 
 /* ------------------------------------------------------------- helpers */
 
+/* Sequence length a lead byte starts (0: cannot lead) and the allowed range
+ * of the second byte (Unicode's Table 3-7). */
+static int lead(unsigned c, unsigned *lo, unsigned *hi)
+{
+    *lo = 0x80; *hi = 0xBF;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) return 2;
+    if (c >= 0xE0 && c <= 0xEF) { if (c == 0xE0) *lo = 0xA0; else if (c == 0xED) *hi = 0x9F; return 3; }
+    if (c >= 0xF0 && c <= 0xF4) { if (c == 0xF0) *lo = 0x90; else if (c == 0xF4) *hi = 0x8F; return 4; }
+    return 0;
+}
+
 int sprig_utf8_seq_len(const unsigned char *s, size_t n)
 {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    int need;
-    unsigned lo = 0x80, hi = 0xBF;   /* allowed range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) need = 2;
-    else if (c >= 0xE0 && c <= 0xEF) { need = 3; if (c == 0xE0) lo = 0xA0; else if (c == 0xED) hi = 0x9F; }
-    else if (c >= 0xF0 && c <= 0xF4) { need = 4; if (c == 0xF0) lo = 0x90; else if (c == 0xF4) hi = 0x8F; }
-    else return 0;
+    unsigned lo, hi;
+    int need = lead(s[0], &lo, &hi);
+    if (need <= 1) return need;
     if (n < (size_t)need) return 0;
     if (s[1] < lo || s[1] > hi) return 0;
     for (int i = 2; i < need; i++)
         if (s[i] < 0x80 || s[i] > 0xBF) return 0;
     return need;
+}
+
+size_t sprig_utf8_bad_len(const unsigned char *s, size_t n)
+{
+    unsigned lo, hi;
+    int need = lead(s[0], &lo, &hi);
+    size_t k = 1;
+    if (need > 1 && k < n && s[k] >= lo && s[k] <= hi) {
+        k++;
+        while ((int)k < need && k < n && s[k] >= 0x80 && s[k] <= 0xBF) k++;
+    }
+    return k;
 }
 
 static int hexval(char c)
@@ -135,7 +154,7 @@ static sprig_status check_special(int id, int n_vocab, const char *name, sprig_e
     return SPRIG_OK;
 }
 
-static void shown(char *dst, size_t cap, const char *p, size_t n)
+void sprig_vocab_shown(char *dst, size_t cap, const char *p, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n && k + 4 < cap; i++) {
@@ -152,7 +171,7 @@ static sprig_status validate(const struct sprig_vocab_desc *d, sprig_error *err)
     if (!d->model) return sprig_err(err, SPRIG_E_INVALID_ARG, "vocabulary: tokenizer.ggml.model is NULL");
     if (!sprig_tok_kind_find(d->model, strlen(d->model))) {
         char sh[48];
-        shown(sh, sizeof sh, d->model, strlen(d->model));
+        sprig_vocab_shown(sh, sizeof sh, d->model, strlen(d->model));
         return sprig_err(err, SPRIG_E_UNSUPPORTED, "vocabulary: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2, gemma4)", sh);
     }
     if (d->n_vocab <= 0 || d->n_vocab > SPRIG_TOKENIZER_MAX_VOCAB)
@@ -304,7 +323,7 @@ static sprig_status build_merges(sprig_tokenizer *t, const struct sprig_vocab_de
         while (sp < len && m[sp] != ' ') sp++;
         char sh[64];
         if (len < 3 || sp >= len - 1) {
-            shown(sh, sizeof sh, m, len);
+            sprig_vocab_shown(sh, sizeof sh, m, len);
             return sprig_err(err, SPRIG_E_FORMAT, "vocabulary: tokenizer.ggml.merges[%d] = \"%s\" is not \"A B\"", r, sh);
         }
         int a = sprig_vocab_find_any(t, m, sp, NULL, 0), b = sprig_vocab_find_any(t, m + sp + 1, len - sp - 1, NULL, 0);
@@ -312,7 +331,7 @@ static sprig_status build_merges(sprig_tokenizer *t, const struct sprig_vocab_de
         if (a < 0 || b < 0 || c < 0) {
             const char *what = a < 0 ? m : b < 0 ? m + sp + 1 : m;
             size_t wl = a < 0 ? sp : b < 0 ? len - sp - 1 : len;
-            shown(sh, sizeof sh, what, wl);
+            sprig_vocab_shown(sh, sizeof sh, what, wl);
             return sprig_err(err, SPRIG_E_FORMAT, "vocabulary: tokenizer.ggml.merges[%d] names %s \"%s\" that is not a token",
                              r, a < 0 ? "a left part" : b < 0 ? "a right part" : "a merged piece (without the space)", sh);
         }
@@ -339,7 +358,7 @@ sprig_tokenizer *sprig_tokenizer_create(const struct sprig_vocab_desc *d, sprig_
         row = sprig_pretok_row_find(pre, pre_len);
         if (!row) {
             char sh[48];
-            shown(sh, sizeof sh, pre, pre_len);
+            sprig_vocab_shown(sh, sizeof sh, pre, pre_len);
             sprig_err(err, SPRIG_E_UNSUPPORTED, "vocabulary: tokenizer.ggml.pre \"%s\" is not a known pre-tokenizer "
                       "(llama-bpe, qwen2, qwen35, gpt-2, default, ...)", sh);
             return NULL;
@@ -419,7 +438,7 @@ sprig_tokenizer *sprig_tokenizer_create(const struct sprig_vocab_desc *d, sprig_
         int prev = sprig_vocab_find_any(t, p, t->piece_len[i], NULL, 0);
         if (prev >= 0 && !d->allow_duplicates) {
             char sh[48];
-            shown(sh, sizeof sh, p, t->piece_len[i]);
+            sprig_vocab_shown(sh, sizeof sh, p, t->piece_len[i]);
             sprig_err(err, SPRIG_E_FORMAT, "vocabulary: tokenizer.ggml.tokens[%d] = \"%s\" duplicates tokens[%d]", i, sh, prev);
             sprig_tokenizer_free(t);
             return NULL;

@@ -127,6 +127,14 @@ int sprig_vocab_parse_byte_piece(const char *p, size_t len);
  * s[0..n) does not start with one (n >= 1). Unicode's Table 3-7 rules: no
  * overlongs, no surrogates, nothing above U+10FFFF. */
 int sprig_utf8_seq_len(const unsigned char *s, size_t n);
+/* Length (>= 1) of the maximal ill-formed subsequence at s[0..n) (Unicode's
+ * "maximal subpart": a lead byte and the continuation bytes that could still
+ * follow it); call only where no well-formed sequence starts. */
+size_t sprig_utf8_bad_len(const unsigned char *s, size_t n);
+
+/* Printable form of untrusted bytes for an error message: non-ASCII and
+ * quotes as '?', "..." when cut to cap. */
+void sprig_vocab_shown(char *dst, size_t cap, const char *p, size_t n);
 
 /* Model kind row by name, or NULL. */
 const struct sprig_tok_kind *sprig_tok_kind_find(const char *name, size_t len);
