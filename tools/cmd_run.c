@@ -91,27 +91,6 @@ static const char *default_model(char *looked, size_t cap)
     return NULL;
 }
 
-static char *read_prompt_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap + 1);
-    while (b) {
-        size_t r = fread(b + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        if (cap > ((size_t)1 << 28)) { free(b); b = NULL; break; }
-        char *nb = realloc(b, cap * 2 + 1);
-        if (!nb) { free(b); b = NULL; break; }
-        b = nb;
-        cap *= 2;
-    }
-    if (b) b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 /* The conversation [system], user rendered with the chosen or detected
  * template, with a generation prompt; NULL after printing why. */
 static char *render_chat(const sprig_model *m, const char *model_path, const struct sprig_chat_family *family,
@@ -248,8 +227,10 @@ int sprig_cmd_run(int argc, char **argv)
     }
     char *file_prompt = NULL;
     if (prompt_file) {
-        if (!(file_prompt = read_prompt_file(prompt_file))) {
-            fprintf(stderr, "sprig run: --file: cannot read '%s'\n", prompt_file);
+        char why[512];
+        size_t flen = 0;
+        if (!(file_prompt = cli_read_all(prompt_file, (size_t)1 << 28, &flen, why, sizeof why))) {
+            fprintf(stderr, "sprig run: --file: %s\n", why);
             return 1;
         }
         prompt = file_prompt;
