@@ -91,6 +91,15 @@ char *sprig_tokens_to_text(const sprig_model *m, const int32_t *ids, int n, int 
 
 /* ---------------------------------------------------------------- sessions */
 
+/* One candidate next token: its id and its log-probability under the plain
+ * softmax of the target's logits (no temperature, no filter). */
+typedef struct sprig_logprob {
+    int32_t id;
+    float logprob;
+} sprig_logprob;
+
+#define SPRIG_TOP_LOGPROBS_MAX 20
+
 enum sprig_kv_type { SPRIG_KV_F32 = 0, SPRIG_KV_F16 = 1 };
 
 enum sprig_drafter_kind {
@@ -126,6 +135,9 @@ struct sprig_session_params {
      * (<|im_start|>, <start_of_turn>, ...) becomes those tokens, and a prompt
      * that already starts with the BOS token's text gets no second BOS */
     bool parse_special;
+    /* 0 (default) .. SPRIG_TOP_LOGPROBS_MAX: at every generated token, record
+     * the N most likely tokens of the row that produced it (sprig_session_get_output) */
+    int top_logprobs;
 };
 
 /* seed value meaning "pick one from the clock" (the session reports it) */
@@ -173,6 +185,21 @@ struct sprig_stats {
     double draft_ms, verify_ms, walk_ms, finalize_ms;
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
+
+/* What the last generate fed and produced; pointers into the session, valid
+ * until the next generate or free. */
+struct sprig_output {
+    const int32_t *prompt;           /* [n_prompt] the prompt ids as evaluated (BOS included) */
+    int n_prompt;
+    const int32_t *tokens;           /* [n_tokens] the generated ids in order (no EOS unless ignore_eos) */
+    int n_tokens;
+    int top_n;                       /* params.top_logprobs */
+    const sprig_logprob *top;        /* [n_tokens][top_n]: tokens[i]'s step, most likely first
+                                        (ties: lower id); NULL when top_n is 0. Speculative
+                                        rounds take them from the verify rows of the accepted
+                                        path: the same logits, so the same values, as plain decoding */
+};
+void sprig_session_get_output(const sprig_session *s, struct sprig_output *out);
 /* The statistics as one JSON object (NUL-terminated) into buf[cap]; returns
  * the length it needs (snprintf rules). */
 int  sprig_stats_to_json(const struct sprig_stats *st, char *buf, size_t cap);

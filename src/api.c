@@ -89,6 +89,9 @@ struct sprig_session {
     sprig_spec_session *spec;
     int32_t *prompt;               /* tokenized prompt */
     int prompt_cap, n_prompt;
+    int32_t *gen;                  /* [gen_cap] generated ids */
+    sprig_logprob *gen_top;        /* [gen_cap][top_logprobs] */
+    int gen_cap, n_gen;
     char *text;                    /* one token's text */
     size_t text_cap;
     sprig_detok detok;
@@ -104,7 +107,7 @@ struct sprig_session_params sprig_session_default_params(void)
         .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = SPRIG_SEED_RANDOM,
         .drafter = SPRIG_DRAFTER_NONE, .draft_path = NULL, .draft_max = 4,
         .tree = SPRIG_TREE_FROM_ENV, .tree_branches = 0, .ngram_min = 1, .ngram_max = 4,
-        .ignore_eos = false, .parse_special = false,
+        .ignore_eos = false, .parse_special = false, .top_logprobs = 0,
     };
 }
 
@@ -145,6 +148,9 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
     if (p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > SPRIG_NGRAM_MAX_N)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "ngram_min/ngram_max: [%d, %d] must satisfy 1 <= min <= max <= %d",
                          p->ngram_min, p->ngram_max, SPRIG_NGRAM_MAX_N);
+    if (p->top_logprobs < 0 || p->top_logprobs > SPRIG_TOP_LOGPROBS_MAX)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "top_logprobs: %d is out of range [0, %d]", p->top_logprobs,
+                         SPRIG_TOP_LOGPROBS_MAX);
     if (!isfinite(p->temp) || p->temp < 0)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "temp: %g must be a finite number >= 0", (double)p->temp);
     return SPRIG_OK;
@@ -160,6 +166,8 @@ void sprig_session_free(sprig_session *s)
     sprig_ctx_free(s->ctx);
     sprig_pool_free(s->pool);
     free(s->prompt);
+    free(s->gen);
+    free(s->gen_top);
     free(s->text);
     free(s);
 }
@@ -218,9 +226,14 @@ fail_st:
 
 void sprig_session_set_seed(sprig_session *s, uint64_t seed) { s->seed = pick_seed(seed, s); }
 
-static bool on_token(void *user, int32_t token)
+static bool on_token(void *user, int32_t token, const sprig_logprob *top)
 {
     sprig_session *s = user;
+    if (s->n_gen < s->gen_cap) {   /* sized for everything the context lets the round loop emit */
+        if (top) memcpy(s->gen_top + (size_t)s->n_gen * (size_t)s->p.top_logprobs, top,
+                        (size_t)s->p.top_logprobs * sizeof *top);
+        s->gen[s->n_gen++] = token;
+    }
     size_t n = sprig_detok_push(s->m->tok, &s->detok, token, s->text, s->text_cap);
     if (n && s->on_text) return s->on_text(s->user, s->text, n);
     return true;
@@ -260,6 +273,24 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     int n_ctx = sprig_ctx_n_ctx(s->ctx);
     if (need >= n_ctx)
         return sprig_err(err, SPRIG_E_CONTEXT_FULL, "prompt: %d tokens do not fit the context of %d (leave room to generate)", need, n_ctx);
+    /* the round loop emits at most one token more than the free slots */
+    int gen_need = n_predict < n_ctx - need + 1 ? n_predict : n_ctx - need + 1;
+    s->n_gen = 0;
+    if (gen_need > s->gen_cap) {
+        size_t top_n = (size_t)s->p.top_logprobs;
+        int32_t *ng = malloc((size_t)gen_need * sizeof *ng);
+        sprig_logprob *nt = top_n ? malloc((size_t)gen_need * top_n * sizeof *nt) : NULL;
+        if (!ng || (top_n && !nt)) {
+            free(ng);
+            free(nt);
+            return sprig_err(err, SPRIG_E_NOMEM, "session: out of memory for %d generated tokens", gen_need);
+        }
+        free(s->gen);
+        free(s->gen_top);
+        s->gen = ng;
+        s->gen_top = nt;
+        s->gen_cap = gen_need;
+    }
 
     struct sprig_spec_params sp = sprig_spec_default_params();
     sp.block = s->block;
@@ -270,6 +301,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.sampling = !sprig_sampler_is_greedy(s->sampler);
     sp.sampler = s->sampler;
     sp.seed = s->seed;
+    sp.top_logprobs = s->p.top_logprobs;
     sp.on_token = on_token;
     sp.user = s;
     if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
@@ -322,6 +354,17 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->verify_ms = t->ms_verify;
     o->walk_ms = t->ms_walk;
     o->finalize_ms = t->ms_finalize;
+}
+
+void sprig_session_get_output(const sprig_session *s, struct sprig_output *o)
+{
+    memset(o, 0, sizeof *o);
+    o->prompt = s->prompt;
+    o->n_prompt = s->spec ? s->n_prompt : 0;
+    o->tokens = s->gen;
+    o->n_tokens = s->spec ? s->n_gen : 0;
+    o->top_n = s->p.top_logprobs;
+    o->top = s->p.top_logprobs ? s->gen_top : NULL;
 }
 
 int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)

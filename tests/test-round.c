@@ -381,7 +381,7 @@ static void sd_init(struct sdrafter *s, const struct mock *m, const int *plan, i
 
 static struct out { int32_t tok[4096]; int n; int cancel_after; } g_out;
 
-static bool collect(void *user, int32_t tok)
+static bool collect(void *user, int32_t tok, const sprig_logprob *top)
 {
     struct out *o = user;
     if (o->n < 4096) o->tok[o->n++] = tok;

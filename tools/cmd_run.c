@@ -5,7 +5,10 @@
  * stdout carries exactly the prompt followed by the generated text, streamed
  * token by token; everything else (timings, the path taken, round
  * statistics) goes to stderr, and --stats-json writes the same figures as
- * one JSON object. Exit status: 0 ok, 1 runtime failure, 2 bad usage.
+ * one JSON object, with the prompt ids as evaluated ("prompt_ids"), the
+ * generated ids ("tokens") and, with --top-logprobs N, each generated
+ * token's N most likely candidates ("top_logprobs"). Exit status: 0 ok,
+ * 1 runtime failure, 2 bad usage.
  *
  * --chat turns the prompt into a conversation (-sys: a system message, the
  * prompt: the user message) rendered with the model's chat template
@@ -17,6 +20,7 @@
 #include "sprig.h"
 #include "chat/template.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +64,9 @@ static void usage(FILE *f)
         "      --no-tree          force chain rounds even if SPRIG_TREE is set\n"
         "      --tree-branches N  add the drafter's runner-up as a sibling leaf at the first N draft steps\n"
         "\n"
-        "      --stats-json FILE  write the session's figures as one JSON object\n"
+        "      --stats-json FILE  write the session's figures, the prompt and generated ids as one JSON object\n"
+        "      --top-logprobs N   with --stats-json: each generated token's N (<= 20) most likely tokens and\n"
+        "                         their log-probabilities (log-softmax of the target's logits at that step)\n"
         "  -q, --quiet            no statistics on stderr\n"
         "  -h, --help\n");
 }
@@ -74,6 +80,45 @@ static bool write_text(void *user, const char *text, size_t len)
     fflush(stdout);
     o->bytes += len;
     return true;
+}
+
+static void write_ids(FILE *f, const char *key, const int32_t *ids, int n)
+{
+    fprintf(f, ",\"%s\":[", key);
+    for (int i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", (int)ids[i]);
+    fputc(']', f);
+}
+
+/* The statistics object, then the ids and the top log-probabilities; a
+ * logprob is written with 9 significant digits (a float exactly). */
+static bool write_stats_json(const char *path, const sprig_session *s, const struct sprig_stats *t)
+{
+    char buf[4096];
+    int n = sprig_stats_to_json(t, buf, sizeof buf);
+    if (n < 2 || (size_t)n >= sizeof buf) return false;
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    struct sprig_output o;
+    sprig_session_get_output(s, &o);
+    fwrite(buf, 1, (size_t)n - 1, f);   /* without the closing brace */
+    write_ids(f, "prompt_ids", o.prompt, o.n_prompt);
+    write_ids(f, "tokens", o.tokens, o.n_tokens);
+    if (o.top_n) {
+        fputs(",\"top_logprobs\":[", f);
+        for (int i = 0; i < o.n_tokens; i++) {
+            fputs(i ? ",[" : "[", f);
+            for (int j = 0; j < o.top_n; j++) {
+                const sprig_logprob *e = &o.top[(size_t)i * (size_t)o.top_n + (size_t)j];
+                if (isfinite(e->logprob)) fprintf(f, "%s{\"id\":%d,\"logprob\":%.9g}", j ? "," : "", (int)e->id, (double)e->logprob);
+                else fprintf(f, "%s{\"id\":%d,\"logprob\":null}", j ? "," : "", (int)e->id);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
+    bool ok = !ferror(f);
+    return fclose(f) == 0 && ok;
 }
 
 static const char *default_model(char *looked, size_t cap)
@@ -191,11 +236,20 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--no-tree")) tree_flag = SPRIG_TREE_OFF;
         else if (!strcmp(a, "--tree-branches")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 62, &v)) return 2; p.tree_branches = (int)v; }
         else if (!strcmp(a, "--stats-json")) { NEEDV(); stats_json = val; }
+        else if (!strcmp(a, "--top-logprobs")) {
+            NEEDV();
+            if (!cli_parse_int(C, a, val, 0, SPRIG_TOP_LOGPROBS_MAX, &v)) return 2;
+            p.top_logprobs = (int)v;
+        }
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
         else { fprintf(stderr, "sprig run: unknown option '%s' (see sprig run --help)\n", a); return 2; }
 #undef NEEDV
     }
     p.tree = tree_flag;
+    if (p.top_logprobs && !stats_json) {
+        fprintf(stderr, "sprig run: --top-logprobs needs --stats-json FILE (where they are written)\n");
+        return 2;
+    }
     if (tree_flag == SPRIG_TREE_ON && p.drafter == SPRIG_DRAFTER_NONE) {
         fprintf(stderr, "sprig run: --tree needs a drafter: --draft FILE, --mtp FILE or --draft-ngram\n");
         return 2;
@@ -285,14 +339,9 @@ int sprig_cmd_run(int argc, char **argv)
                     (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
                     (long long)t.full_accept_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms);
     }
-    if (stats_json) {
-        char buf[4096];
-        sprig_stats_to_json(&t, buf, sizeof buf);
-        FILE *f = fopen(stats_json, "w");
-        if (!f || fprintf(f, "%s\n", buf) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "sprig run: --stats-json: cannot write '%s'\n", stats_json);
-            goto done;
-        }
+    if (stats_json && !write_stats_json(stats_json, s, &t)) {
+        fprintf(stderr, "sprig run: --stats-json: cannot write '%s'\n", stats_json);
+        goto done;
     }
     rc = 0;
 done:

@@ -365,6 +365,29 @@ double sprig_sampler_uniform(sprig_sampler *s)
     return sprig_rng_uniform(&s->rng);
 }
 
+void sprig_top_logprobs(const float *logits, int n_vocab, int n, sprig_logprob *out)
+{
+    SPRIG_ASSERT(n >= 1 && n <= n_vocab);
+    /* out[0..k) sorted best first: one comparison per token once it is full */
+    int k = 0;
+    float mx = -INFINITY;
+    for (int i = 0; i < n_vocab; i++) {
+        float x = logits[i];
+        if (isnan(x)) continue;
+        if (x > mx) mx = x;
+        if (k == n && !(x > out[n - 1].logprob)) continue;   /* equal: the lower id already holds the place */
+        int j = k < n ? k++ : n - 1;
+        while (j > 0 && x > out[j - 1].logprob) { out[j] = out[j - 1]; j--; }
+        out[j] = (sprig_logprob){ .id = i, .logprob = x };
+    }
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++)
+        if (!isnan(logits[i])) sum += exp((double)logits[i] - (double)mx);
+    double lse = (double)mx + log(sum);
+    for (int j = 0; j < k; j++) out[j].logprob = (float)((double)out[j].logprob - lse);
+    for (int j = k; j < n; j++) out[j] = (sprig_logprob){ .id = -1, .logprob = -INFINITY };   /* all NaN */
+}
+
 void sprig_sampler_reseed(sprig_sampler *s, uint64_t seed)
 {
     sprig_rng_seed(&s->rng, seed);

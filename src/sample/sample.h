@@ -51,4 +51,11 @@ int sprig_sample_from_probs(sprig_sampler *s, const float *probs, int n);
 /* Uniform [0,1) from the sampler's rng (for rejection tests). */
 double sprig_sampler_uniform(sprig_sampler *s);
 
+/* The n most likely tokens of logits[n_vocab] with their log-probabilities
+ * under the plain softmax (no temperature, no filter): out[n], most likely
+ * first, ties towards the lower id; 1 <= n <= n_vocab. log p_i = x_i - lse
+ * with lse = max + log(sum exp(x_j - max)), the sum in double, so the value
+ * depends only on the row. NaN logits are skipped. No allocation. */
+void sprig_top_logprobs(const float *logits, int n_vocab, int n, sprig_logprob *out);
+
 #endif

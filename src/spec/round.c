@@ -65,6 +65,7 @@ void sprig_spec_free(sprig_spec_session *s)
     if (!s) return;
     sprig_free_aligned(s->rows.argmax);
     sprig_free_aligned(s->rows.probs);
+    sprig_free_aligned(s->rows.top);
     sprig_free_aligned(s->scratch);
     sprig_free_aligned(s->history);
     free(s);
@@ -86,6 +87,9 @@ static sprig_status check_params(const sprig_target *t, const sprig_drafter *d, 
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: tree = %d is not FROM_ENV (-1), OFF (0) or ON (1)", p->tree);
     if (p->max_tokens < 1)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: max_tokens = %d must be >= 1", p->max_tokens);
+    if (p->top_logprobs < 0 || p->top_logprobs > SPRIG_TOP_LOGPROBS_MAX || p->top_logprobs > t->n_vocab)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "session: top_logprobs = %d is outside [0, %d]", p->top_logprobs,
+                         SPRIG_TOP_LOGPROBS_MAX < t->n_vocab ? SPRIG_TOP_LOGPROBS_MAX : t->n_vocab);
     return SPRIG_OK;
 }
 
@@ -108,6 +112,11 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     s->rows.argmax = sprig_calloc_aligned((size_t)cap, sizeof(int32_t));
     s->history = sprig_calloc_aligned((size_t)target->n_ctx, sizeof(int32_t));
     bool ok = s->rows.argmax && s->history;
+    if (ok && p->top_logprobs) {
+        s->rows.top_n = p->top_logprobs;
+        s->rows.top = sprig_calloc_aligned((size_t)cap * (size_t)p->top_logprobs, sizeof(sprig_logprob));
+        ok = s->rows.top != NULL;
+    }
     if (ok && p->sampling) {
         ok = !sprig_mul_ovf((size_t)cap, n_vocab, &probs_n);
         s->rows.probs = ok ? sprig_calloc_aligned(probs_n, sizeof(float)) : NULL;
@@ -141,8 +150,9 @@ static sprig_status fail(sprig_spec_session *s, sprig_status st)
     return st;
 }
 
-/* Deliver one token; false when the session stopped (EOS, budget, cancel). */
-static bool emit_token(sprig_spec_session *s, int32_t tok, bool from_round)
+/* Deliver one token, produced by rows row `row`; false when the session
+ * stopped (EOS, budget, cancel). */
+static bool emit_token(sprig_spec_session *s, int32_t tok, bool from_round, int row)
 {
     if (!s->p.ignore_eos && sprig_target_is_eos(s->t, tok)) {
         stop(s, SPRIG_STOP_EOS);
@@ -150,7 +160,8 @@ static bool emit_token(sprig_spec_session *s, int32_t tok, bool from_round)
     }
     s->stats.emitted++;
     if (from_round) s->stats.emitted_rounds++;
-    if (s->p.on_token && !s->p.on_token(s->p.user, tok)) {
+    const sprig_logprob *top = s->rows.top_n ? s->rows.top + (size_t)row * (size_t)s->rows.top_n : NULL;
+    if (s->p.on_token && !s->p.on_token(s->p.user, tok, top)) {
         stop(s, SPRIG_STOP_CANCEL);
         return false;
     }
@@ -207,7 +218,7 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
         s->bonus = s->rows.argmax[0];
     }
     if (!s->d) SPRIG_LOGI("decoding path: plain (target '%s')", s->t->vt->name);
-    if (!emit_token(s, s->bonus, false)) return SPRIG_OK;
+    if (!emit_token(s, s->bonus, false, 0)) return SPRIG_OK;
     s->stats.ms_emit += ms_since(&t0);
     if (s->d && s->d->vt->begin) {
         sprig_draft_ctx ctx = draft_ctx(s);
@@ -317,7 +328,8 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     if (st) return fail(s, st);
     s->stats.ms_finalize += ms_since(&t0);
 
-    /* 6: bookkeeping and emission, one shape for both paths */
+    /* 6: bookkeeping and emission, one shape for both paths; emit[i] is
+     * what row path[i] decided (n_emit <= n_path) */
     SPRIG_ASSERT(s->n_history + s->walk.n_path <= t->n_ctx);
     for (int i = 0; i < s->walk.n_path; i++) s->history[s->n_history++] = s->blk.tokens[s->walk.path[i]];
     int max_accept = use_tree ? sprig_tree_max_depth(&s->blk) : n - 1;
@@ -325,7 +337,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     if (use_tree) s->stats.path = SPRIG_PATH_TREE;
     SPRIG_ASSERT(s->walk.n_emit >= 1);   /* budget >= 1 here */
     for (int i = 0; i < s->walk.n_emit; i++)
-        if (!emit_token(s, s->walk.emit[i], true)) break;
+        if (!emit_token(s, s->walk.emit[i], true, s->walk.path[i])) break;
     s->bonus = s->walk.emit[s->walk.n_emit - 1];
     s->stats.ms_emit += ms_since(&t0);
 

@@ -42,8 +42,11 @@
 
 /* SPRIG_TREE_FROM_ENV / SPRIG_TREE_OFF / SPRIG_TREE_ON: enum sprig_tree_switch in sprig.h */
 
-/* Called for each emitted token (EOS is never passed); return false to stop. */
-typedef bool (*sprig_token_fn)(void *user, int32_t token);
+/* Called for each emitted token (EOS is never passed unless ignore_eos);
+ * top: the top_logprobs most likely tokens of the row that produced it (the
+ * prefill's row for the first token, then the accepted path's verify rows),
+ * NULL when top_logprobs is 0. Return false to stop. */
+typedef bool (*sprig_token_fn)(void *user, int32_t token, const sprig_logprob *top);
 
 struct sprig_spec_params {
     int block;              /* verify block for chains: bonus + block-1 drafts; [1, SPRIG_TREE_MAX]; default 4 */
@@ -55,6 +58,7 @@ struct sprig_spec_params {
     bool sampling;          /* false: greedy; true: the target returns probabilities */
     sprig_sampler *sampler; /* handed to the target in sampling mode (see sprig_rows) */
     uint64_t seed;          /* seeds the acceptance / first-token draws */
+    int top_logprobs;       /* 0..SPRIG_TOP_LOGPROBS_MAX (<= n_vocab): candidates per emitted token */
     sprig_token_fn on_token;
     void *user;
 };

@@ -46,6 +46,9 @@ static sprig_status check_rows_request(const sprig_target *t, const char *what, 
     if (rows->sampling ? !rows->probs : !rows->argmax)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "target '%s' %s: rows has no %s buffer", tname(t), what,
                          rows->sampling ? "probs" : "argmax");
+    if (rows->top_n < 0 || rows->top_n > SPRIG_TOP_LOGPROBS_MAX || rows->top_n > t->n_vocab || (rows->top_n && !rows->top))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "target '%s' %s: top_n = %d is outside [0, %d] or has no buffer", tname(t),
+                         what, rows->top_n, SPRIG_TOP_LOGPROBS_MAX);
     return SPRIG_OK;
 }
 

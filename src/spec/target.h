@@ -26,6 +26,8 @@
  * Outputs (sprig_rows): greedy sessions ask for argmax[i] (first maximum on
  * ties); sampling sessions ask for probs[i][n_vocab], the sampler's final
  * distribution of row i's logits (sprig_sampler_probs with rows->sampler).
+ * Either may also ask for the top_n most likely tokens of every row with
+ * their log-probabilities (rows->top_n > 0; a target that cannot refuses).
  *
  * State: *st is written only by prefill and the finalizes; on entry it holds
  * the state before the round (the forward does not touch it), so after a
@@ -63,6 +65,8 @@ typedef struct sprig_rows {
     int cap;                    /* rows the buffers hold (>= every request's n) */
     int32_t *argmax;            /* [cap] */
     float *probs;               /* [cap][n_vocab]; NULL when greedy */
+    int top_n;                  /* 0, or also fill top[i][top_n] (sprig_top_logprobs of row i's logits) */
+    sprig_logprob *top;         /* [cap][top_n]; NULL when top_n is 0 */
 } sprig_rows;
 
 /* What drafters may read after prefill / finalize. */

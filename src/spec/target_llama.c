@@ -28,6 +28,7 @@ static void fill_rows(model_target *mt, int n, sprig_rows *rows)
         const float *lg = mt->logits + (size_t)i * V;
         if (rows->sampling) sprig_sampler_probs(rows->sampler, lg, rows->probs + (size_t)i * V);
         else rows->argmax[i] = sprig_argmax(lg, V);
+        if (rows->top_n) sprig_top_logprobs(lg, V, rows->top_n, rows->top + (size_t)i * rows->top_n);
     }
 }
 
