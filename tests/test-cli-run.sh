@@ -61,6 +61,32 @@ for spec in "--draft $M/stories-draft.gguf" "--mtp $M/stories-mtp.gguf" "--draft
     check "$spec stats json path tree" has '"path":"tree"' "$TMP/stats.json"
     check "$spec stats json rounds" has '"rounds":' "$TMP/stats.json"
 done
+# --stats-json carries the prompt and generated ids; --top-logprobs the top
+# candidates of each step. Speculative rounds read them from the verify rows
+# of the accepted path: the same logits as plain decoding, so the same bytes.
+tail_ids() { sed 's/.*"prompt_ids"/"prompt_ids"/' "$1"; }
+"$BIN" run --temp 0 -n 200 -t 2 -m "$M/stories260K.gguf" --top-logprobs 5 --stats-json "$TMP/lp.json" -q >/dev/null 2>&1
+check "plain: prompt_ids is the BOS" has '"prompt_ids":[1],' "$TMP/lp.json"
+check "plain: tokens = llama2.c's greedy text's ids" has '"tokens":[403,407,261,378,432,383,286,261,376,298,315,421,395,317,426,' "$TMP/lp.json"
+check "plain: the first step's top-1 is the token, with its log-probability" has '"top_logprobs":[[{"id":403,"logprob":-' "$TMP/lp.json"
+check "plain: 200 steps of 5" [ "$(grep -o '"logprob"' "$TMP/lp.json" | wc -l)" -eq 1000 ]
+tail_ids "$TMP/lp.json" >"$TMP/lp.plain"
+for spec in "--draft $M/stories-draft.gguf --no-tree:chain" "--draft $M/stories-draft.gguf --tree --tree-branches 2:tree" \
+            "--mtp $M/stories-mtp.gguf --tree:tree" "--draft-ngram --tree --draft-max 6:tree"; do
+    args=${spec%:*}; path=${spec##*:}
+    # shellcheck disable=SC2086
+    "$BIN" run --temp 0 -n 200 -t 2 -m "$M/stories260K.gguf" $args --top-logprobs 5 --stats-json "$TMP/lp.json" -q >/dev/null 2>&1
+    check "$args: the $path path ran" has "\"path\":\"$path\"" "$TMP/lp.json"
+    check "$args: rounds accepted drafts" sh -c "! grep -q '\"accepted\":0,' '$TMP/lp.json'"
+    tail_ids "$TMP/lp.json" >"$TMP/lp.spec"
+    check "$args: ids and top log-probabilities = plain decoding's, byte for byte" cmp -s "$TMP/lp.spec" "$TMP/lp.plain"
+done
+"$BIN" run --temp 0 -n 5 -m "$M/stories260K.gguf" --top-logprobs 21 --stats-json "$TMP/x.json" >/dev/null 2>"$TMP/e7"; rc=$?
+check "--top-logprobs 21: exit 2 (rc $rc)" [ $rc -eq 2 ]
+check "--top-logprobs 21: names the flag" has "--top-logprobs" "$TMP/e7"
+"$BIN" run --temp 0 -n 5 -m "$M/stories260K.gguf" --top-logprobs 5 >/dev/null 2>"$TMP/e7"; rc=$?
+check "--top-logprobs without --stats-json: exit 2 (rc $rc)" [ $rc -eq 2 ]
+
 SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --stats-json "$TMP/e.json" >/dev/null 2>&1
 check "SPRIG_TREE=1 turns tree mode on" has '"path":"tree"' "$TMP/e.json"
 SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --no-tree --stats-json "$TMP/e.json" >/dev/null 2>&1
