@@ -60,7 +60,12 @@ try {
 }
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
-const m = await llama.loadModel({ modelPath: resolve(model), gpuLayers: 0 });
+let m;
+try {
+    m = await llama.loadModel({ modelPath: resolve(model), gpuLayers: 0 });
+} catch (e) {
+    die(1, `${model}: llama.cpp cannot load it (${e.message}; its reason is in the log above)`);
+}
 const nVocab = m.tokens.vocabSize ?? m.fileInsights?.tokens?.vocabSize;
 for (const [i, id] of prompt.entries())
     if (nVocab !== undefined && id >= nVocab) die(1, `${model}: prompt id ${id} (index ${i}) is outside the vocabulary of ${nVocab}`);
