@@ -6,8 +6,9 @@
  * a plain full-sort reference written here (top-k -> top-p -> min-p ->
  * temperature), that probabilities sum to 1 with filtered tokens exactly 0,
  * that 200k draws follow sprig_sampler_probs (chi-square), hostile logits
- * (NaN, +-inf) and sprig_sample_from_probs edge cases; prints the time per
- * draw for a 32000-token vocabulary.
+ * (NaN, +-inf) and sprig_sample_from_probs edge cases; sprig_top_logprobs
+ * against a full sort and a long-double log-sum-exp (order, ties to the lower
+ * id, NaN skipped); prints the time per draw for a 32000-token vocabulary.
  */
 #include "test.h"
 #include "sample/sample.h"
@@ -430,6 +431,58 @@ static void test_sample_equals_probs_draw(void)
     }
 }
 
+/* Full-sort reference: the n best (logit desc, id asc) with log p in long double. */
+static void top_ref(const float *l, int V, int n, int32_t *ids, long double *lp)
+{
+    long double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++) if (!isnan(l[i]) && l[i] > mx) mx = l[i];
+    for (int i = 0; i < V; i++) if (!isnan(l[i])) sum += expl((long double)l[i] - mx);
+    bool *used = calloc((size_t)V, 1);
+    for (int j = 0; j < n; j++) {
+        int b = -1;
+        for (int i = 0; i < V; i++)
+            if (!used[i] && !isnan(l[i]) && (b < 0 || l[i] > l[b])) b = i;
+        used[b] = true;
+        ids[j] = b;
+        lp[j] = (long double)l[b] - mx - logl(sum);
+    }
+    free(used);
+}
+
+static void test_top_logprobs(void)
+{
+    sprig_rng r;
+    sprig_rng_seed(&r, 77);
+    const int V = 3000;
+    float *l = malloc((size_t)V * sizeof *l);
+    sprig_logprob out[SPRIG_TOP_LOGPROBS_MAX];
+    int32_t ids[SPRIG_TOP_LOGPROBS_MAX];
+    long double lp[SPRIG_TOP_LOGPROBS_MAX];
+    for (int trial = 0; trial < 40; trial++) {
+        for (int i = 0; i < V; i++) {
+            l[i] = (float)(sprig_rng_uniform(&r) * 20.0 - 10.0);
+            if (trial % 4 == 1) l[i] = (float)(int)(l[i] * 0.5f);   /* many exact ties */
+            if (trial % 4 == 2 && i % 97 == 0) l[i] = NAN;
+        }
+        int n = 1 + trial % SPRIG_TOP_LOGPROBS_MAX;
+        sprig_top_logprobs(l, V, n, out);
+        top_ref(l, V, n, ids, lp);
+        for (int j = 0; j < n; j++) {
+            CHECKF(out[j].id == ids[j], "trial %d rank %d: id %d, want %d", trial, j, out[j].id, ids[j]);
+            CHECK_NEAR(out[j].logprob, (double)lp[j], 2e-6);
+        }
+    }
+    /* the top-1 of a one-hot-ish row, and n = V */
+    float t[4] = { 0.0f, 30.0f, 0.0f, -1.0f };
+    sprig_top_logprobs(t, 4, 4, out);
+    CHECK_EQ_INT(out[0].id, 1);
+    CHECK_EQ_INT(out[1].id, 0);
+    CHECK_EQ_INT(out[2].id, 2);
+    CHECK_EQ_INT(out[3].id, 3);
+    CHECK(out[0].logprob <= 0.0f && out[0].logprob > -1e-12f);
+    free(l);
+}
+
 static void test_speed(void)
 {
     const int V = 32000;
@@ -469,6 +522,7 @@ int main(void)
     RUN(test_from_probs);
     RUN(test_empirical);
     RUN(test_sample_equals_probs_draw);
+    RUN(test_top_logprobs);
     RUN(test_speed);
     return test_summary("test-sample");
 }
