@@ -37,8 +37,8 @@
 #           not sprig's code) brings widened Q4_0 to within 6e-6 of llama.cpp
 #           for all 128 steps and widened Q8_0 to within 1e-4 for 91 steps;
 #           the random models keep ~2e-3 (a second, smaller difference not
-#           yet pinned down). An F16 scale loses most where activations are
-#           small, which stories260K's are, hence its large figures.
+#           yet pinned down). Why stories260K's figures are 100x the random
+#           models' (relative to their logits' spread) is not measured.
 #   K-quants (to come): llama.cpp's Q8_K activations, measure then set.
 # Every non-F32 row is `ties`: with differences of that size, 128 steps of
 # stories-like text always meet some step whose top-2 are closer than the
