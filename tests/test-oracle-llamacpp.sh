@@ -18,8 +18,9 @@
 # disagreement about a coin flip); the comparison stops there and the test
 # prints an EXCEPTION line. Rows marked `exact` allow no such thing.
 #
-# Tolerances, from measurement (two prompts, 128 steps each, this machine's
-# AVX-512 kernels and llama.cpp's zen4 build; largest |Δ| seen -> tol):
+# Tolerances, from measurement (two prompts, 128 steps each, on an AMD EPYC
+# with AVX-512: sprig's AVX-512 kernels, whichever CPU variant llama.cpp's
+# loader picked; largest |Δ| seen -> tol):
 #   F32     stories260K 2.9e-5, widened 2.4e-5 -> 1e-4; synthetic 1.0e-6 -> 1e-5.
 #           Same weights, same activations: only summation order differs.
 #           The smallest top-1/top-2 gaps seen (4.9e-3 stories, 7.7e-5
@@ -51,8 +52,9 @@
 # Without node or node-llama-cpp (tests/ref: npm ci --omit=optional) this
 # test prints SKIP and passes, unless SPRIG_REQUIRE_REF=1 (CI): then FAIL.
 # $SPRIG_LLAMACPP_REF: another node_modules holding node-llama-cpp.
-# $SPRIG_ORACLE_THREADS: llama.cpp's threads (default 1: its spinning thread
-# barrier crawls on a loaded machine; its results do not depend on it).
+# $SPRIG_ORACLE_THREADS: llama.cpp's threads (default 1: on a loaded 2-core
+# machine 2 threads took 62-127 s a row instead of ~4 s, with identical
+# output).
 # sprig runs with -t 2. SPRIG_TEST_QUICK=1 (make asan) runs three rows.
 # Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
 set -u
