@@ -242,7 +242,8 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
             rec->d = amax >= 0x7f800000u ? NAN : 0.0f;
             continue;
         }
-        __m256 id = _mm256_set1_ps(1.0f / da);
+        __m256 id = _mm256_set1_ps(127.0f / fa);
+        da = _cvtsh_ss(_cvtss_sh(da, _MM_FROUND_TO_NEAREST_INT));   /* the F16 scale (rule in matmul.c) */
         __m256i qi[4], sum = _mm256_setzero_si256();
         for (int i = 0; i < 4; i++) {
             __m256 v = _mm256_round_ps(_mm256_mul_ps(xv[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -482,9 +482,9 @@ AI __m512i reduce16(__m512i v[16], const bool max)
 /* The row is taken in chunks of up to QCHUNK blocks and passes, each a stream
  * of independent work the out-of-order core can overlap (one fused pass is a
  * long dependency chain per 16 blocks that does not fit its window):
- *   A: per 16 blocks, the maxima (a transposing reduction) and d = amax/127,
- *      1/d as one vdivps each;
- *   B: per block, q = nearest(x * (1/d)) stored as int8, q's lanes summed;
+ *   A: per 16 blocks, the maxima (a transposing reduction), d = amax/127
+ *      (through F16) and 127/amax, one vdivps each;
+ *   B: per block, q = nearest(x * (127/amax)) stored as int8, q's lanes summed;
  *   C: per 16 blocks, the sums (transposing reduction) and corrections;
  *   D: per block, d and the corrections into the record, read back from
  *      stack arrays written a pass earlier (a narrow load right behind a zmm
@@ -520,7 +520,9 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
             __mmask16 nf = _mm512_cmpge_epu32_mask(amv, _mm512_set1_epi32(0x7f800000)) & live;
             __m512 da = _mm512_div_ps(_mm512_castsi512_ps(amv), _mm512_set1_ps(127.0f));
             __mmask16 ok = _mm512_cmp_ps_mask(da, _mm512_set1_ps(FLT_MIN), _CMP_GE_OQ) & (__mmask16)~nf & live;
-            _mm512_store_ps(idv + g, _mm512_maskz_div_ps(ok, _mm512_set1_ps(1.0f), da));   /* 0: q = 0 */
+            /* q = x * (127 / amax); d = amax / 127 through F16 (rule in matmul.c) */
+            _mm512_store_ps(idv + g, _mm512_maskz_div_ps(ok, _mm512_set1_ps(127.0f), _mm512_castsi512_ps(amv)));   /* 0: q = 0 */
+            da = _mm512_cvtph_ps(_mm512_cvtps_ph(da, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             _mm512_store_ps(dv + g, _mm512_mask_blend_ps(nf, _mm512_maskz_mov_ps(ok, da), _mm512_set1_ps(NAN)));
             bad[g / 16] = nf;
         }

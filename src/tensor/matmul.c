@@ -7,8 +7,14 @@
  * The activation quantization rule (per block of 32 floats, the spec):
  *   amax = max |x|, taken on the bit patterns (NaN/inf sort above all finite)
  *   if amax is inf or NaN:          d = NaN, q = 0  (poisons every output it touches)
- *   else d = amax / 127;  if d < FLT_MIN (zero or subnormal): d = 0, q = 0
- *   else q = nearest-even(x * (1/d))  (|q| <= 127 is guaranteed)
+ *   else if amax / 127 < FLT_MIN (zero or subnormal):  d = 0, q = 0
+ *   else q = nearest-even(x * (127 / amax))  (|q| <= 127 is guaranteed)
+ *        d = amax / 127 rounded to F16 and back (round-to-nearest-even)
+ * which is llama.cpp's CPU rule for its Q8_0 activations (its block keeps d
+ * as F16; 127/amax, not 1/d, is the multiplier), so quantized matmuls track
+ * llama.cpp's closely. The F16 scale overflows to inf past amax ~ 8.3e6
+ * (outputs inf/NaN, as there) and loses bits below amax ~ 7.8e-3 (F16
+ * subnormals), both as in llama.cpp.
  * Products of a quantized weight block and an activation block are exact
  * int32 sums; each block then adds acc = fmaf((float)isum, dw * d, acc) in
  * block order. Float weights add acc = fmaf(w, x, acc) in k order.
@@ -306,9 +312,8 @@ void sprig_mm_quant_block_ref(const float *x, sprig_mm_qblock *out)
     }
     float fa;
     memcpy(&fa, &amax, 4);
-    float da = fa / 127.0f;
-    if (!(da >= FLT_MIN)) return;       /* zero or subnormal: d = 0, q = 0 */
-    float id = 1.0f / da;
+    if (!(fa / 127.0f >= FLT_MIN)) return;   /* zero or subnormal: d = 0, q = 0 */
+    const float id = 127.0f / fa, da = sprig_f16_to_f32(sprig_f32_to_f16(fa / 127.0f));
     int32_t s = 0;
     for (int j = 0; j < SPRIG_QK; j++) {
         int v = (int)nearbyintf(x[j] * id);
