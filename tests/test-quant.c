@@ -80,6 +80,16 @@ static void test_table(void)
     CHECK(!sprig_type_quantizable(16));              /* iq2_xxs */
     CHECK(!sprig_type_is_kquant(SPRIG_TYPE_Q8_0));
     CHECK(!sprig_type_is_kquant(-1) && !sprig_type_quantizable(99));
+    /* the readable-names list is the table's can_compute column */
+    int n_readable = 0, n_listed = 1;
+    for (int i = 0; i < SPRIG_TYPE_COUNT; i++) {
+        const struct sprig_type_traits *t = sprig_type_traits(i);
+        if (!t || !t->can_compute) continue;
+        n_readable++;
+        CHECKF(strstr(sprig_type_readable_names(), t->name) != NULL, "%s missing from the readable names", t->name);
+    }
+    for (const char *c = sprig_type_readable_names(); *c; c++) n_listed += *c == ',';
+    CHECK_EQ_INT(n_listed, n_readable);
     size_t rb;
     CHECK(sprig_row_bytes(SPRIG_TYPE_Q4_K, 4096, &rb) && rb == 16 * 144);
     CHECK(!sprig_row_bytes(SPRIG_TYPE_Q6_K, 896, &rb));   /* not a multiple of 256 */

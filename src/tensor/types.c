@@ -220,6 +220,12 @@ int sprig_type_from_name(const char *name)
     return -1;
 }
 
+/* test-quant checks this list against the table */
+const char *sprig_type_readable_names(void)
+{
+    return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k";
+}
+
 bool sprig_type_quantizable(int type)
 {
     const struct sprig_type_traits *t = sprig_type_traits(type);

@@ -128,6 +128,8 @@ const struct sprig_type_traits *sprig_type_traits(int type);
 const char *sprig_type_name(int type);          /* "?" when unknown */
 int sprig_type_from_name(const char *name);     /* -1 when unknown; case-insensitive */
 
+/* The names of the types sprig reads (can_compute), for messages. */
+const char *sprig_type_readable_names(void);
 /* Can sprig write this type (a reference from_f32 exists)? */
 bool sprig_type_quantizable(int type);
 /* Is it one of the K-quants (Q2_K..Q8_K)? */
