@@ -90,6 +90,8 @@ bad "unknown type" "--type: 'q7_k' is not one of" --type q7_k -o "$TMP/x.gguf"
 bad "iq type" "--type: 'iq2_xs' is not one of" --type iq2_xs -o "$TMP/x.gguf"
 bad "k type needs rows of 32" "multiples of 32" --type q4_k_m --dim 48 --heads 4 -o "$TMP/x.gguf"
 bad "widen with a mix" "is a mix (add --pure)" --type q4_k_m --widen "$TMP/none.gguf" -o "$TMP/x.gguf"
+bad "widen with a K type needs rows of 256" "q4_k needs dim (128) and ffn (192) to be multiples of 256" \
+    --type q4_k --pure --dim 128 --heads 8 --kv-heads 4 --ffn 192 --widen "$W" -o "$TMP/x.gguf"
 bad "heads do not divide" "dim 64 is not divisible by heads 5" --heads 5 -o "$TMP/x.gguf"
 bad "q8_0 needs blocks" "multiples of 32" --type q8_0 --ffn 100 -o "$TMP/x.gguf"
 bad "missing output" "missing -o" --preset tiny
