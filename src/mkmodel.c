@@ -269,7 +269,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
     uint32_t ftype = 0;
     sprig_mkmodel_file_type(p->type, &ftype);
     struct sprig_ftype pure = { sprig_type_name(p->type), ftype, p->type, false };
-    struct sprig_qmix mix;
+    struct sprig_qmix mix;   /* per-tensor types; .tied must say when a layout has no output.weight */
     sprig_qmix_init(&mix, p->ftype ? p->ftype : &pure, false,
                     &(struct sprig_qmix_model){ .arch = "llama", .n_layer = p->n_layers, .n_head = p->n_heads, .n_head_kv = p->n_kv_heads });
     if (p->ftype) ftype = p->ftype->ftype;
