@@ -40,6 +40,8 @@ check "q4_k_m attn_v layer 0 q6_k" hasre 'blk\.0\.attn_v\.weight +q6_k ' "$TMP/g
 check "q4_k_m attn_v layer 1 q4_k" hasre 'blk\.1\.attn_v\.weight +q4_k ' "$TMP/gguf-q4km"
 "$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k --seed 7 -q -o "$TMP/q4k.gguf"
 check "q4_k is q4_k_m" cmp -s "$TMP/q4km.gguf" "$TMP/q4k.gguf"
+"$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k_m --seed 7 -t 1 -q -o "$TMP/q4km-t1.gguf"
+check "q4_k_m bytes do not depend on the thread count" cmp -s "$TMP/q4km.gguf" "$TMP/q4km-t1.gguf"
 "$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k --pure --seed 7 -q -o "$TMP/q4kp.gguf"
 "$BIN" gguf "$TMP/q4kp.gguf" >"$TMP/gguf-q4kp" 2>&1
 check "--pure: output q4_k" hasre ' output\.weight +q4_k ' "$TMP/gguf-q4kp"
