@@ -4,12 +4,14 @@
  * Every input is parsed with sprig_gguf_open_memory (no copy, so ASan sees
  * any read outside the buffer); when it parses, every accessor is exercised:
  * each kv is formatted and read through every typed getter, every array
- * element is fetched, and every tensor's first and last data byte is touched.
+ * element is fetched, every tensor's first and last data byte is touched, and
+ * the last row of every tensor of a type sprig reads is dequantized (the
+ * block formats' reference to_f32 on hostile bytes).
  *
  * Not part of the default build. Build and run (from the repository root):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
  *       -Iinclude -Isrc fuzz/fuzz-gguf.c src/gguf.c src/base/err.c src/base/log.c \
- *       src/base/mmap.c src/tensor/types.c -lm -o build/fuzz-gguf
+ *       src/base/mmap.c src/tensor/types.c src/tensor/quant.c -lm -o build/fuzz-gguf
  *   mkdir -p build/fuzz-corpus
  *   ./sprig mkmodel --type q4_0 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 1 \
  *       --vocab 260 -q -o build/fuzz-corpus/tiny.gguf
@@ -17,6 +19,7 @@
  *   ./build/fuzz-gguf -max_total_time=60 -max_len=65536 build/fuzz-corpus
  */
 #include "gguf.h"
+#include "tensor/types.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,6 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sprig_gguf_find_tensor(g, t->name) != t) abort();
         const uint8_t *d = t->data;
         sink += d[0] + d[t->nbytes - 1];
+        const struct sprig_type_traits *tt = sprig_type_traits(t->type);
+        size_t rb;
+        if (tt && tt->to_f32 && t->ne[0] <= (1 << 20) && sprig_row_bytes(t->type, t->ne[0], &rb) && rb <= t->nbytes) {
+            float *row = malloc((size_t)t->ne[0] * sizeof *row);
+            if (!row) abort();
+            tt->to_f32(d + t->nbytes - rb, row, t->ne[0]);
+            sink += (uint64_t)(row[t->ne[0] - 1] != 0);
+            free(row);
+        }
     }
     (void)sink;
     sprig_gguf_close(g);

@@ -5,6 +5,7 @@
  */
 #include "mkmodel.h"
 #include "gguf.h"
+#include "quant_mix.h"
 #include "base/pool.h"
 #include "base/rng.h"
 #include "tensor/types.h"
@@ -34,6 +35,7 @@ sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_param
         if (preset && !strcmp(preset, presets[i].name)) {
             *p = presets[i].p;
             p->type = SPRIG_TYPE_F32;
+            p->ftype = NULL;
             p->seed = 1;
             p->rope_freq_base = 10000.0f;
             p->rms_eps = 1e-5f;
@@ -49,6 +51,8 @@ sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_param
 /* ggml's llama_ftype for general.file_type, by weight type */
 static const struct { int type; uint32_t ftype; } ftypes[] = {
     { SPRIG_TYPE_F32, 0 }, { SPRIG_TYPE_F16, 1 }, { SPRIG_TYPE_Q4_0, 2 }, { SPRIG_TYPE_Q8_0, 7 }, { SPRIG_TYPE_BF16, 32 },
+    { SPRIG_TYPE_Q4_1, 3 }, { SPRIG_TYPE_Q5_0, 8 }, { SPRIG_TYPE_Q5_1, 9 }, { SPRIG_TYPE_Q2_K, 10 },
+    { SPRIG_TYPE_Q3_K, 12 }, { SPRIG_TYPE_Q4_K, 15 }, { SPRIG_TYPE_Q5_K, 17 }, { SPRIG_TYPE_Q6_K, 18 },
 };
 
 bool sprig_mkmodel_file_type(int type, uint32_t *ft)
@@ -83,12 +87,16 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: heads %d is not a multiple of kv-heads %d", p->n_heads, p->n_kv_heads);
     const struct sprig_type_traits *t = sprig_type_traits(p->type);
     uint32_t ft;
-    if (!t || !t->can_compute || !sprig_mkmodel_file_type(p->type, &ft))
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: weight type %s is not one of f32, f16, bf16, q8_0, q4_0",
-                         sprig_type_name(p->type));
-    if (p->dim % t->blck || p->ffn % t->blck)
+    if (!t || !sprig_type_quantizable(p->type) || !sprig_mkmodel_file_type(p->type, &ft))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: weight type %s is not one of %s",
+                         sprig_type_name(p->type), sprig_ftype_names());
+    if (p->ftype && p->ftype->type != p->type)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: file type %s is not made of %s", p->ftype->name, t->name);
+    /* block types: rows of 32; a K-quant falls back per tensor where 256 does not divide (quant_mix.h) */
+    int64_t blk = t->blck < SPRIG_QK ? t->blck : SPRIG_QK;
+    if (p->dim % blk || p->ffn % blk)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs dim (%d) and ffn (%d) to be multiples of %" PRId64,
-                         t->name, p->dim, p->ffn, t->blck);
+                         t->name, p->dim, p->ffn, blk);
     if (!(p->rope_freq_base > 0) || !isfinite(p->rope_freq_base))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope freq base %g is not a positive number", (double)p->rope_freq_base);
     if (!(p->rms_eps > 0) || !isfinite(p->rms_eps))
@@ -260,6 +268,11 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
     const int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)p->dim / p->n_heads * p->n_kv_heads;
     uint32_t ftype = 0;
     sprig_mkmodel_file_type(p->type, &ftype);
+    struct sprig_ftype pure = { sprig_type_name(p->type), ftype, p->type, false };
+    struct sprig_qmix mix;   /* per-tensor types; .tied must say when a layout has no output.weight */
+    sprig_qmix_init(&mix, p->ftype ? p->ftype : &pure, false,
+                    &(struct sprig_qmix_model){ .arch = "llama", .n_layer = p->n_layers, .n_head = p->n_heads, .n_head_kv = p->n_kv_heads });
+    if (p->ftype) ftype = p->ftype->ftype;
     struct gen g = { .seed = p->seed, .max_ne0 = D > F ? D : F };
     sprig_gguf_writer *w = NULL;
     size_t n_t = 3 + 9 * (size_t)L;
@@ -303,7 +316,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
 #define ADD(nm, ne0_, ne1_, std_) do { \
         struct tdesc *t_ = &td[k]; \
         t_->g = &g; t_->index = k; t_->ne0 = (ne0_); t_->rows = (ne1_); t_->std = (std_); \
-        t_->type = (std_) == 0 ? SPRIG_TYPE_F32 : p->type; \
+        t_->type = sprig_qmix_type(&mix, nm, (ne1_) == 1 ? 1 : 2, t_->ne0, SPRIG_TYPE_F32); \
         SPRIG_ASSERT(sprig_row_bytes(t_->type, t_->ne0, &t_->row_bytes)); \
         int64_t ne_[2] = { t_->ne0, t_->rows }; \
         TRY(sprig_gguf_w_tensor_fill(w, nm, t_->type, (ne1_) == 1 ? 1 : 2, ne_, fill_tensor, t_, err)); \

@@ -7,8 +7,9 @@
  * general.file_type, a valid SentencePiece-style llama vocabulary
  * (<unk> <s> </s>, 256 byte tokens, then '▁'-prefixed and plain lowercase
  * pieces whose every prefix is also a piece, so BPE merges reach them), and
- * tensors with llama.cpp's names and shapes: matrices in the chosen type,
- * norms F32 = 1.0. Matrices are ~N(0, 0.02) (a sum of four uniforms, fast),
+ * tensors with llama.cpp's names and shapes: matrices in the chosen type
+ * (or, with a llama.cpp file type such as q4_k_m, in the per-tensor mix
+ * llama-quantize would choose: quant_mix.h), norms F32 = 1.0. Matrices are ~N(0, 0.02) (a sum of four uniforms, fast),
  * attn_output and ffn_down scaled by 1/sqrt(2 * layers).
  *
  * Deterministic: each row's random stream is derived from (seed, tensor,
@@ -26,7 +27,9 @@
 
 struct sprig_mkmodel_params {
     int dim, n_layers, n_heads, n_kv_heads, ffn, vocab, ctx;
-    int type;               /* matrices: SPRIG_TYPE_F32 / F16 / BF16 / Q8_0 / Q4_0 */
+    int type;               /* matrices: any type sprig quantizes (sprig_type_quantizable) */
+    const struct sprig_ftype *ftype;  /* llama.cpp file type whose mix to write (quant_mix.h; its
+                                         type must equal `type`); NULL: every matrix in `type` */
     uint64_t seed;
     float rope_freq_base;   /* llama.rope.freq_base */
     float rms_eps;          /* llama.attention.layer_norm_rms_epsilon */

@@ -151,6 +151,12 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
         goto done;
     }
     TRY(sprig_mkmodel_validate(&p, err));
+    const int64_t blk = sprig_type_traits(p.type)->blck;   /* one type for every matrix: no per-tensor fallback */
+    if (p.dim % blk || p.ffn % blk) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s needs dim (%d) and ffn (%d) to be multiples of %lld", sprig_type_name(p.type),
+                       p.dim, p.ffn, (long long)blk);
+        goto done;
+    }
     TRY(check_fit(s, &p, err));
     TRY(build_maps(&w, s, &p, err));
 

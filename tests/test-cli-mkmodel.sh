@@ -28,6 +28,29 @@ for t in f32 f16 bf16 q8_0 q4_0; do
     check "tiny $t totals" has "totals: 21 tensors, 112448 parameters" "$TMP/gguf-$t"
 done
 
+# llama.cpp file types: the per-tensor mix, general.file_type, --pure
+"$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k_m --seed 7 -o "$TMP/q4km.gguf" 2>"$TMP/err-q4km"; rc=$?
+check "mkmodel q4_k_m exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "mkmodel q4_k_m summary" has ", q4_k_m, " "$TMP/err-q4km"
+"$BIN" gguf "$TMP/q4km.gguf" >"$TMP/gguf-q4km" 2>&1
+check "q4_k_m file_type 15" hasre 'general\.file_type +u32 +15$' "$TMP/gguf-q4km"
+check "q4_k_m output q6_k" hasre ' output\.weight +q6_k ' "$TMP/gguf-q4km"
+check "q4_k_m attn_q q4_k" hasre 'blk\.1\.attn_q\.weight +q4_k ' "$TMP/gguf-q4km"
+check "q4_k_m attn_v layer 0 q6_k" hasre 'blk\.0\.attn_v\.weight +q6_k ' "$TMP/gguf-q4km"
+check "q4_k_m attn_v layer 1 q4_k" hasre 'blk\.1\.attn_v\.weight +q4_k ' "$TMP/gguf-q4km"
+"$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k --seed 7 -q -o "$TMP/q4k.gguf"
+check "q4_k is q4_k_m" cmp -s "$TMP/q4km.gguf" "$TMP/q4k.gguf"
+"$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k_m --seed 7 -t 1 -q -o "$TMP/q4km-t1.gguf"
+check "q4_k_m bytes do not depend on the thread count" cmp -s "$TMP/q4km.gguf" "$TMP/q4km-t1.gguf"
+"$BIN" mkmodel --dim 256 --ffn 512 --layers 8 --type q4_k --pure --seed 7 -q -o "$TMP/q4kp.gguf"
+"$BIN" gguf "$TMP/q4kp.gguf" >"$TMP/gguf-q4kp" 2>&1
+check "--pure: output q4_k" hasre ' output\.weight +q4_k ' "$TMP/gguf-q4kp"
+check "--pure: attn_v q4_k" hasre 'blk\.0\.attn_v\.weight +q4_k ' "$TMP/gguf-q4kp"
+for t in q2_k q3_k_m q5_k_m q6_k q4_1 q5_0 q5_1; do
+    "$BIN" mkmodel --dim 256 --ffn 256 --layers 2 --type $t -q -o "$TMP/k-$t.gguf" && "$BIN" gguf "$TMP/k-$t.gguf" >/dev/null 2>&1; rc=$?
+    check "mkmodel $t writes a readable file (rc $rc)" [ $rc -eq 0 ]
+done
+
 "$BIN" mkmodel --type q8_0 --seed 7 -q -o "$TMP/again.gguf"
 check "same seed, same bytes" cmp -s "$TMP/tiny-q8_0.gguf" "$TMP/again.gguf"
 "$BIN" mkmodel --type q8_0 --seed 8 -q -o "$TMP/other.gguf"
@@ -65,7 +88,12 @@ bad() { # bad DESCRIPTION EXPECTED-SUBSTRING ARGS...
 }
 bad "non-numeric dim" "--dim: 'abc' is not an integer" --dim abc -o "$TMP/x.gguf"
 bad "dim out of range" "--dim: 0 is out of range" --dim 0 -o "$TMP/x.gguf"
-bad "unknown type" "--type: 'q4_k' is not one of" --type q4_k -o "$TMP/x.gguf"
+bad "unknown type" "--type: 'q7_k' is not one of" --type q7_k -o "$TMP/x.gguf"
+bad "iq type" "--type: 'iq2_xs' is not one of" --type iq2_xs -o "$TMP/x.gguf"
+bad "k type needs rows of 32" "multiples of 32" --type q4_k_m --dim 48 --heads 4 -o "$TMP/x.gguf"
+bad "widen with a mix" "is a mix (add --pure)" --type q4_k_m --widen "$TMP/none.gguf" -o "$TMP/x.gguf"
+bad "widen with a K type needs rows of 256" "q4_k needs dim (128) and ffn (192) to be multiples of 256" \
+    --type q4_k --pure --dim 128 --heads 8 --kv-heads 4 --ffn 192 --widen "$W" -o "$TMP/x.gguf"
 bad "heads do not divide" "dim 64 is not divisible by heads 5" --heads 5 -o "$TMP/x.gguf"
 bad "q8_0 needs blocks" "multiples of 32" --type q8_0 --ffn 100 -o "$TMP/x.gguf"
 bad "missing output" "missing -o" --preset tiny

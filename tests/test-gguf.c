@@ -200,6 +200,9 @@ static const struct tspec rt_tensors[] = {
     { "t.q8_0", SPRIG_TYPE_Q8_0, 2, { 64, 3 } },
     { "t.q4_0", SPRIG_TYPE_Q4_0, 3, { 32, 2, 2 } },
     { "t.bf16", SPRIG_TYPE_BF16, 4, { 4, 3, 2, 2 } },
+    { "t.q4_k", SPRIG_TYPE_Q4_K, 2, { 512, 3 } },
+    { "t.q6_k", SPRIG_TYPE_Q6_K, 2, { 256, 2 } },
+    { "t.q5_0", SPRIG_TYPE_Q5_0, 2, { 96, 2 } },
 };
 #define N_RT (int)(sizeof rt_tensors / sizeof rt_tensors[0])
 
@@ -753,6 +756,7 @@ static const struct byte_case byte_cases[] = {
     { "ne-bytes-overflow", L_NE, 0, 8, P_U64, 1ull << 62, SPRIG_E_FORMAT, "tensor 0 'a'", "overflows" },
     { "ne-too-big-for-file", L_NE, 0, 8, P_U64, 1ull << 40, SPRIG_E_FORMAT, "tensor 0 'a'", "runs past the end" },
     { "ne0-not-block", L_NE, 1, 0, P_U64, 33, SPRIG_E_FORMAT, "tensor 1 'b'", "ne[0] = 33 is not a multiple of the q8_0 block size 32" },
+    { "ne0-not-k-block", L_TTYPE, 1, 0, P_U32, SPRIG_TYPE_Q4_K, SPRIG_E_FORMAT, "tensor 1 'b'", "ne[0] = 32 is not a multiple of the q4_k block size 256" },
     { "type-removed-4", L_TTYPE, 0, 0, P_U32, 4, SPRIG_E_FORMAT, "tensor 0 'a'", "type 4 is not a known ggml type" },
     { "type-removed-5", L_TTYPE, 0, 0, P_U32, 5, SPRIG_E_FORMAT, "tensor 0 'a'", "type 5" },
     { "type-removed-31", L_TTYPE, 0, 0, P_U32, 31, SPRIG_E_FORMAT, "tensor 0 'a'", "type 31" },
@@ -799,6 +803,33 @@ static void test_desc_mutations(void)
     d.kv[3].key = "general.architecture";
     serialise(&d, &b, &m);
     expect_fail("dup-key", b.p, b.n, SPRIG_E_FORMAT, "kv 3 'general.architecture': duplicate key (also kv 0)", NULL);
+    d_free(&d);
+
+    base_desc(&d);   /* a K-quant tensor whose data runs past the end: q6_k [256, 1] is 210 bytes at 224 of 256 */
+    d.t[2] = (struct dt){ "c", 2, { 256, 1 }, SPRIG_TYPE_Q6_K, 224 };
+    serialise(&d, &b, &m);
+    expect_fail("q6_k-past-eof", b.p, b.n, SPRIG_E_FORMAT, "tensor 2 'c'", "runs past the end");
+    d_free(&d);
+    base_desc(&d);   /* q4_k [256, 2]: 288 bytes from 224 overlap nothing but run past a 480-byte section */
+    d.t[2] = (struct dt){ "c", 2, { 256, 2 }, SPRIG_TYPE_Q4_K, 224 };
+    d.data_bytes = 480;
+    serialise(&d, &b, &m);
+    expect_fail("q4_k-past-eof", b.p, b.n, SPRIG_E_FORMAT, "tensor 2 'c'", "runs past the end");
+    d_free(&d);
+    base_desc(&d);   /* IQ and other known types the table has no conversions for still parse (refused by the model) */
+    d.t[2] = (struct dt){ "c", 2, { 256, 1 }, 16 /* iq2_xxs: 66 bytes */, 224 };
+    d.data_bytes = 320;
+    serialise(&d, &b, &m);
+    {
+        uint8_t *copy = malloc(b.n);
+        memcpy(copy, b.p, b.n);
+        sprig_error e = { 0 };
+        sprig_gguf *g = sprig_gguf_open_memory(copy, b.n, "iq.gguf", &e);
+        CHECKF(g != NULL, "iq2_xxs tensor: %s", e.msg);
+        if (g) CHECK(sprig_gguf_find_tensor(g, "c") && sprig_gguf_find_tensor(g, "c")->nbytes == 66);
+        sprig_gguf_close(g);
+        free(copy);
+    }
     d_free(&d);
 
     base_desc(&d);   /* duplicate tensor name */

@@ -13,6 +13,7 @@
 #include "mkmodel.h"
 #include "gguf.h"
 #include "tensor/types.h"
+#include "quant_mix.h"
 #include "tokenizer/tokenizer.h"
 
 static bool contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
@@ -272,7 +273,9 @@ static void test_validation(void)
     BAD(p.n_layers = 513, "layers = 513");
     BAD(p.ffn = 0, "ffn = 0");
     BAD(p.ctx = 0, "ctx = 0");
-    BAD(p.type = 12, "q4_k");
+    BAD(p.type = 16, "iq2_xxs");
+    BAD((p.type = SPRIG_TYPE_Q4_K, p.ftype = sprig_ftype_find("q6_k")), "file type q6_k is not made of q4_k");
+    BAD((p.type = SPRIG_TYPE_Q6_K, p.dim = 48, p.n_heads = 4, p.n_kv_heads = 2), "multiples of 32");
     BAD(p.type = 99, "weight type");
     BAD((p.type = SPRIG_TYPE_Q8_0, p.ffn = 100), "multiples of 32");
     BAD((p.type = SPRIG_TYPE_Q4_0, p.dim = 48, p.n_heads = 4, p.n_kv_heads = 2), "multiples of 32");
@@ -289,8 +292,76 @@ static void test_validation(void)
     CHECK(sprig_mkmodel_write(&p, "/nonexistent/dir/m.gguf", &e) == SPRIG_E_IO && contains(e.msg, "/nonexistent/dir/m.gguf"));
 }
 
+/* A llama.cpp file type: general.file_type, llama-quantize's per-tensor
+ * types (Q6_K output, attn_v / ffn_down in the use_more_bits layers, the
+ * 32-block fallback where rows are not multiples of 256) and weights that
+ * dequantize to the generator's spread. */
+static void check_types(const char *path, uint32_t want_ft, const char *const *want, int n_want)
+{
+    sprig_error e = { 0 };
+    sprig_gguf *g = sprig_gguf_open(path, &e);
+    CHECKF(g != NULL, "%s", e.msg);
+    if (!g) return;
+    uint32_t ft = 0;
+    CHECK(sprig_gguf_get_u32(g, "general.file_type", &ft, true, &e) == SPRIG_OK);
+    CHECK_EQ_INT(ft, want_ft);
+    for (int i = 0; i < n_want; i += 2) {
+        const sprig_gguf_tensor *t = sprig_gguf_find_tensor(g, want[i]);
+        CHECKF(t && !strcmp(sprig_type_name(t->type), want[i + 1]), "%s: %s, want %s", want[i], t ? sprig_type_name(t->type) : "missing",
+               want[i + 1]);
+        if (!t || t->n_dims != 2) continue;
+        double mean, sd;
+        stats(t, &mean, &sd);
+        CHECKF(fabs(mean) < 0.002 && sd > 0.002 && sd < 0.025, "%s (%s): mean %g sd %g", want[i], want[i + 1], mean, sd);
+    }
+    sprig_gguf_close(g);
+}
+
+static void test_kquant_mix(void)
+{
+    sprig_error e = { 0 };
+    struct sprig_mkmodel_params p = tiny(SPRIG_TYPE_Q4_K);
+    p.dim = 256, p.ffn = 512, p.n_layers = 8, p.n_heads = 4, p.n_kv_heads = 2;
+    p.ftype = sprig_ftype_find("q4_k_m");
+    const char *path = test_tmpfile("q4_k_m.gguf");
+    CHECKF(sprig_mkmodel_write(&p, path, &e) == SPRIG_OK, "%s", e.msg);
+    /* use_more_bits over 8 layers: 0, 3, 6, 7 */
+    const char *const want[] = {
+        "token_embd.weight", "q4_k", "output.weight", "q6_k", "output_norm.weight", "f32",
+        "blk.0.attn_v.weight", "q6_k", "blk.1.attn_v.weight", "q4_k", "blk.3.attn_v.weight", "q6_k",
+        "blk.5.attn_v.weight", "q4_k", "blk.6.attn_v.weight", "q6_k", "blk.7.attn_v.weight", "q6_k",
+        "blk.0.ffn_down.weight", "q6_k", "blk.2.ffn_down.weight", "q4_k", "blk.7.ffn_down.weight", "q6_k",
+        "blk.4.attn_q.weight", "q4_k", "blk.4.attn_k.weight", "q4_k", "blk.4.attn_output.weight", "q4_k",
+        "blk.4.ffn_gate.weight", "q4_k", "blk.4.ffn_up.weight", "q4_k", "blk.4.ffn_norm.weight", "f32",
+    };
+    check_types(path, 15, want, (int)(sizeof want / sizeof want[0]));
+
+    /* rows of 160: Q4_K falls back to Q5_0, the output to Q8_0; ffn_down's rows of 256 stay K */
+    p = tiny(SPRIG_TYPE_Q4_K);
+    p.dim = 160, p.ffn = 256, p.n_layers = 2, p.n_heads = 5, p.n_kv_heads = 1;
+    p.ftype = sprig_ftype_find("q4_k_m");
+    path = test_tmpfile("fallback.gguf");
+    CHECKF(sprig_mkmodel_write(&p, path, &e) == SPRIG_OK, "%s", e.msg);
+    const char *const want2[] = {
+        "token_embd.weight", "q5_0", "output.weight", "q8_0", "blk.0.attn_q.weight", "q5_0",
+        "blk.0.attn_v.weight", "q5_0", "blk.1.attn_v.weight", "q8_0",
+        "blk.0.ffn_down.weight", "q4_k", "blk.1.ffn_down.weight", "q6_k",
+    };
+    check_types(path, 15, want2, (int)(sizeof want2 / sizeof want2[0]));
+
+    /* pure: every matrix Q5_K; file_type Q5_K_M as llama-quantize --pure writes it */
+    p = tiny(SPRIG_TYPE_Q5_K);
+    p.dim = 256, p.ffn = 256, p.n_layers = 2;
+    path = test_tmpfile("pure.gguf");
+    CHECKF(sprig_mkmodel_write(&p, path, &e) == SPRIG_OK, "%s", e.msg);
+    const char *const want3[] = { "token_embd.weight", "q5_k", "output.weight", "q5_k", "blk.1.attn_v.weight", "q5_k",
+                                  "blk.1.ffn_down.weight", "q5_k" };
+    check_types(path, 17, want3, (int)(sizeof want3 / sizeof want3[0]));
+}
+
 int main(void)
 {
+    RUN(test_kquant_mix);
     RUN(test_every_type);
     RUN(test_determinism);
     RUN(test_vocab);

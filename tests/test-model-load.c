@@ -85,6 +85,15 @@ static void test_broken_variants_fail_by_name(void)
     expect_fail("ffn-shape.gguf", &(struct edit){ .reshape_tensor = "blk.4.ffn_down.weight", .ne0 = 64, .ne1 = 172 },
                 SPRIG_E_FORMAT, "blk.4.ffn_down.weight");
     expect_fail("q5.gguf", &(struct edit){ .retype_tensor = "blk.1.attn_q.weight", .type = 6 }, SPRIG_E_UNSUPPORTED, "q5_0");
+    /* known ggml types sprig has no conversions for: refused by name, with the tensor */
+    expect_fail("mxfp4.gguf", &(struct edit){ .retype_tensor = "blk.1.attn_q.weight", .type = 39 }, SPRIG_E_UNSUPPORTED,
+                "tensor 'blk.1.attn_q.weight' has type mxfp4, which sprig cannot compute");
+    expect_fail("iq4nl.gguf", &(struct edit){ .retype_tensor = "blk.2.ffn_up.weight", .type = 20 }, SPRIG_E_UNSUPPORTED,
+                "tensor 'blk.2.ffn_up.weight' has type iq4_nl");
+    expect_fail("q8_1.gguf", &(struct edit){ .retype_tensor = "output.weight", .type = 9 }, SPRIG_E_UNSUPPORTED,
+                "tensor 'output.weight' has type q8_1");
+    expect_fail("iq-norm.gguf", &(struct edit){ .retype_tensor = "blk.0.attn_norm.weight", .type = 20 }, SPRIG_E_UNSUPPORTED,
+                "tensor 'blk.0.attn_norm.weight' has type iq4_nl");
     expect_fail("arch.gguf", &(struct edit){ .set_kv = "general.architecture", .str = "mamba" }, SPRIG_E_UNSUPPORTED, "mamba");
     expect_fail("no-embd-len.gguf", &(struct edit){ .drop_kv = "llama.embedding_length" }, SPRIG_E_FORMAT, "llama.embedding_length");
     expect_fail("no-eps.gguf", &(struct edit){ .drop_kv = "llama.attention.layer_norm_rms_epsilon" }, SPRIG_E_FORMAT, "layer_norm_rms_epsilon");

@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "mkmodel.h"
+#include "quant_mix.h"
 #include "widen.h"
 #include "tensor/types.h"
 #include "base/timer.h"
@@ -31,7 +32,11 @@ static void usage(FILE *f)
             "  --ffn N          feed-forward length\n"
             "  --vocab N        vocabulary size (>= 260)\n"
             "  --ctx N          context length recorded in the file\n"
-            "  --type T         matrix type: f32, f16, bf16, q8_0, q4_0 (default f32)\n"
+            "  --type T         weights: f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1\n"
+            "                   (every matrix in that type), or a llama.cpp file type: q2_k,\n"
+            "                   q3_k_s, q3_k_m (q3_k), q3_k_l, q4_k_s, q4_k_m (q4_k), q5_k_s,\n"
+            "                   q5_k_m (q5_k), q6_k, with llama-quantize's per-tensor mix\n"
+            "  --pure           every matrix in the file type's base type (no mix)\n"
             "  --seed N         random seed (default 1)\n"
             "  --rope-base X    llama.rope.freq_base (default 10000)\n"
             "  --name NAME      general.name\n"
@@ -71,7 +76,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         return 2;
     }
     const char *out = NULL, *widen = NULL;
-    bool quiet = false;
+    bool quiet = false, pure = false;
     const struct int_flag ints[] = {
         { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
         { "--kv-heads", &p.n_kv_heads, 1, 1 << 12 }, { "--ffn", &p.ffn, 1, 1 << 20 }, { "--vocab", &p.vocab, 260, 1 << 20 },
@@ -81,6 +86,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "--preset")) { i++; continue; }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
+        if (!strcmp(a, "--pure")) { pure = true; continue; }
         bool takes_value = false, done = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
@@ -104,13 +110,13 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             }
         if (done) continue;
         if (!strcmp(a, "--type")) {
-            int t = sprig_type_from_name(v);
-            const struct sprig_type_traits *tr = sprig_type_traits(t);
-            if (!tr || !tr->can_compute) {
-                fprintf(stderr, "sprig mkmodel: --type: '%s' is not one of f32, f16, bf16, q8_0, q4_0\n", v);
+            const struct sprig_ftype *ft = sprig_ftype_find(v);
+            if (!ft) {
+                fprintf(stderr, "sprig mkmodel: --type: '%s' is not one of %s\n", v, sprig_ftype_names());
                 return 2;
             }
-            p.type = t;
+            p.type = ft->type;
+            p.ftype = ft->mix ? ft : NULL;
         } else if (!strcmp(a, "--seed")) {
             long long n;
             if (!cli_parse_int("mkmodel", a, v, 0, INT64_MAX, &n)) return 2;
@@ -137,8 +143,13 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "sprig mkmodel: missing -o OUT.gguf\n");
         return 2;
     }
+    if (pure) p.ftype = NULL;
     double t0 = sprig_time_ms();
     if (widen) {
+        if (p.ftype) {
+            fprintf(stderr, "sprig mkmodel: --widen writes every matrix in one type; %s is a mix (add --pure)\n", p.ftype->name);
+            return 2;
+        }
         sprig_status st = sprig_widen_write(widen, &p, out, &err);
         if (st != SPRIG_OK) {
             fprintf(stderr, "sprig mkmodel: --widen %s: %s\n", widen, err.msg);
@@ -161,6 +172,6 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     if (!quiet)
         fprintf(stderr, "sprig mkmodel: wrote %s: dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, %s, %" PRId64
                 " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.dim, p.n_layers, p.n_heads, p.n_kv_heads, p.ffn, p.vocab,
-                sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
+                p.ftype ? p.ftype->name : sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
     return 0;
 }

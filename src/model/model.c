@@ -123,8 +123,8 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
     }
     const struct sprig_type_traits *tt = sprig_type_traits(t->type);
     if (!tt || !tt->can_compute)
-        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' has type %s, which sprig cannot compute (f32, f16, bf16, q8_0, q4_0)",
-                         path, name, sprig_type_name(t->type));
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' has type %s, which sprig cannot compute (%s)",
+                         path, name, sprig_type_name(t->type), sprig_type_readable_names());
     m->n_params += e0 * e1;
     void *dst = (char *)base + s->offset;
     if (s->bind == SPRIG_BIND_NORM) {

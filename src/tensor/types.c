@@ -3,6 +3,7 @@
  * and the reference (plain C) row quantizers/dequantizers.
  */
 #include "tensor/types.h"
+#include "tensor/quant.h"
 
 #include <math.h>
 #include <strings.h>
@@ -160,21 +161,23 @@ static void q4_0_from_f32(const float *src, void *dst, int64_t n)
 /* ---------------------------------------------------------------- the table */
 
 #define T(id, nm, bl, sz) [id] = { .name = nm, .blck = bl, .type_size = sz }
+#define C(id, nm, bl, sz, fn) [id] = { nm, bl, sz, true, sprig_##fn##_to_f32, sprig_##fn##_from_f32, false }
+#define K(id, nm, sz, fn) [id] = { nm, SPRIG_QK_K, sz, true, sprig_##fn##_to_f32, sprig_##fn##_from_f32, true }
 static const struct sprig_type_traits traits[SPRIG_TYPE_COUNT] = {
-    [SPRIG_TYPE_F32]  = { "f32",  1, 4, true, f32_to_f32, f32_from_f32 },
-    [SPRIG_TYPE_F16]  = { "f16",  1, 2, true, f16_to_f32, f16_from_f32 },
-    [SPRIG_TYPE_Q4_0] = { "q4_0", 32, 18, true, q4_0_to_f32, q4_0_from_f32 },
-    T(3, "q4_1", 32, 20),
-    T(6, "q5_0", 32, 22),
-    T(7, "q5_1", 32, 24),
-    [SPRIG_TYPE_Q8_0] = { "q8_0", 32, 34, true, q8_0_to_f32, q8_0_from_f32 },
+    [SPRIG_TYPE_F32]  = { "f32",  1, 4, true, f32_to_f32, f32_from_f32, false },
+    [SPRIG_TYPE_F16]  = { "f16",  1, 2, true, f16_to_f32, f16_from_f32, false },
+    [SPRIG_TYPE_Q4_0] = { "q4_0", 32, 18, true, q4_0_to_f32, q4_0_from_f32, false },
+    C(SPRIG_TYPE_Q4_1, "q4_1", 32, 20, q4_1),
+    C(SPRIG_TYPE_Q5_0, "q5_0", 32, 22, q5_0),
+    C(SPRIG_TYPE_Q5_1, "q5_1", 32, 24, q5_1),
+    [SPRIG_TYPE_Q8_0] = { "q8_0", 32, 34, true, q8_0_to_f32, q8_0_from_f32, false },
     T(9, "q8_1", 32, 36),
-    T(10, "q2_k", 256, 84),
-    T(11, "q3_k", 256, 110),
-    T(12, "q4_k", 256, 144),
-    T(13, "q5_k", 256, 176),
-    T(14, "q6_k", 256, 210),
-    T(15, "q8_k", 256, 292),
+    K(SPRIG_TYPE_Q2_K, "q2_k", 84, q2_k),
+    K(SPRIG_TYPE_Q3_K, "q3_k", 110, q3_k),
+    K(SPRIG_TYPE_Q4_K, "q4_k", 144, q4_k),
+    K(SPRIG_TYPE_Q5_K, "q5_k", 176, q5_k),
+    K(SPRIG_TYPE_Q6_K, "q6_k", 210, q6_k),
+    [15] = { .name = "q8_k", .blck = 256, .type_size = 292, .kquant = true },
     T(16, "iq2_xxs", 256, 66),
     T(17, "iq2_xs", 256, 74),
     T(18, "iq3_xxs", 256, 98),
@@ -189,11 +192,13 @@ static const struct sprig_type_traits traits[SPRIG_TYPE_COUNT] = {
     T(27, "i64", 1, 8),
     T(28, "f64", 1, 8),
     T(29, "iq1_m", 256, 56),
-    [SPRIG_TYPE_BF16] = { "bf16", 1, 2, true, bf16_to_f32, bf16_from_f32 },
+    [SPRIG_TYPE_BF16] = { "bf16", 1, 2, true, bf16_to_f32, bf16_from_f32, false },
     T(34, "tq1_0", 256, 54),
     T(35, "tq2_0", 256, 66),
     T(39, "mxfp4", 32, 17),
 };
+#undef K
+#undef C
 #undef T
 
 const struct sprig_type_traits *sprig_type_traits(int type)
@@ -213,6 +218,24 @@ int sprig_type_from_name(const char *name)
     for (int i = 0; i < SPRIG_TYPE_COUNT; i++)
         if (traits[i].name && !strcasecmp(traits[i].name, name)) return i;
     return -1;
+}
+
+/* test-quant checks this list against the table */
+const char *sprig_type_readable_names(void)
+{
+    return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k";
+}
+
+bool sprig_type_quantizable(int type)
+{
+    const struct sprig_type_traits *t = sprig_type_traits(type);
+    return t && t->from_f32;
+}
+
+bool sprig_type_is_kquant(int type)
+{
+    const struct sprig_type_traits *t = sprig_type_traits(type);
+    return t && t->kquant;
 }
 
 bool sprig_row_bytes(int type, int64_t n, size_t *out)
