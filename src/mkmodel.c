@@ -141,6 +141,8 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head size %d (dim / heads) is odd; RoPE needs pairs", p->dim / p->n_heads);
     if (p->rope_scaling != SPRIG_MKMODEL_ROPE_NONE && (p->rope_scaling != SPRIG_MKMODEL_ROPE_LLAMA3 || !a->rope_llama3))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope scaling llama3 is for the llama arch, not %s", a->name);
+    if (!(p->std >= 0 && p->std <= 10))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: std %g is out of range [0, 10]", (double)p->std);
     if (p->output < SPRIG_MKMODEL_OUTPUT_DEFAULT || p->output > SPRIG_MKMODEL_OUTPUT_TIED)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: output %d is not default, untied or tied", p->output);
     if (p->n_kv_heads > p->n_heads || p->n_heads % p->n_kv_heads)
@@ -476,7 +478,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     if (p->chat_template)
         TRY(sprig_gguf_w_str(w, "tokenizer.chat_template", p->chat_template, strlen(p->chat_template), err));
 
-    const float std = 0.02f, std_out = 0.02f / sqrtf(2.0f * (float)L);
+    const float std = p->std > 0 ? p->std : 0.02f, std_out = std / sqrtf(2.0f * (float)L);
     size_t k = 0;
 #define ADD(nm, ne0_, ne1_, std_) do { \
         struct tdesc *t_ = &td[k]; \

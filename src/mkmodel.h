@@ -46,6 +46,7 @@ struct sprig_mkmodel_params {
     const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
     int rope_scaling;       /* enum sprig_mkmodel_rope */
     int output;             /* enum sprig_mkmodel_output */
+    float std;              /* matrices ~N(0, std); 0 = 0.02 (bigger makes attention and position matter) */
 };
 
 enum sprig_mkmodel_rope { SPRIG_MKMODEL_ROPE_NONE = 0, SPRIG_MKMODEL_ROPE_LLAMA3 = 1 };

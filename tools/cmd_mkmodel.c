@@ -31,6 +31,7 @@ static void usage(FILE *f)
             "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
             "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
             "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
+            "  --std X          standard deviation of the matrices (default 0.02)\n"
             "  --dim N          embedding length\n"
             "  --layers N       block count\n"
             "  --heads N        attention heads\n"
@@ -95,7 +96,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
-                       !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling");
+                       !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -139,6 +140,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.chat_template = v;
         } else if (!strcmp(a, "--widen")) {
             widen = v;
+        } else if (!strcmp(a, "--std")) {
+            double x;
+            if (!cli_parse_float("mkmodel", a, v, 0.0, 10.0, &x)) return 2;
+            p.std = (float)x;
         } else if (!strcmp(a, "--arch")) {
             p.arch = v;
         } else if (!strcmp(a, "--vocab-from")) {
