@@ -16,6 +16,9 @@
  *   ./sprig mkmodel --type q4_0 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 1 \
  *       --vocab 260 -q -o build/fuzz-corpus/tiny.gguf
  *   head -c 14176 ../shared/models/stories260K.gguf > build/fuzz-corpus/stories-header.gguf
+ *   ./sprig mkmodel --arch qwen3 --head-dim 16 --dim 16 --heads 2 --kv-heads 1 --ffn 32 --layers 1 \
+ *       --vocab 260 -q -o build/fuzz-corpus/qwen3.gguf
+ *   SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-corpus ./build/tests/test-arch   # broken qwen2/qwen3/Llama 3 files
  *   ./build/fuzz-gguf -max_total_time=60 -max_len=65536 build/fuzz-corpus
  */
 #include "gguf.h"

@@ -1,6 +1,7 @@
 /*
- * mkmodel — see mkmodel.h. Presets, validation, the synthetic vocabulary and
- * the weight generator (row-parallel on the thread pool, streamed into the
+ * mkmodel — see mkmodel.h. Presets, the architecture table (key prefix, the
+ * extra tensors of each layout), validation, the synthetic vocabulary (or
+ * one copied from another GGUF) and the weight generator (row-parallel on the thread pool, streamed into the
  * GGUF writer through its fill callback).
  */
 #include "mkmodel.h"
@@ -24,10 +25,15 @@ static const struct preset presets[] = {
     { "tiny",     { .dim = 64,   .n_layers = 2,  .n_heads = 4,  .n_kv_heads = 2, .ffn = 128,  .vocab = 300,   .ctx = 512 } },
     { "small",    { .dim = 512,  .n_layers = 8,  .n_heads = 8,  .n_kv_heads = 4, .ffn = 1536, .vocab = 4096,  .ctx = 2048 } },
     { "llama-1b", { .dim = 2048, .n_layers = 16, .n_heads = 32, .n_kv_heads = 8, .ffn = 8192, .vocab = 32000, .ctx = 4096 } },
+    /* Qwen 3's published shapes: head size 128 from key_length, theta 1e6, eps 1e-6, tied output */
+    { "qwen3-0.6b", { .dim = 1024, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .ffn = 3072, .vocab = 151936, .ctx = 40960,
+                      .arch = "qwen3", .head_dim = 128, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f } },
+    { "qwen3-1.7b", { .dim = 2048, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .ffn = 6144, .vocab = 151936, .ctx = 40960,
+                      .arch = "qwen3", .head_dim = 128, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f } },
 };
 #define N_PRESETS (int)(sizeof presets / sizeof presets[0])
 
-const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b"; }
+const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b"; }
 
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err)
 {
@@ -37,8 +43,8 @@ sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_param
             p->type = SPRIG_TYPE_F32;
             p->ftype = NULL;
             p->seed = 1;
-            p->rope_freq_base = 10000.0f;
-            p->rms_eps = 1e-5f;
+            if (!p->rope_freq_base) p->rope_freq_base = 10000.0f;
+            if (!p->rms_eps) p->rms_eps = 1e-5f;
             p->name = NULL;
             p->chat_template = NULL;
             p->n_threads = 0;
@@ -46,6 +52,55 @@ sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_param
         }
     return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: unknown preset '%s' (known: %s)", preset ? preset : "(null)",
                      sprig_mkmodel_preset_names());
+}
+
+/* ---------------------------------------------------------------- architectures */
+
+/* Per-layer vectors an architecture adds to llama's tensors, written after
+ * them (so a llama file's bytes do not move): F32, center + N(0, std). */
+enum { XD_Q, XD_KV, XD_HEAD };
+struct extra { const char *name; int dim; float center, std; };
+
+static const struct extra qwen2_extra[] = {
+    { "blk.%d.attn_q.bias", XD_Q, 0.0f, 0.1f },
+    { "blk.%d.attn_k.bias", XD_KV, 0.0f, 0.1f },
+    { "blk.%d.attn_v.bias", XD_KV, 0.0f, 0.1f },
+};
+static const struct extra qwen3_extra[] = {
+    { "blk.%d.attn_q_norm.weight", XD_HEAD, 1.0f, 0.2f },
+    { "blk.%d.attn_k_norm.weight", XD_HEAD, 1.0f, 0.2f },
+};
+
+struct mk_arch {
+    const char *name;             /* general.architecture and key prefix */
+    bool tied;                    /* default: no output.weight */
+    bool key_length;              /* always write attention.key_length / value_length */
+    bool rope_llama3;             /* may carry rope_freqs */
+    const struct extra *extra;
+    int n_extra;
+};
+
+static const struct mk_arch mk_arches[] = {
+    { "llama", false, false, true, NULL, 0 },
+    { "qwen2", false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]) },
+    { "qwen3", true, true, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]) },
+};
+
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3"; }
+
+static const struct mk_arch *mk_arch_find(const char *name)
+{
+    if (!name) return &mk_arches[0];
+    for (size_t i = 0; i < sizeof mk_arches / sizeof mk_arches[0]; i++)
+        if (!strcmp(mk_arches[i].name, name)) return &mk_arches[i];
+    return NULL;
+}
+
+static int head_size(const struct sprig_mkmodel_params *p) { return p->head_dim ? p->head_dim : p->dim / p->n_heads; }
+
+static bool has_output(const struct sprig_mkmodel_params *p, const struct mk_arch *a)
+{
+    return p->output == SPRIG_MKMODEL_OUTPUT_DEFAULT ? !a->tied : p->output == SPRIG_MKMODEL_OUTPUT_UNTIED;
 }
 
 /* ggml's llama_ftype for general.file_type, by weight type */
@@ -79,10 +134,21 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (r[i].v < r[i].lo || r[i].v > r[i].hi)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s = %d is out of range [%d, %d]", r[i].name, r[i].v, r[i].lo, r[i].hi);
-    if (p->dim % p->n_heads)
+    const struct mk_arch *a = mk_arch_find(p->arch);
+    if (!a)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: arch '%s' is not one of %s", p->arch, sprig_mkmodel_arch_names());
+    if (p->head_dim && (p->head_dim < 2 || p->head_dim > 4096 || p->head_dim % 2))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head-dim %d must be even and in [2, 4096]", p->head_dim);
+    if (!p->head_dim && p->dim % p->n_heads)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: dim %d is not divisible by heads %d", p->dim, p->n_heads);
-    if ((p->dim / p->n_heads) % 2)
+    if (!p->head_dim && (p->dim / p->n_heads) % 2)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head size %d (dim / heads) is odd; RoPE needs pairs", p->dim / p->n_heads);
+    if (p->rope_scaling != SPRIG_MKMODEL_ROPE_NONE && (p->rope_scaling != SPRIG_MKMODEL_ROPE_LLAMA3 || !a->rope_llama3))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope scaling llama3 is for the llama arch, not %s", a->name);
+    if (!(p->std >= 0 && p->std <= 10))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: std %g is out of range [0, 10]", (double)p->std);
+    if (p->output < SPRIG_MKMODEL_OUTPUT_DEFAULT || p->output > SPRIG_MKMODEL_OUTPUT_TIED)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: output %d is not default, untied or tied", p->output);
     if (p->n_kv_heads > p->n_heads || p->n_heads % p->n_kv_heads)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: heads %d is not a multiple of kv-heads %d", p->n_heads, p->n_kv_heads);
     const struct sprig_type_traits *t = sprig_type_traits(p->type);
@@ -101,14 +167,20 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope freq base %g is not a positive number", (double)p->rope_freq_base);
     if (!(p->rms_eps > 0) || !isfinite(p->rms_eps))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rms epsilon %g is not a positive number", (double)p->rms_eps);
+    if (((int64_t)p->n_heads * head_size(p)) % t->blck)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs heads x head-dim (%d x %d) to be a multiple of %" PRId64,
+                         t->name, p->n_heads, head_size(p), t->blck);
     return SPRIG_OK;
 }
 
 int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
 {
-    int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)p->dim / p->n_heads * p->n_kv_heads;
-    int64_t layer = 2 * D + 2 * D * D + 2 * D * KV + 3 * D * F;
-    return 2 * V * D + D + (int64_t)p->n_layers * layer;
+    const struct mk_arch *a = mk_arch_find(p->arch);
+    int64_t D = p->dim, F = p->ffn, V = p->vocab, H = head_size(p), Q = (int64_t)p->n_heads * H, KV = H * p->n_kv_heads;
+    int64_t layer = 2 * D + 2 * D * Q + 2 * D * KV + 3 * D * F;
+    for (int i = 0; a && i < a->n_extra; i++) layer += a->extra[i].dim == XD_Q ? Q : a->extra[i].dim == XD_KV ? KV : H;
+    return (a && has_output(p, a) ? 2 : 1) * V * D + D + (int64_t)p->n_layers * layer +
+           (p->rope_scaling == SPRIG_MKMODEL_ROPE_LLAMA3 ? H / 2 : 0);
 }
 
 /* ---------------------------------------------------------------- vocabulary */
@@ -208,6 +280,7 @@ struct tdesc {
     int type;
     int64_t ne0, rows;
     float std;             /* 0: a norm (all ones) */
+    float center;          /* added to every value (norms around 1) */
     size_t row_bytes;
 };
 
@@ -239,6 +312,7 @@ static void gen_rows(void *ctx, int ith, int nth)
             uint64_t u = sprig_rng_u64(&rng);
             float s = (float)(uint32_t)((u & 0xffff) + ((u >> 16) & 0xffff) + ((u >> 32) & 0xffff) + (u >> 48));
             x[i] = (s - mean) * k;
+            if (t->center != 0) x[i] += t->center;
         }
         from(x, j->dst + (size_t)r * t->row_bytes, t->ne0);
     }
@@ -258,26 +332,125 @@ static sprig_status fill_tensor(void *user, void *dst, size_t nbytes, sprig_erro
     return SPRIG_OK;
 }
 
+/* Llama 3 frequency divisors as the converter computes them (rope_type
+ * "llama3"): factor 8, low/high frequency factors 1 and 4, original context
+ * 8192; wavelengths above 8192 are divided by 8, below 2048 kept, smoothed
+ * between. */
+struct ropef { float base; int hd; };
+
+static sprig_status fill_rope_freqs(void *user, void *dst, size_t nbytes, sprig_error *err)
+{
+    const struct ropef *r = user;
+    const double factor = 8.0, lo_ff = 1.0, hi_ff = 4.0, old_ctx = 8192.0;
+    const double lo_wl = old_ctx / lo_ff, hi_wl = old_ctx / hi_ff;
+    float *f = dst;
+    SPRIG_ASSERT(nbytes == (size_t)(r->hd / 2) * sizeof(float));
+    for (int i = 0; i < r->hd / 2; i++) {
+        const float freq = 1.0f / powf(r->base, (float)(2 * i) / (float)r->hd);   /* float32, as torch */
+        const double wl = 2 * 3.141592653589793 / (double)freq;
+        if (wl < hi_wl) f[i] = 1.0f;
+        else if (wl > lo_wl) f[i] = (float)factor;
+        else {
+            const double smooth = (old_ctx / wl - lo_ff) / (hi_ff - lo_ff);
+            f[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+    (void)err;
+    return SPRIG_OK;
+}
+
+/* "<arch>.<suffix>" keys */
+static sprig_status w_arch_u32(sprig_gguf_writer *w, const char *arch, const char *sfx, uint32_t v, sprig_error *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, sfx);
+    return sprig_gguf_w_u32(w, key, v, err);
+}
+
+static sprig_status w_arch_f32(sprig_gguf_writer *w, const char *arch, const char *sfx, float v, sprig_error *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, sfx);
+    return sprig_gguf_w_f32(w, key, v, err);
+}
+
+/* tokenizer.ggml.tokens of a GGUF: its count (1..SPRIG_MKMODEL_MAX_VOCAB) */
+static sprig_status vocab_count(const sprig_gguf *g, int *n, sprig_error *err)
+{
+    int et = 0;
+    uint64_t cnt = 0;
+    sprig_status st = sprig_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &cnt, true, err);
+    if (st != SPRIG_OK) return st;
+    if (et != SPRIG_GGUF_STR || cnt < 1 || cnt > SPRIG_MKMODEL_MAX_VOCAB)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: tokenizer.ggml.tokens must be 1..%d strings", sprig_gguf_path(g),
+                         SPRIG_MKMODEL_MAX_VOCAB);
+    *n = (int)cnt;
+    return SPRIG_OK;
+}
+
+sprig_status sprig_mkmodel_vocab_from(const char *path, int *n_vocab, sprig_error *err)
+{
+    sprig_gguf *g = sprig_gguf_open(path, err);
+    if (!g) return err ? err->code : SPRIG_E_FORMAT;
+    sprig_status st = vocab_count(g, n_vocab, err);
+    sprig_gguf_close(g);
+    return st;
+}
+
+/* every tokenizer.* key of g (but its chat template when one is given) */
+static sprig_status copy_vocab(sprig_gguf_writer *w, const sprig_gguf *g, bool skip_template, sprig_error *err)
+{
+    for (int64_t i = 0; i < sprig_gguf_n_kv(g); i++) {
+        const char *k = sprig_gguf_kv_key(g, i);
+        if (strncmp(k, "tokenizer.", 10) || (skip_template && !strcmp(k, "tokenizer.chat_template"))) continue;
+        sprig_status st = sprig_gguf_w_copy_kv(w, g, i, err);
+        if (st != SPRIG_OK) return st;
+    }
+    return SPRIG_OK;
+}
+
 #define TRY(x) do { if ((st = (x)) != SPRIG_OK) goto done; } while (0)
 
-sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const char *path, sprig_error *err)
+sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const char *path, sprig_error *err)
 {
-    sprig_status st = sprig_mkmodel_validate(p, err);
-    if (st != SPRIG_OK) return st;
-    const int L = p->n_layers;
-    const int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)p->dim / p->n_heads * p->n_kv_heads;
+    struct sprig_mkmodel_params pv = *pin;
+    const struct sprig_mkmodel_params *p = &pv;
+    sprig_gguf *vsrc = NULL;
+    sprig_status st;
+    if (pin->vocab_from) {   /* the vocabulary size is the source's */
+        vsrc = sprig_gguf_open(pin->vocab_from, err);
+        if (!vsrc) return err ? err->code : SPRIG_E_FORMAT;
+        if ((st = vocab_count(vsrc, &pv.vocab, err)) != SPRIG_OK) {
+            sprig_gguf_close(vsrc);
+            return st;
+        }
+    }
+    st = sprig_mkmodel_validate(p, err);
+    if (st != SPRIG_OK) {
+        sprig_gguf_close(vsrc);
+        return st;
+    }
+    const struct mk_arch *arch = mk_arch_find(p->arch);
+    const char *an = arch->name;
+    const int L = p->n_layers, HDIM = head_size(p);
+    const int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)HDIM * p->n_kv_heads, Q = (int64_t)HDIM * p->n_heads;
+    struct ropef ropef = { p->rope_freq_base, HDIM };
     uint32_t ftype = 0;
     sprig_mkmodel_file_type(p->type, &ftype);
     struct sprig_ftype pure = { sprig_type_name(p->type), ftype, p->type, false };
-    struct sprig_qmix mix;   /* per-tensor types; .tied must say when a layout has no output.weight */
+    struct sprig_qmix mix;   /* per-tensor types, as llama-quantize chooses them for this layout */
     sprig_qmix_init(&mix, p->ftype ? p->ftype : &pure, false,
-                    &(struct sprig_qmix_model){ .arch = "llama", .n_layer = p->n_layers, .n_head = p->n_heads, .n_head_kv = p->n_kv_heads });
+                    &(struct sprig_qmix_model){ .arch = an, .n_layer = p->n_layers, .n_head = p->n_heads,
+                                                .n_head_kv = p->n_kv_heads, .tied = !has_output(p, arch) });
     if (p->ftype) ftype = p->ftype->ftype;
-    struct gen g = { .seed = p->seed, .max_ne0 = D > F ? D : F };
+    struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > Q ? D : Q) : (F > Q ? F : Q) };
     sprig_gguf_writer *w = NULL;
-    size_t n_t = 3 + 9 * (size_t)L;
+    size_t n_t = 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
-    if (!td) return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
+    if (!td) {
+        sprig_gguf_close(vsrc);
+        return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
+    }
     g.pool = sprig_pool_create(p->n_threads, err);
     if (!g.pool) { st = err ? err->code : SPRIG_E_NOMEM; goto done; }
     g.nth = sprig_pool_size(g.pool);
@@ -287,31 +460,39 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
     if (!w) { st = SPRIG_E_NOMEM; goto done; }
 
     const char *name = p->name ? p->name : "sprig-synthetic";
-    TRY(sprig_gguf_w_str(w, "general.architecture", "llama", 5, err));
+    TRY(sprig_gguf_w_str(w, "general.architecture", an, strlen(an), err));
     TRY(sprig_gguf_w_str(w, "general.name", name, strlen(name), err));
     TRY(sprig_gguf_w_u32(w, "general.file_type", ftype, err));
     TRY(sprig_gguf_w_u32(w, "general.quantization_version", 2, err));
-    TRY(sprig_gguf_w_u32(w, "llama.vocab_size", (uint32_t)V, err));
-    TRY(sprig_gguf_w_u32(w, "llama.context_length", (uint32_t)p->ctx, err));
-    TRY(sprig_gguf_w_u32(w, "llama.embedding_length", (uint32_t)D, err));
-    TRY(sprig_gguf_w_u32(w, "llama.block_count", (uint32_t)L, err));
-    TRY(sprig_gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)F, err));
-    TRY(sprig_gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)(D / p->n_heads), err));
-    TRY(sprig_gguf_w_u32(w, "llama.attention.head_count", (uint32_t)p->n_heads, err));
-    TRY(sprig_gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)p->n_kv_heads, err));
-    TRY(sprig_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", p->rms_eps, err));
-    TRY(sprig_gguf_w_f32(w, "llama.rope.freq_base", p->rope_freq_base, err));
-    TRY(sprig_gguf_w_str(w, "tokenizer.ggml.model", "llama", 5, err));
-    TRY(write_vocab(w, (int)V, err));
-    TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1, err));
-    TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2, err));
-    TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0, err));
-    TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true, err));
-    TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", false, err));
+    TRY(w_arch_u32(w, an, "vocab_size", (uint32_t)V, err));
+    TRY(w_arch_u32(w, an, "context_length", (uint32_t)p->ctx, err));
+    TRY(w_arch_u32(w, an, "embedding_length", (uint32_t)D, err));
+    TRY(w_arch_u32(w, an, "block_count", (uint32_t)L, err));
+    TRY(w_arch_u32(w, an, "feed_forward_length", (uint32_t)F, err));
+    TRY(w_arch_u32(w, an, "rope.dimension_count", (uint32_t)HDIM, err));
+    TRY(w_arch_u32(w, an, "attention.head_count", (uint32_t)p->n_heads, err));
+    TRY(w_arch_u32(w, an, "attention.head_count_kv", (uint32_t)p->n_kv_heads, err));
+    if (p->head_dim || arch->key_length) {
+        TRY(w_arch_u32(w, an, "attention.key_length", (uint32_t)HDIM, err));
+        TRY(w_arch_u32(w, an, "attention.value_length", (uint32_t)HDIM, err));
+    }
+    TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
+    TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
+    if (vsrc) {
+        TRY(copy_vocab(w, vsrc, p->chat_template != NULL, err));
+    } else {
+        TRY(sprig_gguf_w_str(w, "tokenizer.ggml.model", "llama", 5, err));
+        TRY(write_vocab(w, (int)V, err));
+        TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1, err));
+        TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2, err));
+        TRY(sprig_gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0, err));
+        TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", true, err));
+        TRY(sprig_gguf_w_bool(w, "tokenizer.ggml.add_eos_token", false, err));
+    }
     if (p->chat_template)
         TRY(sprig_gguf_w_str(w, "tokenizer.chat_template", p->chat_template, strlen(p->chat_template), err));
 
-    const float std = 0.02f, std_out = 0.02f / sqrtf(2.0f * (float)L);
+    const float std = p->std > 0 ? p->std : 0.02f, std_out = std / sqrtf(2.0f * (float)L);
     size_t k = 0;
 #define ADD(nm, ne0_, ne1_, std_) do { \
         struct tdesc *t_ = &td[k]; \
@@ -324,17 +505,17 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
     } while (0)
     ADD("token_embd.weight", D, V, std);
     ADD("output_norm.weight", D, 1, 0);
-    ADD("output.weight", D, V, std);
+    if (has_output(p, arch)) ADD("output.weight", D, V, std);
     for (int l = 0; l < L; l++) {
         char nm[64];
         snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
-        ADD(nm, D, D, std);
+        ADD(nm, D, Q, std);
         snprintf(nm, sizeof nm, "blk.%d.attn_k.weight", l);
         ADD(nm, D, KV, std);
         snprintf(nm, sizeof nm, "blk.%d.attn_v.weight", l);
         ADD(nm, D, KV, std);
         snprintf(nm, sizeof nm, "blk.%d.attn_output.weight", l);
-        ADD(nm, D, D, std_out);
+        ADD(nm, Q, D, std_out);
         snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
         ADD(nm, D, 1, 0);
         snprintf(nm, sizeof nm, "blk.%d.ffn_gate.weight", l);
@@ -347,8 +528,28 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *p, const cha
         ADD(nm, D, 1, 0);
     }
 #undef ADD
+    /* the architecture's extra per-layer vectors (F32), then Llama 3's rope_freqs */
+    for (int l = 0; l < L; l++)
+        for (int e = 0; e < arch->n_extra; e++) {
+            const struct extra *x = &arch->extra[e];
+            char nm[64];
+            snprintf(nm, sizeof nm, x->name, l);
+            struct tdesc *t = &td[k];
+            t->g = &g; t->index = k; t->type = SPRIG_TYPE_F32; t->rows = 1;
+            t->ne0 = x->dim == XD_Q ? Q : x->dim == XD_KV ? KV : HDIM;
+            t->std = x->std; t->center = x->center;
+            t->row_bytes = (size_t)t->ne0 * sizeof(float);
+            int64_t ne[1] = { t->ne0 };
+            TRY(sprig_gguf_w_tensor_fill(w, nm, SPRIG_TYPE_F32, 1, ne, fill_tensor, t, err));
+            k++;
+        }
+    if (p->rope_scaling == SPRIG_MKMODEL_ROPE_LLAMA3) {
+        int64_t ne[1] = { HDIM / 2 };
+        TRY(sprig_gguf_w_tensor_fill(w, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne, fill_rope_freqs, &ropef, err));
+    }
     TRY(sprig_gguf_writer_write(w, path, err));
 done:
+    sprig_gguf_close(vsrc);
     sprig_gguf_writer_free(w);
     sprig_pool_free(g.pool);
     free(g.scratch);

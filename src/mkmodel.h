@@ -1,5 +1,6 @@
 /*
- * mkmodel — write synthetic llama GGUF models with seeded random weights.
+ * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3 layouts) with
+ * seeded random weights.
  *
  * For tests and benchmarks at sizes the fixtures do not cover (a 1B-class
  * model in Q8_0, a tiny model in every weight type). Everything a real
@@ -11,6 +12,13 @@
  * (or, with a llama.cpp file type such as q4_k_m, in the per-tensor mix
  * llama-quantize would choose: quant_mix.h), norms F32 = 1.0. Matrices are ~N(0, 0.02) (a sum of four uniforms, fast),
  * attn_output and ffn_down scaled by 1/sqrt(2 * layers).
+ *
+ * Architectures (a table in mkmodel.c): `llama` (optionally with Llama 3
+ * RoPE scaling: a rope_freqs tensor from the converter's llama3 formula),
+ * `qwen2` (q/k/v biases, small random), `qwen3` (per-head q/k norms, random
+ * around 1 so a wrong application shows; tied output). Keys carry the
+ * architecture's prefix. With vocab_from, every tokenizer.* key of another
+ * GGUF is copied verbatim and the vocabulary size is its token count.
  *
  * Deterministic: each row's random stream is derived from (seed, tensor,
  * row), so the bytes do not depend on the thread count. Tensors are produced
@@ -36,9 +44,25 @@ struct sprig_mkmodel_params {
     const char *name;       /* general.name; NULL = "sprig-synthetic" */
     const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
+    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3" */
+    int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length */
+    const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
+    int rope_scaling;       /* enum sprig_mkmodel_rope */
+    int output;             /* enum sprig_mkmodel_output */
+    float std;              /* matrices ~N(0, std); 0 = 0.02 (bigger makes attention and position matter) */
 };
 
-/* Fill *p with a named preset ("tiny", "small", "llama-1b"); INVALID_ARG
+enum sprig_mkmodel_rope { SPRIG_MKMODEL_ROPE_NONE = 0, SPRIG_MKMODEL_ROPE_LLAMA3 = 1 };
+enum sprig_mkmodel_output { SPRIG_MKMODEL_OUTPUT_DEFAULT = 0, SPRIG_MKMODEL_OUTPUT_UNTIED, SPRIG_MKMODEL_OUTPUT_TIED };
+
+/* Comma-separated architecture names mkmodel writes, for help texts. */
+const char *sprig_mkmodel_arch_names(void);
+
+/* The vocabulary size of vocab_from (its tokenizer.ggml.tokens count), for
+ * p->vocab before validating; errors name the file and key. */
+sprig_status sprig_mkmodel_vocab_from(const char *path, int *n_vocab, sprig_error *err);
+
+/* Fill *p with a named preset ("tiny", "small", "llama-1b", "qwen3-0.6b", "qwen3-1.7b"); INVALID_ARG
  * naming the preset if unknown. */
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err);
 /* Comma-separated preset names, for help texts. */

@@ -150,6 +150,11 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
         st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: architecture '%.*s' is not llama", src, (int)arch_len, arch);
         goto done;
     }
+    if (m->rope_freqs || s->rope_freq_scale != 1.0f || m->layers[0].bq || m->layers[0].bk || m->layers[0].bv ||
+        s->head_dim * s->n_head != s->dim) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: RoPE scaling, q/k/v biases or a key_length head size are not widened", src);
+        goto done;
+    }
     TRY(sprig_mkmodel_validate(&p, err));
     const int64_t blk = sprig_type_traits(p.type)->blck;   /* one type for every matrix: no per-tensor fallback */
     if (p.dim % blk || p.ffn % blk) {

@@ -1,5 +1,5 @@
 /*
- * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic llama GGUF with
+ * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3) with
  * seeded random weights (src/mkmodel.c). A preset gives the shape; flags
  * override it. Bad flags and impossible shapes exit 2 with a message naming
  * the flag; a failure while writing exits 1.
@@ -20,11 +20,19 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: sprig mkmodel [options] -o OUT.gguf\n"
             "\n"
-            "Write a synthetic llama model: seeded random weights (~N(0, 0.02)), F32 norms,\n"
-            "a valid llama tokenizer. The same flags and seed give the same bytes.\n"
+            "Write a synthetic model: seeded random weights (~N(0, 0.02)), F32 norms,\n"
+            "a valid llama tokenizer (or a real one, --vocab-from). The same flags and\n"
+            "seed give the same bytes.\n"
             "\n"
             "options (flags override the preset):\n"
             "  --preset NAME    %s (default tiny)\n"
+            "  --arch A         %s (default llama; qwen2 adds q/k/v biases, qwen3\n"
+            "                   per-head q/k norms and a tied output)\n"
+            "  --head-dim N     head size, written as attention.key_length (default dim / heads)\n"
+            "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
+            "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
+            "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
+            "  --std X          standard deviation of the matrices (default 0.02)\n"
             "  --dim N          embedding length\n"
             "  --layers N       block count\n"
             "  --heads N        attention heads\n"
@@ -48,7 +56,7 @@ static void usage(FILE *f)
             "  -o, --out PATH   output file (required)\n"
             "  -q, --quiet      no summary on stderr\n"
             "  -h, --help       this text\n",
-            sprig_mkmodel_preset_names());
+            sprig_mkmodel_preset_names(), sprig_mkmodel_arch_names());
 }
 
 struct int_flag { const char *flag; int *dst; long long lo, hi; };
@@ -80,18 +88,21 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     const struct int_flag ints[] = {
         { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
         { "--kv-heads", &p.n_kv_heads, 1, 1 << 12 }, { "--ffn", &p.ffn, 1, 1 << 20 }, { "--vocab", &p.vocab, 260, 1 << 20 },
-        { "--ctx", &p.ctx, 1, 1 << 24 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
+        { "--ctx", &p.ctx, 1, 1 << 24 }, { "--head-dim", &p.head_dim, 2, 4096 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--preset")) { i++; continue; }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
         if (!strcmp(a, "--pure")) { pure = true; continue; }
+        if (!strcmp(a, "--tied")) { p.output = SPRIG_MKMODEL_OUTPUT_TIED; continue; }
+        if (!strcmp(a, "--untied")) { p.output = SPRIG_MKMODEL_OUTPUT_UNTIED; continue; }
         bool takes_value = false, done = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
-                       !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out");
+                       !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
+                       !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -135,6 +146,21 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.chat_template = v;
         } else if (!strcmp(a, "--widen")) {
             widen = v;
+        } else if (!strcmp(a, "--std")) {
+            double x;
+            if (!cli_parse_float("mkmodel", a, v, 0.0, 10.0, &x)) return 2;
+            p.std = (float)x;
+        } else if (!strcmp(a, "--arch")) {
+            p.arch = v;
+        } else if (!strcmp(a, "--vocab-from")) {
+            p.vocab_from = v;
+        } else if (!strcmp(a, "--rope-scaling")) {
+            if (!strcmp(v, "none")) p.rope_scaling = SPRIG_MKMODEL_ROPE_NONE;
+            else if (!strcmp(v, "llama3")) p.rope_scaling = SPRIG_MKMODEL_ROPE_LLAMA3;
+            else {
+                fprintf(stderr, "sprig mkmodel: --rope-scaling: '%s' is not one of none, llama3\n", v);
+                return 2;
+            }
         } else {
             out = v;
         }
@@ -145,6 +171,14 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     }
     if (pure) p.ftype = NULL;
     double t0 = sprig_time_ms();
+    if (widen && ((p.arch && strcmp(p.arch, "llama")) || p.head_dim || p.vocab_from || p.rope_scaling || p.output)) {
+        fprintf(stderr, "sprig mkmodel: --widen writes llama's layout only (no --arch, --head-dim, --vocab-from, --rope-scaling, --tied)\n");
+        return 2;
+    }
+    if (p.vocab_from && sprig_mkmodel_vocab_from(p.vocab_from, &p.vocab, &err) != SPRIG_OK) {
+        fprintf(stderr, "sprig mkmodel: --vocab-from: %s\n", err.msg);
+        return 1;
+    }
     if (widen) {
         if (p.ftype) {
             fprintf(stderr, "sprig mkmodel: --widen writes every matrix in one type; %s is a mix (add --pure)\n", p.ftype->name);
@@ -170,8 +204,9 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         return 1;
     }
     if (!quiet)
-        fprintf(stderr, "sprig mkmodel: wrote %s: dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, %s, %" PRId64
-                " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.dim, p.n_layers, p.n_heads, p.n_kv_heads, p.ffn, p.vocab,
-                p.ftype ? p.ftype->name : sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
+        fprintf(stderr, "sprig mkmodel: wrote %s: %s, dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, %s, %" PRId64
+                " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.arch ? p.arch : "llama", p.dim, p.n_layers, p.n_heads, p.n_kv_heads,
+                p.ffn, p.vocab, p.ftype ? p.ftype->name : sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed,
+                (sprig_time_ms() - t0) / 1000.0);
     return 0;
 }

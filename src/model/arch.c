@@ -1,40 +1,97 @@
 /*
  * model/arch — the architecture table (see arch.h).
  *
- * llama: token_embd, output_norm, optional output (tied to token_embd when
- * absent), and per block attn_norm, attn_q/k/v/output, ffn_norm,
- * ffn_gate/up/down. Shapes are GGUF ne = [in, out].
+ * Names and shapes are llama.cpp's (GGUF ne = [in, out]):
+ *
+ * llama:  token_embd, output_norm, optional output (tied to token_embd when
+ *         absent), optional rope_freqs [n_rot/2] (Llama 3.x frequency
+ *         divisors), and per block attn_norm, attn_q/k/v/output, ffn_norm,
+ *         ffn_gate/up/down; optional attn_q/k/v.bias. NORM RoPE pairing.
+ * qwen2:  llama's tensors without rope_freqs, attn_q/k/v.bias required
+ *         (Qwen 2 / 2.5 always have them). NEOX pairing.
+ * qwen3:  llama's tensors without rope_freqs, plus attn_q_norm and
+ *         attn_k_norm [head_dim] (RMSNorm of every q and k head before
+ *         RoPE); biases optional as in llama.cpp. NEOX pairing. Its head
+ *         size comes from qwen3.attention.key_length (128 for 0.6B, whose
+ *         16 heads then span 2048 > dim 1024).
+ * Every row runs the shared batched forward (model/llama.c), which applies
+ * whichever optional pieces a layer bound.
  */
 #include "model/arch.h"
 #include "tensor/ops.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #define G(nm, req, b, d0, d1, field) { nm, false, req, b, d0, d1, offsetof(sprig_model, field) }
 #define L(nm, b, d0, d1, field) { nm, true, true, b, d0, d1, offsetof(struct sprig_layer, field) }
+#define LO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field) }
+
+/* what every row has */
+#define COMMON_TENSORS \
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd), \
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm), \
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output), \
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm), \
+    L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq), \
+    L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk), \
+    L("blk.%d.attn_v.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv), \
+    L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo), \
+    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm), \
+    L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate), \
+    L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up), \
+    L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down)
+
+/* q/k/v biases: req = L (qwen2) or LO (optional, as llama.cpp loads them for llama and qwen3) */
+#define QKV_BIASES(req) \
+    req("blk.%d.attn_q.bias", SPRIG_BIND_NORM, SPRIG_D_QDIM,  SPRIG_D_NONE, bq), \
+    req("blk.%d.attn_k.bias", SPRIG_BIND_NORM, SPRIG_D_KVDIM, SPRIG_D_NONE, bk), \
+    req("blk.%d.attn_v.bias", SPRIG_BIND_NORM, SPRIG_D_KVDIM, SPRIG_D_NONE, bv)
 
 static const struct sprig_tensor_spec llama_tensors[] = {
-    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
-    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
-    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
-    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
-    L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq),
-    L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
-    L("blk.%d.attn_v.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
-    L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
-    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm),
-    L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
-    L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
-    L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
+    COMMON_TENSORS,
+    G("rope_freqs.weight", false, SPRIG_BIND_NORM, SPRIG_D_ROT_HALF, SPRIG_D_NONE, rope_freqs),
+    QKV_BIASES(LO),
+};
+
+static const struct sprig_tensor_spec qwen2_tensors[] = {
+    COMMON_TENSORS,
+    QKV_BIASES(L),
+};
+
+static const struct sprig_tensor_spec qwen3_tensors[] = {
+    COMMON_TENSORS,
+    L("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM, SPRIG_D_HEAD, SPRIG_D_NONE, q_norm),
+    L("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM, SPRIG_D_HEAD, SPRIG_D_NONE, k_norm),
+    QKV_BIASES(LO),
 };
 
 #undef G
 #undef L
+#undef LO
+#undef COMMON_TENSORS
+#undef QKV_BIASES
 
+#define ROW(nm, mode, t) { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward }
 static const struct sprig_arch arches[] = {
-    { "llama", SPRIG_ROPE_NORM, llama_tensors, (int)(sizeof llama_tensors / sizeof llama_tensors[0]), sprig_llama_forward },
+    ROW("llama", SPRIG_ROPE_NORM, llama_tensors),
+    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors),
+    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors),
 };
+#undef ROW
+
+void sprig_arch_names(char *buf, size_t cap)
+{
+    size_t o = 0;
+    if (!cap) return;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof arches / sizeof arches[0] && o < cap; i++) {
+        int k = snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", arches[i].name);
+        if (k < 0) break;
+        o += (size_t)k;
+    }
+}
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len)
 {

@@ -4,7 +4,10 @@
  * One row per architecture: the GGUF `general.architecture` value (also the
  * metadata key prefix), the RoPE pairing, the tensors it needs with their
  * expected shapes, and its forward function. Adding an architecture means
- * adding a row and a forward file, not editing switches.
+ * adding a row (and a forward file only where its forward really differs:
+ * optional per-layer pieces such as q/k/v biases or per-head q/k norms are
+ * applied by the shared forward when the row binds them), not editing
+ * switches.
  */
 #ifndef SPRIG_MODEL_ARCH_H
 #define SPRIG_MODEL_ARCH_H
@@ -12,7 +15,11 @@
 #include "model/model.h"
 
 /* Symbolic dimensions resolved against the hyper-parameters. */
-enum sprig_dim { SPRIG_D_NONE = 0, SPRIG_D_DIM, SPRIG_D_QDIM, SPRIG_D_KVDIM, SPRIG_D_FF, SPRIG_D_VOCAB };
+enum sprig_dim {
+    SPRIG_D_NONE = 0, SPRIG_D_DIM, SPRIG_D_QDIM, SPRIG_D_KVDIM, SPRIG_D_FF, SPRIG_D_VOCAB,
+    SPRIG_D_HEAD,     /* head_dim (per-head q/k norms) */
+    SPRIG_D_ROT_HALF, /* n_rot / 2 (RoPE frequency factors) */
+};
 
 /* Where a tensor binds: a norm vector (copied to owned f32) or a matrix (sprig_weight). */
 enum sprig_bind { SPRIG_BIND_NORM, SPRIG_BIND_MATRIX };
@@ -37,6 +44,9 @@ struct sprig_arch {
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);
+/* The table's names, comma-separated ("llama, qwen2, qwen3"), into buf
+ * (truncated to cap), for messages. */
+void sprig_arch_names(char *buf, size_t cap);
 
 /* Forward functions, one file per architecture. */
 sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);

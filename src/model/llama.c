@@ -4,7 +4,11 @@
  * Per layer, for the n tokens of the batch at once:
  *   xn = RMSNorm(x) * attn_norm
  *   q, k, v = xn Wq^T, xn Wk^T, xn Wv^T          (one fused matmul dispatch)
- *   RoPE(q, k) at the given positions (NORM pairing for llama GGUF files)
+ *   q, k, v += bq, bk, bv                        (when the layer has biases: qwen2)
+ *   q, k = RMSNorm(q) * q_norm, RMSNorm(k) * k_norm per head  (when present: qwen3)
+ *   RoPE(q, k) at the given positions (the row's pairing: NORM for llama,
+ *     NEOX for qwen2/qwen3; frequencies scaled by the file's linear factor
+ *     and divided by rope_freqs when present: Llama 3)
  *   append k, v to the cache; attention of q over the cache (causal or mask)
  *   x += att Wo^T
  *   xn = RMSNorm(x) * ffn_norm
@@ -37,8 +41,10 @@ struct rowwise {
     float *x, *xn;             /* RW_NORM, RW_ADD_NORM: xn = norm(x (+= add)) */
     const float *add, *w;
     float eps;
-    float *q, *k;              /* RW_ROPE */
+    float *q, *k, *v;          /* RW_ROPE: biases, per-head norms, then the rotation */
     const float *cs;
+    const float *bq, *bk, *bv; /* [qdim], [kvdim], [kvdim] or NULL */
+    const float *qn, *kn;      /* [hd] or NULL */
     int n_head, n_kv_head, hd, n_rot, mode;
     float *gate;               /* RW_SWIGLU: gate = silu(gate) * up, rows of dim */
     const float *up;
@@ -71,6 +77,15 @@ static void rowwise_task(void *ctx, int ith, int nth)
         break;
     case RW_ROPE: {
         const int nr = t->n_rot;
+        const size_t qd = (size_t)t->n_head * t->hd, kd = (size_t)t->n_kv_head * t->hd;
+        float *q = t->q + (size_t)lo * qd, *k = t->k + (size_t)lo * kd, *v = t->v + (size_t)lo * kd;
+        for (int r = 0; r < rows; r++) {
+            if (t->bq) sprig_add_inplace(q + r * qd, t->bq, (int64_t)qd);
+            if (t->bk) sprig_add_inplace(k + r * kd, t->bk, (int64_t)kd);
+            if (t->bv) sprig_add_inplace(v + r * kd, t->bv, (int64_t)kd);
+        }
+        if (t->qn) sprig_rmsnorm(q, q, t->qn, rows * t->n_head, t->hd, t->eps);
+        if (t->kn) sprig_rmsnorm(k, k, t->kn, rows * t->n_kv_head, t->hd, t->eps);
         sprig_rope_apply(t->q + (size_t)lo * t->n_head * t->hd, t->cs + (size_t)lo * nr, rows, t->n_head, t->hd, nr, t->mode);
         sprig_rope_apply(t->k + (size_t)lo * t->n_kv_head * t->hd, t->cs + (size_t)lo * nr, rows, t->n_kv_head, t->hd, nr,
                          t->mode);
@@ -106,7 +121,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
     }
 
     /* cos/sin of the batch positions, once for the q and k of every layer */
-    sprig_rope_table(c->rope, pos, n, hd, hp->n_rot, hp->rope_theta);
+    sprig_rope_table_scaled(c->rope, pos, n, hd, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, m->rope_freqs);
 
     /* x[n][dim] = token embeddings */
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
@@ -125,7 +140,8 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         const sprig_weight *wo[1] = { &L->wo };
         sprig_matmul_then(pool, &act, 3, qkv, qkv_out, 1, wo);
 
-        struct rowwise rt = { .op = RW_ROPE, .n = n, .dim = qdim + kvdim, .q = c->q, .k = c->k, .cs = c->rope,
+        struct rowwise rt = { .op = RW_ROPE, .n = n, .dim = qdim + kvdim, .q = c->q, .k = c->k, .v = c->v, .cs = c->rope,
+                              .bq = L->bq, .bk = L->bk, .bv = L->bv, .qn = L->q_norm, .kn = L->k_norm, .eps = hp->eps,
                               .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd, .n_rot = hp->n_rot,
                               .mode = hp->rope_mode };
         rowwise(pool, &rt);

@@ -32,8 +32,44 @@ static const struct hp_key int_keys[] = {
     HP("attention.head_count_kv", n_kv_head,   false, 1, 1024),
     HP("context_length",          n_ctx_train, false, 1, 1 << 24),
     HP("rope.dimension_count",    n_rot,       false, 2, 4096),
+    HP("attention.key_length",    head_dim,    false, 2, 4096),
 };
 #undef HP
+
+/* <arch>.rope.scaling.type, a row each: what llama.cpp does with it. An
+ * absent key reads as "linear" (llama.cpp's default), which with no factor
+ * is no scaling. YaRN, LongRoPE and anything else are refused by name. */
+static const struct { const char *name; bool uses_factor; } rope_scalings[] = {
+    { "none", false },
+    { "linear", true },
+};
+
+static sprig_status read_rope_scaling(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(g);
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a->name);
+    const char *ty = "linear";
+    size_t ty_len = 6;
+    sprig_status st;
+    if (sprig_gguf_find_kv(g, key) >= 0 && (st = sprig_gguf_get_str(g, key, &ty, &ty_len, true, err))) return st;
+    int row = -1;
+    for (size_t i = 0; i < sizeof rope_scalings / sizeof rope_scalings[0]; i++)
+        if (strlen(rope_scalings[i].name) == ty_len && !memcmp(rope_scalings[i].name, ty, ty_len)) row = (int)i;
+    if (row < 0)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = '%.*s' is not supported (sprig runs: none, linear, and Llama 3 "
+                         "scaling through the rope_freqs tensor)", path, key, (int)(ty_len > 32 ? 32 : ty_len), ty);
+    float factor = 0;
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", a->name);
+    if (sprig_gguf_find_kv(g, key) < 0) snprintf(key, sizeof key, "%s.rope.scale_linear", a->name);
+    if ((st = sprig_gguf_get_f32(g, key, &factor, false, err))) return st;
+    if (!(factor >= 0 && factor < 1e6f))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g is out of range [0, 1e6)", path, key, (double)factor);
+    hp->rope_freq_scale = rope_scalings[row].uses_factor && factor != 0 ? 1.0f / factor : 1.0f;
+    if (!(hp->rope_freq_scale > 0 && hp->rope_freq_scale < 1e30f))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g is out of range", path, key, (double)factor);
+    return SPRIG_OK;
+}
 
 static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp, sprig_error *err)
 {
@@ -46,6 +82,8 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
     hp->rope_mode = a->rope_mode;
     hp->n_kv_head = -1;
     hp->n_rot = -1;
+    hp->head_dim = -1;
+    hp->rope_freq_scale = 1.0f;
     for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
         const struct hp_key *k = &int_keys[i];
         snprintf(key, sizeof key, "%s.%s", a->name, k->suffix);
@@ -70,12 +108,22 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
     if (!(hp->rope_theta > 1 && hp->rope_theta < 1e12f))
         return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g is out of range (1, 1e12)", path, key, (double)hp->rope_theta);
 
+    if ((st = read_rope_scaling(g, a, hp, err))) return st;
+
     if (hp->n_kv_head < 0) hp->n_kv_head = hp->n_head;
-    if (hp->dim % hp->n_head)
-        return sprig_err(err, SPRIG_E_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d", path, hp->dim, hp->n_head);
+    if (hp->head_dim < 0 && hp->dim % hp->n_head)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d (and no %s.attention.key_length)",
+                         path, hp->dim, hp->n_head, a->name);
     if (hp->n_head % hp->n_kv_head)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: head_count %d is not a multiple of head_count_kv %d", path, hp->n_head, hp->n_kv_head);
-    hp->head_dim = hp->dim / hp->n_head;
+    if (hp->head_dim < 0) hp->head_dim = hp->dim / hp->n_head;
+    /* value heads: sprig's cache and attention use one head size for k and v */
+    snprintf(key, sizeof key, "%s.attention.value_length", a->name);
+    int64_t vlen = -1;
+    if ((st = sprig_gguf_get_i64(g, key, &vlen, false, err))) return st;
+    if (sprig_gguf_find_kv(g, key) >= 0 && vlen != hp->head_dim)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = %lld differs from the key head size %d; sprig needs equal k and v heads",
+                         path, key, (long long)vlen, hp->head_dim);
     if (hp->head_dim % 2)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: head dimension %d is odd; RoPE needs pairs", path, hp->head_dim);
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
@@ -89,12 +137,14 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
 
 static int64_t dim_value(const struct sprig_hparams *hp, enum sprig_dim d)
 {
-    switch (d) {   /* five symbolic sizes; a table would need the hparams anyway */
+    switch (d) {   /* seven symbolic sizes; a table would need the hparams anyway */
     case SPRIG_D_DIM:   return hp->dim;
     case SPRIG_D_QDIM:  return (int64_t)hp->n_head * hp->head_dim;
     case SPRIG_D_KVDIM: return (int64_t)hp->n_kv_head * hp->head_dim;
     case SPRIG_D_FF:    return hp->n_ff;
     case SPRIG_D_VOCAB: return hp->n_vocab;
+    case SPRIG_D_HEAD:  return hp->head_dim;
+    case SPRIG_D_ROT_HALF: return hp->n_rot / 2;
     case SPRIG_D_NONE:  return 1;
     }
     return -1;
@@ -160,6 +210,11 @@ void sprig_model_free(sprig_model *m)
             struct sprig_layer *L = &m->layers[l];
             free(L->attn_norm);
             free(L->ffn_norm);
+            free(L->bq);
+            free(L->bk);
+            free(L->bv);
+            free(L->q_norm);
+            free(L->k_norm);
             sprig_weight_free(&L->wq);
             sprig_weight_free(&L->wk);
             sprig_weight_free(&L->wv);
@@ -171,6 +226,7 @@ void sprig_model_free(sprig_model *m)
         free(m->layers);
     }
     free(m->out_norm);
+    free(m->rope_freqs);
     sprig_weight_free(&m->output);
     sprig_tokenizer_free(m->tok);
     sprig_gguf_close(m->gguf);
@@ -193,8 +249,10 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     if ((st = sprig_gguf_get_str(g, "general.architecture", &arch, &arch_len, true, err))) goto fail;
     m->arch = sprig_arch_find(arch, arch_len);
     if (!m->arch) {
-        st = sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: general.architecture '%.*s' is not supported (sprig runs: llama)",
-                       path, (int)(arch_len > 64 ? 64 : arch_len), arch);
+        char names[128];
+        sprig_arch_names(names, sizeof names);
+        st = sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: general.architecture '%.*s' is not supported (sprig runs: %s)",
+                       path, (int)(arch_len > 64 ? 64 : arch_len), arch, names);
         goto fail;
     }
     const char *nm;
@@ -207,10 +265,12 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     if (!m->tok) { st = err ? err->code : SPRIG_E_FORMAT; goto fail; }
     m->hp.n_vocab = sprig_tokenizer_n_vocab(m->tok);
     uint32_t vs = 0;
-    if (sprig_gguf_find_kv(g, "llama.vocab_size") >= 0) {
-        if ((st = sprig_gguf_get_u32(g, "llama.vocab_size", &vs, true, err))) goto fail;
+    char vkey[96];
+    snprintf(vkey, sizeof vkey, "%s.vocab_size", m->arch->name);
+    if (sprig_gguf_find_kv(g, vkey) >= 0) {
+        if ((st = sprig_gguf_get_u32(g, vkey, &vs, true, err))) goto fail;
         if ((int64_t)vs != m->hp.n_vocab) {
-            st = sprig_err(err, SPRIG_E_FORMAT, "%s: llama.vocab_size %u differs from the %d tokenizer tokens", path, vs, m->hp.n_vocab);
+            st = sprig_err(err, SPRIG_E_FORMAT, "%s: %s %u differs from the %d tokenizer tokens", path, vkey, vs, m->hp.n_vocab);
             goto fail;
         }
     }
@@ -226,6 +286,13 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         for (int l = 0; l < m->hp.n_layer; l++)
             if ((st = bind_tensor(m, s, l, &m->layers[l], err))) goto fail;
     }
+    if (m->rope_freqs)   /* divisors of the RoPE frequencies: finite and positive */
+        for (int i = 0; i < m->hp.n_rot / 2; i++)
+            if (!(m->rope_freqs[i] > 0 && m->rope_freqs[i] < 1e30f)) {
+                st = sprig_err(err, SPRIG_E_FORMAT, "%s: tensor 'rope_freqs.weight' element %d = %g is not a positive finite factor",
+                               path, i, (double)m->rope_freqs[i]);
+                goto fail;
+            }
     if (!m->output.raw) {
         m->tied_output = true;
         if ((st = sprig_weight_init(&m->output, "output.weight (tied to token_embd.weight)", m->tok_embd.type,

@@ -34,11 +34,12 @@ struct sprig_hparams {
     int   n_layer;
     int   n_head;
     int   n_kv_head;
-    int   head_dim;     /* dim / n_head */
+    int   head_dim;     /* <arch>.attention.key_length, else dim / n_head */
     int   n_ff;
-    int   n_rot;        /* rotated dims per head (== head_dim for llama) */
+    int   n_rot;        /* rotated dims per head (default head_dim) */
     float eps;
     float rope_theta;
+    float rope_freq_scale;  /* 1 / <arch>.rope.scaling.factor for linear scaling; 1 = none */
     int   rope_mode;    /* SPRIG_ROPE_NORM / SPRIG_ROPE_NEOX */
 };
 
@@ -47,6 +48,11 @@ struct sprig_layer {
     sprig_weight wq;          /* dim -> n_head*head_dim */
     sprig_weight wk;          /* dim -> n_kv_head*head_dim */
     sprig_weight wv;          /* dim -> n_kv_head*head_dim */
+    float       *bq;          /* [n_head*head_dim] q bias or NULL (qwen2) */
+    float       *bk;          /* [n_kv_head*head_dim] or NULL */
+    float       *bv;          /* [n_kv_head*head_dim] or NULL */
+    float       *q_norm;      /* [head_dim] per-head RMSNorm of q before RoPE, or NULL (qwen3) */
+    float       *k_norm;      /* [head_dim] the same for k, or NULL */
     sprig_weight wo;          /* n_head*head_dim -> dim */
     float       *ffn_norm;    /* [dim] */
     sprig_weight w_gate;      /* dim -> n_ff */
@@ -64,6 +70,7 @@ typedef struct sprig_model {
     char name[128];               /* general.name */
     sprig_weight tok_embd;        /* [n_vocab][dim] rows (lookup via raw rows) */
     float *out_norm;              /* [dim] */
+    float *rope_freqs;            /* [n_rot/2] RoPE frequency divisors (Llama 3 rope_freqs.weight) or NULL */
     sprig_weight output;          /* dim -> n_vocab (tied: same raw as tok_embd) */
     bool tied_output;
     struct sprig_layer *layers;   /* [n_layer] */

@@ -5,6 +5,7 @@
  * same rules.
  */
 #include "model/mtp.h"
+#include "model/arch.h"
 #include "base/mem.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
@@ -175,6 +176,11 @@ sprig_status sprig_mtp_load(const char *path, const sprig_model *target, sprig_m
     if ((st = check_fit(path, "embedding_length", h->dim, tp->dim, err))) goto fail;
     if ((st = check_fit(path, "head dimension", h->hd, tp->head_dim, err))) goto fail;
     if ((st = check_fit(path, "head_count_kv", h->n_kv_head, tp->n_kv_head, err))) goto fail;
+    if (target->rope_freqs || tp->rope_freq_scale != 1.0f || tp->rope_mode != SPRIG_ROPE_NORM || tp->n_rot != tp->head_dim) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the MTP head rotates as plain llama; the target (%s) uses scaled, NEOX or partial RoPE",
+                       path, target->arch ? target->arch->name : "?");
+        goto fail;
+    }
     if (h->kv_layer >= tp->n_layer) {
         st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: mtp.target_kv_layer %d does not exist in a target of %d layers", path, h->kv_layer, tp->n_layer);
         goto fail;

@@ -9,7 +9,9 @@
  * rope:    cos/sin of pos * theta^(-2i/n_rot) computed in double, rounded to
  *          float once per (row, pair) and shared by every head of the row;
  *          sprig_rope_table keeps them for every layer of a forward, so libm
- *          runs once per position instead of twice per layer.
+ *          runs once per position instead of twice per layer. Scaled
+ *          tables (linear scaling, Llama 3 frequency factors) multiply the
+ *          double angle by freq_scale / factor_i.
  * swiglu:  gate / (1 + sprig_expf_poly(-gate)) * up.
  * exp:     x = n ln2 + r with n = nearest(x * log2 e) (the 1.5*2^23 trick),
  *          r by a two-part Cody-Waite reduction, e^r = 1 + r + r^2 P(r) with
@@ -187,17 +189,26 @@ static const double *rope_inv(float theta, int n_rot, int i0, int i1)
 
 void sprig_rope_table(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta)
 {
+    sprig_rope_table_scaled(cs, pos, n, hd, n_rot, theta, 1.0f, NULL);
+}
+
+void sprig_rope_table_scaled(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta, float freq_scale,
+                             const float *factors)
+{
     n_rot = rope_dims(hd, n_rot);
     if (n <= 0 || n_rot == 0) return;
     const int half = n_rot / 2;
+    const bool plain = freq_scale == 1.0f && !factors;
+    double mul[ROPE_MAX_PAIRS];   /* freq_scale / factor_i: exactly 1 when unscaled */
     for (int i0 = 0; i0 < half; i0 += ROPE_MAX_PAIRS) {
         const int i1 = half - i0 < ROPE_MAX_PAIRS ? half : i0 + ROPE_MAX_PAIRS;
         const double *inv = rope_inv(theta, n_rot, i0, i1);
+        for (int i = i0; i < i1; i++) mul[i - i0] = plain ? 1.0 : (double)freq_scale / (factors ? (double)factors[i] : 1.0);
         for (int r = 0; r < n; r++) {
             const double p = (double)pos[r];
             float *t = cs + ((size_t)r * (size_t)half + (size_t)i0) * 2;   /* [half][2] of row r */
             for (int i = i0; i < i1; i++, t += 2) {
-                const double ang = p * inv[i - i0];
+                const double ang = plain ? p * inv[i - i0] : p * inv[i - i0] * mul[i - i0];
                 t[0] = (float)cos(ang);
                 t[1] = (float)sin(ang);
             }

@@ -39,6 +39,14 @@ void sprig_rope(float *x, const int32_t *pos, int n, int n_head, int hd, int n_r
 void sprig_rope_table(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta);
 void sprig_rope_apply(float *x, const float *cs, int n, int n_head, int hd, int n_rot, int mode);
 
+/* sprig_rope_table with RoPE scaling: angle_i = pos * theta^(-2i/n_rot) *
+ * freq_scale / factors[i] (in double). freq_scale is 1/factor of linear
+ * scaling (1 = none); factors[n_rot/2] are per-pair frequency divisors (the
+ * rope_freqs tensor of Llama 3 files) or NULL. freq_scale 1 and NULL factors
+ * give exactly sprig_rope_table's bits. */
+void sprig_rope_table_scaled(float *cs, const int32_t *pos, int n, int hd, int n_rot, float theta, float freq_scale,
+                             const float *factors);
+
 /* out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up  (out may alias gate or up) */
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n);
 
