@@ -167,9 +167,9 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope freq base %g is not a positive number", (double)p->rope_freq_base);
     if (!(p->rms_eps > 0) || !isfinite(p->rms_eps))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rms epsilon %g is not a positive number", (double)p->rms_eps);
-    if (((int64_t)p->n_heads * head_size(p)) % t->blck)
+    if (((int64_t)p->n_heads * head_size(p)) % blk)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs heads x head-dim (%d x %d) to be a multiple of %" PRId64,
-                         t->name, p->n_heads, head_size(p), t->blck);
+                         t->name, p->n_heads, head_size(p), blk);
     return SPRIG_OK;
 }
 
