@@ -261,6 +261,156 @@ AI void qtile_g(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
     }
 }
 
+/* ---------------------------------------------------------------- K-quant tile */
+
+#define KRMAX 8   /* rows per K-quant tile */
+
+/* 16 int32 lanes from 16 bytes (unsigned / signed). */
+AI __m512i u8x16(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+AI __m512i s8x16(const uint8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+
+/* Rows [r0, r0+R) x panels [p, p+G) x super-blocks [s0, s1) of a Q4_K, Q5_K
+ * or Q6_K weight (layout in matmul-kern.h), weights outer, rows inner. Per
+ * (row, panel): the float accumulator, the exact int32 I of the super-block
+ * and one sub-block sum S (3*R*G zmm, R*G <= 8). A sub-block's S is a chain
+ * of vpdpbusd (unit bytes x 4 broadcast activation bytes) — for Q6_K started
+ * at -32 * bsum[j] — then I += S * sc_j (vpmulld by the panel's 16 scales).
+ * Q4_K/Q5_K: -M comes from vpdpwssd of the negated min pairs against the
+ * activation's bsum32 pairs. Then acc = fma(I, d * da, acc) and
+ * acc = fma(-M, dmin * da, acc): the reference's roundings. */
+AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, const int R, const int G, const int type)
+{
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K;
+    const size_t ps = J->pstride;
+    const size_t rec = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_REC : type == SPRIG_MM_Q5_K ? SPRIG_MM_Q5K_REC : SPRIG_MM_Q6K_REC;
+    const int nd = type == SPRIG_MM_Q6_K ? 1 : 2;
+    const uint8_t *base = J->packed + (size_t)p * ps, *dsb = base + (size_t)ns * rec;
+    const sprig_mm_kblock *ak = J->ak + r0;   /* row r of super-block s: ak[s * n + r] */
+    const int64_t n = J->n;
+    const __m512i m4 = _mm512_set1_epi8(15);
+
+    __m512 acc[KRMAX][4];
+    TILE_ACC_INIT(s0 == 0)
+
+    for (int64_t s = s0; s < s1; s++) {
+        const uint8_t *rb = base + (size_t)s * rec;
+        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            UNROLL for (int g = 0; g < G; g++) {
+                for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + g * ps + dist + l, _MM_HINT_T1);
+                _mm_prefetch((const char *)dsb + g * ps + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+            }
+        }
+        const sprig_mm_kblock *a = &ak[s * n];
+        __m512i I[KRMAX][4], S[KRMAX][4];
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) I[r][g] = _mm512_setzero_si512();
+
+        if (type != SPRIG_MM_Q6_K) {
+            const size_t sco = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC;
+            const size_t mo = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M;
+            /* sub-block j = 2*g2 + hi: nibble hi of qs bytes 32*g2 .. +31 (groups 8*g2 + t),
+             * Q5_K's fifth bit j of qh[l] (qh groups t) */
+            UNROLL for (int j = 0; j < 8; j++) {
+                const int g2 = j / 2, hi = j & 1;
+                UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_setzero_si512();
+                UNROLL for (int t = 0; t < 8; t++) {
+                    __m512i w[4];
+                    UNROLL for (int g = 0; g < G; g++) {
+                        __m512i v = _mm512_loadu_si512(rb + g * ps + (size_t)(8 * g2 + t) * 64);
+                        w[g] = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, m4);
+                        if (type == SPRIG_MM_Q5_K) {
+                            __m512i h = _mm512_loadu_si512(rb + g * ps + SPRIG_MM_Q5K_QH + (size_t)t * 64);
+                            /* bit j of each byte to bit 4 */
+                            h = j < 4 ? _mm512_slli_epi16(h, 4 - j) : j > 4 ? _mm512_srli_epi16(h, j - 4) : h;
+                            w[g] = _mm512_ternarylogic_epi32(w[g], h, _mm512_set1_epi8(16), 0xF8);   /* w | (h & 16) */
+                        }
+                    }
+                    UNROLL for (int r = 0; r < R; r++) {
+                        const int8_t *q = a[r].q + 64 * g2 + 32 * hi + 4 * t;
+                        if (G == 1) {
+                            S[r][0] = dpbusd_b(S[r][0], w[0], q);
+                        } else {
+                            __m512i av = bcast4(q);
+                            UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_dpbusd_epi32(S[r][g], w[g], av);
+                        }
+                    }
+                }
+                UNROLL for (int g = 0; g < G; g++) {
+                    __m512i sc = u8x16(rb + g * ps + sco + (size_t)j * 16);
+                    UNROLL for (int r = 0; r < R; r++) I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S[r][g], sc));
+                }
+            }
+            /* -M: negated min pairs (int16) . bsum32 pairs */
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_setzero_si512();
+            UNROLL for (int pr = 0; pr < 4; pr++) {
+                __m512i mn[4];
+                UNROLL for (int g = 0; g < G; g++)
+                    mn[g] = _mm512_sub_epi16(_mm512_setzero_si512(),
+                                             _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + g * ps + mo + (size_t)pr * 32))));
+                UNROLL for (int r = 0; r < R; r++) {
+                    __m512i bs = bcast4((const int8_t *)&a[r].bsum32[2 * pr]);
+                    UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_dpwssd_epi32(S[r][g], mn[g], bs);
+                }
+            }
+        } else {
+            /* c[r][j] = -32 * bsum[j], broadcast as each sub-block's start */
+            _Alignas(64) int32_t c[KRMAX][16];
+            UNROLL for (int r = 0; r < R; r++)
+                _mm512_store_si512(c[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                    _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)a[r].bsum)), 5)));
+            /* sub-block j = 8h + 2k + qq: elements 128h + 32k + 16qq + 4t + i; low (k < 2) or
+             * high nibble of ql group 16h + 8(k&1) + 4qq + t, bits 2k of qh group 8h + 4qq + t */
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int k = 0; k < 4; k++) UNROLL for (int qq = 0; qq < 2; qq++) {
+                const int j = 8 * h + 2 * k + qq;
+                UNROLL for (int r = 0; r < R; r++) {
+                    __m512i c0 = _mm512_set1_epi32(c[r][j]);
+                    UNROLL for (int g = 0; g < G; g++) S[r][g] = c0;
+                }
+                UNROLL for (int t = 0; t < 4; t++) {
+                    __m512i w[4];
+                    UNROLL for (int g = 0; g < G; g++) {
+                        __m512i v = _mm512_loadu_si512(rb + g * ps + (size_t)(16 * h + 8 * (k & 1) + 4 * qq + t) * 64);
+                        __m512i qh = _mm512_loadu_si512(rb + g * ps + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
+                        v = _mm512_and_si512(k < 2 ? v : _mm512_srli_epi16(v, 4), m4);
+                        /* bits 2k, 2k+1 of each qh byte to bits 4, 5 */
+                        qh = k == 0 ? _mm512_slli_epi16(qh, 4) : k == 1 ? _mm512_slli_epi16(qh, 2) : k == 3 ? _mm512_srli_epi16(qh, 2) : qh;
+                        w[g] = _mm512_ternarylogic_epi32(v, qh, _mm512_set1_epi8(0x30), 0xF8);   /* v | (qh & 0x30) */
+                    }
+                    UNROLL for (int r = 0; r < R; r++) {
+                        const int8_t *q = a[r].q + 16 * j + 4 * t;
+                        if (G == 1) {
+                            S[r][0] = dpbusd_b(S[r][0], w[0], q);
+                        } else {
+                            __m512i av = bcast4(q);
+                            UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_dpbusd_epi32(S[r][g], w[g], av);
+                        }
+                    }
+                }
+                UNROLL for (int g = 0; g < G; g++) {
+                    __m512i sc = s8x16(rb + g * ps + SPRIG_MM_Q6K_SC + (size_t)j * 16);
+                    UNROLL for (int r = 0; r < R; r++) I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S[r][g], sc));
+                }
+            }
+        }
+        UNROLL for (int g = 0; g < G; g++) {
+            const uint8_t *dp = dsb + g * ps + (size_t)s * nd * 32;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp));
+            UNROLL for (int r = 0; r < R; r++) {
+                const __m512 da = _mm512_set1_ps(a[r].d);
+                acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r][g]), _mm512_mul_ps(d, da), acc[r][g]);
+                if (type != SPRIG_MM_Q6_K) {
+                    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dp + 32)));
+                    acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r][g]), _mm512_mul_ps(dm, da), acc[r][g]);
+                }
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
+        UNROLL for (int g = 0; g < G; g++) store16(yr, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[r][g]);
+    }
+}
+
 /* ---------------------------------------------------------------- float tile */
 
 AI __m512 loadw(int type, const uint8_t *p)
@@ -371,8 +521,26 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
         { NAME##_r9_g1, NAME##_r9_g2 }, { NAME##_r10_g1, NAME##_r10_g2 }, { NAME##_r11_g1, NAME##_r11_g2 }, \
         { NAME##_r12_g1, NAME##_r12_g2 } };
 
+/* K-quant tiles of R rows: G panels (R*G <= 8 keeps 3*R*G accumulators in registers). */
+static const int kg_g[KRMAX + 1] = { 0, 4, 4, 2, 2, 1, 1, 1, 1 };
+
+#define KT(NAME, R, G, TY) \
+    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ktile(J, p, r0, k0, k1, R, G, TY); }
+#define KSET(NAME, TY) \
+    KT(NAME, 1, 1, TY) KT(NAME, 1, 2, TY) KT(NAME, 1, 4, TY) KT(NAME, 2, 1, TY) KT(NAME, 2, 2, TY) \
+    KT(NAME, 2, 4, TY) KT(NAME, 3, 1, TY) KT(NAME, 3, 2, TY) KT(NAME, 4, 1, TY) KT(NAME, 4, 2, TY) \
+    KT(NAME, 5, 1, TY) KT(NAME, 6, 1, TY) KT(NAME, 7, 1, TY) KT(NAME, 8, 1, TY) \
+    static const tile_fn NAME##_tab[KRMAX + 1][4] = { { NULL }, \
+        { NAME##_r1_g1, NAME##_r1_g2, NAME##_r1_g4 }, { NAME##_r2_g1, NAME##_r2_g2, NAME##_r2_g4 }, \
+        { NAME##_r3_g1, NAME##_r3_g2 }, { NAME##_r4_g1, NAME##_r4_g2 }, { NAME##_r5_g1 }, { NAME##_r6_g1 }, \
+        { NAME##_r7_g1 }, { NAME##_r8_g1 } };
+
 QSET(q8, false)
 QSET(q4, true)
+KSET(q4k, SPRIG_MM_Q4_K)
+KSET(q5k, SPRIG_MM_Q5_K)
+KSET(q6k, SPRIG_MM_Q6_K)
 FSET(f32, SPRIG_TYPE_F32)
 FSET(f16, SPRIG_TYPE_F16)
 FSET(bf16, SPRIG_TYPE_BF16)
@@ -441,11 +609,16 @@ static int tile_panels(int type, int n)
 {
     if (n < 1) return 1;
     if (type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return n < Q_ONE_MIN || n > QRMAX ? gstep_of(qg_g, QGRMAX, n) : 1;
+    if (type == SPRIG_MM_Q4_K || type == SPRIG_MM_Q5_K || type == SPRIG_MM_Q6_K) return gstep_of(kg_g, KRMAX, n);
     return gstep_of(f_g, RMAX, n);
 }
 
 static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_gtab, q8_rtab, KSTEP_BYTES / 512); }
 static void k_q4(const sprig_mm_job *J) { qdrive(J, q4_gtab, q4_rtab, KSTEP_BYTES / 256); }
+/* k ranges of ~8 KB of a panel: whole super-blocks */
+static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q4K_REC); }
+static void k_q5k(const sprig_mm_job *J) { drive(J, q5k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q5K_REC); }
+static void k_q6k(const sprig_mm_job *J) { drive(J, q6k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q6K_REC); }
 static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 64); }
 static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 32); }
 static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 32); }
@@ -596,6 +769,7 @@ static double peak(bool int8, uint64_t iters)
 const struct sprig_mm_family sprig_mm_family_avx512 = {
     .name = "avx512-vnni", .q8_xor = true,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
+    .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
     .quant = quant_row,
     .peak = peak,
     .tile_panels = tile_panels,
