@@ -310,35 +310,53 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
             const size_t mo = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M;
             /* sub-block j = 2*g2 + hi: nibble hi of qs bytes 32*g2 .. +31 (groups 8*g2 + t),
              * Q5_K's fifth bit j of qh[l] (qh groups t) */
-            UNROLL for (int j = 0; j < 8; j++) {
-                const int g2 = j / 2, hi = j & 1;
-                UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_setzero_si512();
+            /* small tiles take both nibbles of a load at once (two chains per
+             * row and panel), bigger ones one sub-block at a time */
+            const int NH = R * G <= 4 ? 2 : 1;
+            UNROLL for (int jj = 0; jj < 8; jj += NH) {
+                const int g2 = jj / 2;
+                __m512i S2[KRMAX][4][2];
+                UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) UNROLL for (int e = 0; e < NH; e++)
+                    S2[r][g][e] = _mm512_setzero_si512();
                 UNROLL for (int t = 0; t < 8; t++) {
-                    __m512i w[4];
+                    __m512i w[4][2];
                     UNROLL for (int g = 0; g < G; g++) {
                         __m512i v = _mm512_loadu_si512(rb + g * ps + (size_t)(8 * g2 + t) * 64);
-                        w[g] = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, m4);
-                        if (type == SPRIG_MM_Q5_K) {
-                            __m512i h = _mm512_loadu_si512(rb + g * ps + SPRIG_MM_Q5K_QH + (size_t)t * 64);
-                            /* bit j of each byte to bit 4 */
-                            h = j < 4 ? _mm512_slli_epi16(h, 4 - j) : j > 4 ? _mm512_srli_epi16(h, j - 4) : h;
-                            w[g] = _mm512_ternarylogic_epi32(w[g], h, _mm512_set1_epi8(16), 0xF8);   /* w | (h & 16) */
+                        __m512i h = type == SPRIG_MM_Q5_K ? _mm512_loadu_si512(rb + g * ps + SPRIG_MM_Q5K_QH + (size_t)t * 64)
+                                                         : v;
+                        UNROLL for (int e = 0; e < NH; e++) {
+                            const int j = jj + e, hi = j & 1;
+                            w[g][e] = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, m4);
+                            if (type == SPRIG_MM_Q5_K) {
+                                /* bit j of each byte to bit 4 */
+                                __m512i hj = j < 4 ? _mm512_slli_epi16(h, 4 - j) : j > 4 ? _mm512_srli_epi16(h, j - 4) : h;
+                                w[g][e] = _mm512_ternarylogic_epi32(w[g][e], hj, _mm512_set1_epi8(16), 0xF8);   /* w | (h & 16) */
+                            }
                         }
                     }
-                    UNROLL for (int r = 0; r < R; r++) {
-                        const int8_t *q = a[r].q + 64 * g2 + 32 * hi + 4 * t;
-                        if (G == 1) {
-                            S[r][0] = dpbusd_b(S[r][0], w[0], q);
-                        } else {
-                            __m512i av = bcast4(q);
-                            UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_dpbusd_epi32(S[r][g], w[g], av);
+                    UNROLL for (int e = 0; e < NH; e++) {
+                        const int hi = (jj + e) & 1;
+                        UNROLL for (int r = 0; r < R; r++) {
+                            const int8_t *q = a[r].q + 64 * g2 + 32 * hi + 4 * t;
+                            if (G == 1) {
+                                S2[r][0][e] = dpbusd_b(S2[r][0][e], w[0][e], q);
+                            } else {
+                                __m512i av = bcast4(q);
+                                UNROLL for (int g = 0; g < G; g++) S2[r][g][e] = _mm512_dpbusd_epi32(S2[r][g][e], w[g][e], av);
+                            }
                         }
                     }
                 }
-                UNROLL for (int g = 0; g < G; g++) {
-                    __m512i sc = u8x16(rb + g * ps + sco + (size_t)j * 16);
-                    UNROLL for (int r = 0; r < R; r++) I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S[r][g], sc));
-                }
+                /* (an opaque copy of the pointer keeps gcc from hoisting all the
+                 * scale loads of the super-block to its start and spilling them) */
+                const uint8_t *scp = rb + sco + (size_t)jj * 16;
+                __asm__("" : "+r"(scp));
+                UNROLL for (int e = 0; e < NH; e++)
+                    UNROLL for (int g = 0; g < G; g++) {
+                        __m512i sc = u8x16(scp + g * ps + (size_t)e * 16);
+                        UNROLL for (int r = 0; r < R; r++)
+                            I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S2[r][g][e], sc));
+                    }
             }
             /* -M: negated min pairs (int16) . bsum32 pairs */
             UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_setzero_si512();
@@ -386,8 +404,10 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
                         }
                     }
                 }
+                const uint8_t *scp = rb + SPRIG_MM_Q6K_SC + (size_t)j * 16;
+                __asm__("" : "+r"(scp));   /* as above */
                 UNROLL for (int g = 0; g < G; g++) {
-                    __m512i sc = s8x16(rb + g * ps + SPRIG_MM_Q6K_SC + (size_t)j * 16);
+                    __m512i sc = s8x16(scp + g * ps);
                     UNROLL for (int r = 0; r < R; r++) I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S[r][g], sc));
                 }
             }
@@ -409,6 +429,101 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
         float *yr = J->y + (size_t)(r0 + r) * J->n_out;
         UNROLL for (int g = 0; g < G; g++) store16(yr, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[r][g]);
     }
+}
+
+/* Rows [r0, r0+R) x ONE panel p x super-blocks [s0, s1), rows outer: the 8
+ * (Q4_K/Q5_K) or 4 (Q6_K) weight vectors of a sub-block stay in registers
+ * and each row's sub-block sum is a renamed temporary, so only the float
+ * accumulator and I of each row persist (2*R + 8 + a few zmm, R <= 8). Same
+ * sums and roundings as ktile. */
+AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, const int R, const int type)
+{
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K;
+    const size_t rec = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_REC : type == SPRIG_MM_Q5_K ? SPRIG_MM_Q5K_REC : SPRIG_MM_Q6K_REC;
+    const int nd = type == SPRIG_MM_Q6_K ? 1 : 2;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride, *dsb = base + (size_t)ns * rec;
+    const sprig_mm_kblock *ak = J->ak + r0;
+    const int64_t n = J->n;
+    const __m512i m4 = _mm512_set1_epi8(15);
+
+    __m512 acc[KRMAX];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = s0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
+
+    for (int64_t s = s0; s < s1; s++) {
+        const uint8_t *rb = base + (size_t)s * rec;
+        if (R == 1 || R >= PF_MIN_ROWS) {
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, _MM_HINT_T1);
+            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+        }
+        const sprig_mm_kblock *a = &ak[s * n];
+        __m512i I[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) I[r] = _mm512_setzero_si512();
+        if (type != SPRIG_MM_Q6_K) {
+            const size_t sco = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC;
+            const size_t mo = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M;
+            for (int j = 0; j < 8; j++) {   /* not unrolled: j is a run-time shift */
+                const int g2 = j / 2, hi = j & 1;
+                const uint8_t *qp = rb + (size_t)(8 * g2) * 64;
+                __m512i w[8];
+                UNROLL for (int t = 0; t < 8; t++) {
+                    __m512i v = _mm512_loadu_si512(qp + t * 64);
+                    w[t] = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, m4);
+                    if (type == SPRIG_MM_Q5_K) {
+                        __m512i h = _mm512_loadu_si512(rb + SPRIG_MM_Q5K_QH + (size_t)t * 64);
+                        h = _mm512_sll_epi16(_mm512_srl_epi16(h, _mm_cvtsi32_si128(j)), _mm_cvtsi32_si128(4));
+                        w[t] = _mm512_ternarylogic_epi32(w[t], h, _mm512_set1_epi8(16), 0xF8);
+                    }
+                }
+                const __m512i sc = u8x16(rb + sco + (size_t)j * 16);
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *q = a[r].q + 64 * g2 + 32 * hi;
+                    __m512i S = _mm512_setzero_si512();
+                    UNROLL for (int t = 0; t < 8; t++) S = dpbusd_b(S, w[t], q + 4 * t);
+                    I[r] = _mm512_add_epi32(I[r], _mm512_mullo_epi32(S, sc));
+                }
+            }
+            __m512i mn[4];
+            UNROLL for (int pr = 0; pr < 4; pr++)
+                mn[pr] = _mm512_sub_epi16(_mm512_setzero_si512(),
+                                          _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + mo + (size_t)pr * 32))));
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 64)));
+            const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 64 + 32)));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m512i M = _mm512_setzero_si512();
+                UNROLL for (int pr = 0; pr < 4; pr++)
+                    M = _mm512_dpwssd_epi32(M, mn[pr], bcast4((const int8_t *)&a[r].bsum32[2 * pr]));
+                const __m512 da = _mm512_set1_ps(a[r].d);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, da), acc[r]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, da), acc[r]);
+            }
+        } else {
+            for (int j = 0; j < 16; j++) {   /* sub-block j = 8h + 2k + qq, as in ktile */
+                const int h = j / 8, k = (j / 2) & 3, qq = j & 1;
+                __m512i w[4];
+                UNROLL for (int t = 0; t < 4; t++) {
+                    __m512i v = _mm512_loadu_si512(rb + (size_t)(16 * h + 8 * (k & 1) + 4 * qq + t) * 64);
+                    __m512i qh = _mm512_loadu_si512(rb + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
+                    v = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(k < 2 ? 0 : 4)), m4);
+                    /* bits 2k, 2k+1 of each qh byte to bits 4, 5 */
+                    qh = _mm512_srl_epi16(_mm512_sll_epi16(qh, _mm_cvtsi32_si128(4)), _mm_cvtsi32_si128(2 * k));
+                    w[t] = _mm512_ternarylogic_epi32(v, qh, _mm512_set1_epi8(0x30), 0xF8);
+                }
+                const __m512i sc = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)j * 16);
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *q = a[r].q + 16 * j;
+                    __m512i S = _mm512_set1_epi32(-32 * a[r].bsum[j]);
+                    UNROLL for (int t = 0; t < 4; t++) S = dpbusd_b(S, w[t], q + 4 * t);
+                    I[r] = _mm512_add_epi32(I[r], _mm512_mullo_epi32(S, sc));
+                }
+            }
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 32)));
+            UNROLL for (int r = 0; r < R; r++)
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, _mm512_set1_ps(a[r].d)), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
 }
 
 /* ---------------------------------------------------------------- float tile */
@@ -522,15 +637,27 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
         { NAME##_r12_g1, NAME##_r12_g2 } };
 
 /* K-quant tiles of R rows: G panels (R*G <= 8 keeps 3*R*G accumulators in registers). */
-static const int kg_g[KRMAX + 1] = { 0, 4, 4, 2, 2, 1, 1, 1, 1 };
+#ifndef KG1
+#define KG1 1
+#endif
+#ifndef KG2
+#define KG2 4
+#endif
+#ifndef KG34
+#define KG34 2
+#endif
+static const int kg_g[KRMAX + 1] = { 0, KG1, KG2, KG34, KG34, 1, 1, 1, 1 };
 
 #define KT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
     { ktile(J, p, r0, k0, k1, R, G, TY); }
+#define KRT(NAME, R, TY) \
+    static void NAME##_r##R##_g1(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ktile_r(J, p, r0, k0, k1, R, TY); }
 #define KSET(NAME, TY) \
-    KT(NAME, 1, 1, TY) KT(NAME, 1, 2, TY) KT(NAME, 1, 4, TY) KT(NAME, 2, 1, TY) KT(NAME, 2, 2, TY) \
-    KT(NAME, 2, 4, TY) KT(NAME, 3, 1, TY) KT(NAME, 3, 2, TY) KT(NAME, 4, 1, TY) KT(NAME, 4, 2, TY) \
-    KT(NAME, 5, 1, TY) KT(NAME, 6, 1, TY) KT(NAME, 7, 1, TY) KT(NAME, 8, 1, TY) \
+    KRT(NAME, 1, TY) KT(NAME, 1, 2, TY) KT(NAME, 1, 4, TY) KRT(NAME, 2, TY) KT(NAME, 2, 2, TY) \
+    KT(NAME, 2, 4, TY) KRT(NAME, 3, TY) KT(NAME, 3, 2, TY) KRT(NAME, 4, TY) KT(NAME, 4, 2, TY) \
+    KRT(NAME, 5, TY) KRT(NAME, 6, TY) KRT(NAME, 7, TY) KRT(NAME, 8, TY) \
     static const tile_fn NAME##_tab[KRMAX + 1][4] = { { NULL }, \
         { NAME##_r1_g1, NAME##_r1_g2, NAME##_r1_g4 }, { NAME##_r2_g1, NAME##_r2_g2, NAME##_r2_g4 }, \
         { NAME##_r3_g1, NAME##_r3_g2 }, { NAME##_r4_g1, NAME##_r4_g2 }, { NAME##_r5_g1 }, { NAME##_r6_g1 }, \
