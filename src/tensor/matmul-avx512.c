@@ -507,7 +507,8 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
                     __m512i qh = _mm512_loadu_si512(rb + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
                     v = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(k < 2 ? 0 : 4)), m4);
                     /* bits 2k, 2k+1 of each qh byte to bits 4, 5 */
-                    qh = _mm512_srl_epi16(_mm512_sll_epi16(qh, _mm_cvtsi32_si128(4)), _mm_cvtsi32_si128(2 * k));
+                    qh = _mm512_srl_epi16(_mm512_sll_epi16(qh, _mm_cvtsi32_si128(k < 2 ? 4 - 2 * k : 0)),
+                                          _mm_cvtsi32_si128(k > 2 ? 2 * k - 4 : 0));
                     w[t] = _mm512_ternarylogic_epi32(v, qh, _mm512_set1_epi8(0x30), 0xF8);
                 }
                 const __m512i sc = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)j * 16);
@@ -865,6 +866,47 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
     }
 }
 
+/* The 256-element form (rule in matmul.c): per record, the max of the 16
+ * vectors' absolute bit patterns, d = amax / 127 and 1/d as the scalar rule
+ * computes them, q = nearest(x * (1/d)); each vector of 16 q is one bsum
+ * group, summed by one transposing reduction. */
+static void quant_row_k(const float *x, int64_t ns, int64_t stride, sprig_mm_kblock *out)
+{
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+    for (int64_t s = 0; s < ns; s++) {
+        const float *xb = x + s * SPRIG_MM_QK_K;
+        sprig_mm_kblock *r = &out[s * stride];
+        __m512i m = _mm512_setzero_si512();
+        UNROLL for (int i = 0; i < 16; i++)
+            m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(xb + 16 * i)), absm));
+        const uint32_t amax = _mm512_reduce_max_epu32(m);
+        float fa, da = 0.0f, id = 0.0f;
+        memcpy(&fa, &amax, 4);
+        if (amax >= 0x7f800000u) {
+            da = NAN;   /* inf or NaN in the block: q = 0 */
+        } else {
+            da = fa / 127.0f;
+            if (da >= FLT_MIN) id = 1.0f / da;
+            else da = 0.0f;
+        }
+        __m512i v[16];
+        const __m512 iv = _mm512_set1_ps(id);
+        UNROLL for (int i = 0; i < 16; i++) {
+            v[i] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * i), iv),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            if (isnan(da)) v[i] = _mm512_setzero_si512();
+            _mm_storeu_si128((__m128i *)(r->q + 16 * i), _mm512_cvtepi32_epi8(v[i]));
+        }
+        __m512i sums = reduce16(v, false);   /* lane j: bsum[j] */
+        _mm256_storeu_si256((__m256i *)r->bsum, _mm512_cvtepi32_epi16(sums));
+        /* bsum32[j] = lanes 2j + 2j+1 */
+        __m512i pair = _mm512_add_epi32(sums, _mm512_srli_epi64(sums, 32));
+        _mm_storeu_si128((__m128i *)r->bsum32, _mm512_cvtepi64_epi16(pair));
+        r->d = da;
+        memset(r->pad, 0, sizeof r->pad);
+    }
+}
+
 /* ---------------------------------------------------------------- peak loop */
 
 /* 12 independent accumulators (named, so they stay in registers) hide the
@@ -897,7 +939,7 @@ const struct sprig_mm_family sprig_mm_family_avx512 = {
     .name = "avx512-vnni", .q8_xor = true,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
     .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
-    .quant = quant_row,
+    .quant = quant_row, .quant_k = quant_row_k,
     .peak = peak,
     .tile_panels = tile_panels,
 };
