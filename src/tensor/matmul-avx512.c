@@ -499,24 +499,38 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
                 acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, da), acc[r]);
             }
         } else {
-            for (int j = 0; j < 16; j++) {   /* sub-block j = 8h + 2k + qq, as in ktile */
-                const int h = j / 8, k = (j / 2) & 3, qq = j & 1;
-                __m512i w[4];
-                UNROLL for (int t = 0; t < 4; t++) {
-                    __m512i v = _mm512_loadu_si512(rb + (size_t)(16 * h + 8 * (k & 1) + 4 * qq + t) * 64);
-                    __m512i qh = _mm512_loadu_si512(rb + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
-                    v = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(k < 2 ? 0 : 4)), m4);
-                    /* bits 2k, 2k+1 of each qh byte to bits 4, 5 */
-                    qh = _mm512_srl_epi16(_mm512_sll_epi16(qh, _mm_cvtsi32_si128(k < 2 ? 4 - 2 * k : 0)),
-                                          _mm_cvtsi32_si128(k > 2 ? 2 * k - 4 : 0));
-                    w[t] = _mm512_ternarylogic_epi32(v, qh, _mm512_set1_epi8(0x30), 0xF8);
-                }
-                const __m512i sc = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)j * 16);
-                UNROLL for (int r = 0; r < R; r++) {
-                    const int8_t *q = a[r].q + 16 * j;
-                    __m512i S = _mm512_set1_epi32(-32 * a[r].bsum[j]);
-                    UNROLL for (int t = 0; t < 4; t++) S = dpbusd_b(S, w[t], q + 4 * t);
-                    I[r] = _mm512_add_epi32(I[r], _mm512_mullo_epi32(S, sc));
+            _Alignas(64) int32_t c[KRMAX][16];   /* -32 * bsum[j], broadcast as each sub-block's start */
+            UNROLL for (int r = 0; r < R; r++)
+                _mm512_store_si512(c[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                    _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)a[r].bsum)), 5)));
+            /* sub-blocks j = 8h + 2k + qq and j + 4 (k + 2) share their loads:
+             * the low and high nibbles of one ql group, one qh group */
+            for (int hq = 0; hq < 4; hq++) {
+                const int h = hq >> 1, qq = hq & 1;
+                UNROLL for (int k = 0; k < 2; k++) {
+                    const int j = 8 * h + 2 * k + qq;
+                    __m512i wl[4], wh[4];
+                    UNROLL for (int t = 0; t < 4; t++) {
+                        __m512i v = _mm512_loadu_si512(rb + (size_t)(16 * h + 8 * k + 4 * qq + t) * 64);
+                        __m512i qh = _mm512_loadu_si512(rb + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
+                        /* bits 2k, 2k+1 (low) and 2k+4, 2k+5 (high) of each qh byte to bits 4, 5 */
+                        __m512i hl = k == 0 ? _mm512_slli_epi16(qh, 4) : _mm512_slli_epi16(qh, 2);
+                        __m512i hh = k == 0 ? qh : _mm512_srli_epi16(qh, 2);
+                        wl[t] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), hl, _mm512_set1_epi8(0x30), 0xF8);
+                        wh[t] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hh,
+                                                          _mm512_set1_epi8(0x30), 0xF8);
+                    }
+                    const __m512i scl = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)j * 16);
+                    const __m512i sch = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)(j + 4) * 16);
+                    UNROLL for (int r = 0; r < R; r++) {
+                        const int8_t *q = a[r].q + 16 * j;
+                        __m512i Sl = _mm512_set1_epi32(c[r][j]), Sh = _mm512_set1_epi32(c[r][j + 4]);
+                        UNROLL for (int t = 0; t < 4; t++) {
+                            Sl = dpbusd_b(Sl, wl[t], q + 4 * t);
+                            Sh = dpbusd_b(Sh, wh[t], q + 64 + 4 * t);
+                        }
+                        I[r] = _mm512_add_epi32(I[r], _mm512_add_epi32(_mm512_mullo_epi32(Sl, scl), _mm512_mullo_epi32(Sh, sch)));
+                    }
                 }
             }
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 32)));
