@@ -583,7 +583,7 @@ static void test_kquant_golden(void)
     static const int idx[8] = { 0, 17, 40, 77, 130, 165, 201, 255 };
     for (size_t g = 0; g < sizeof gold / sizeof gold[0]; g++) {
         const int type = gold[g].type;
-        uint8_t blk[256];
+        _Alignas(16) uint8_t blk[256];
         float y[256];
         golden_block(type, blk);
         kdequant_row(type, blk, 256, y);
@@ -617,7 +617,7 @@ static void test_kquant_golden(void)
  * value times 16 or 32, plus 126 * the weight value of element 0. */
 static void test_kquant_hand(void)
 {
-    uint8_t b[256];
+    _Alignas(16) uint8_t b[256];
     float x[256], y;
     for (int e = 0; e < 256; e++) x[e] = 1.0f;
     x[0] = 127.0f;

@@ -232,16 +232,20 @@ static float f16_at(const uint8_t *p)
     return sprig_f16_to_f32(h);
 }
 
+/* A field of the raw block at blk (byte access: raw rows need not be aligned
+ * for the block structs). */
+#define FIELD(T, f) (blk + offsetof(T, f))
+
 static void unpack_q2k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
 {
-    const sprig_kblk_q2_k *b = (const sprig_kblk_q2_k *)blk;
+    const uint8_t *qs = FIELD(sprig_kblk_q2_k, qs), *scales = FIELD(sprig_kblk_q2_k, scales);
     /* element 128h + 32j + l: bits 2j of qs[32h + l] */
     for (int h = 0; h < 2; h++)
         for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 32; l++) u[128 * h + 32 * j + l] = (uint8_t)((b->qs[32 * h + l] >> (2 * j)) & 3);
+            for (int l = 0; l < 32; l++) u[128 * h + 32 * j + l] = (uint8_t)((qs[32 * h + l] >> (2 * j)) & 3);
     for (int i = 0; i < 16; i++) {
-        sc[i] = b->scales[i] & 15;
-        m[i] = b->scales[i] >> 4;
+        sc[i] = scales[i] & 15;
+        m[i] = scales[i] >> 4;
     }
 }
 
@@ -259,14 +263,14 @@ static void q3k_scales(const uint8_t s[12], int sc[16])
 
 static void unpack_q3k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
 {
-    const sprig_kblk_q3_k *b = (const sprig_kblk_q3_k *)blk;
+    const uint8_t *qs = FIELD(sprig_kblk_q3_k, qs), *hmask = FIELD(sprig_kblk_q3_k, hmask);
     /* element 128h + 32j + l: bits 2j of qs[32h + l], plus 4 * bit 4h + j of hmask[l] */
     for (int h = 0; h < 2; h++)
         for (int j = 0; j < 4; j++)
             for (int l = 0; l < 32; l++)
-                u[128 * h + 32 * j + l] = (uint8_t)(((b->qs[32 * h + l] >> (2 * j)) & 3) +
-                                                    4 * ((b->hmask[l] >> (4 * h + j)) & 1));
-    q3k_scales(b->scales, sc);
+                u[128 * h + 32 * j + l] = (uint8_t)(((qs[32 * h + l] >> (2 * j)) & 3) +
+                                                    4 * ((hmask[l] >> (4 * h + j)) & 1));
+    q3k_scales(FIELD(sprig_kblk_q3_k, scales), sc);
     for (int i = 0; i < 16; i++) m[i] = 0;
 }
 
@@ -301,40 +305,39 @@ static void unpack_k45(const uint8_t *scales, const uint8_t *qs, const uint8_t *
 
 static void unpack_q4k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
 {
-    const sprig_kblk_q4_k *b = (const sprig_kblk_q4_k *)blk;
-    unpack_k45(b->scales, b->qs, NULL, u, sc, m);
+    unpack_k45(FIELD(sprig_kblk_q4_k, scales), FIELD(sprig_kblk_q4_k, qs), NULL, u, sc, m);
 }
 
 static void unpack_q5k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
 {
-    const sprig_kblk_q5_k *b = (const sprig_kblk_q5_k *)blk;
-    unpack_k45(b->scales, b->qs, b->qh, u, sc, m);
+    unpack_k45(FIELD(sprig_kblk_q5_k, scales), FIELD(sprig_kblk_q5_k, qs), FIELD(sprig_kblk_q5_k, qh), u, sc, m);
 }
 
 static void unpack_q6k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
 {
-    const sprig_kblk_q6_k *b = (const sprig_kblk_q6_k *)blk;
+    const uint8_t *ql = FIELD(sprig_kblk_q6_k, ql), *qh = FIELD(sprig_kblk_q6_k, qh);
+    const int8_t *scales = (const int8_t *)FIELD(sprig_kblk_q6_k, scales);
     /* half h, l < 32: low 4 bits from ql[64h + l] / ql[64h + 32 + l] (low
      * nibble: elements +0 / +32, high: +64 / +96), 2 high bits from qh[32h + l] */
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l++) {
-            const int a = b->ql[64 * h + l], c = b->ql[64 * h + 32 + l], q = b->qh[32 * h + l];
+            const int a = ql[64 * h + l], c = ql[64 * h + 32 + l], q = qh[32 * h + l];
             u[128 * h + l] = (uint8_t)((a & 15) | ((q & 3) << 4));
             u[128 * h + 32 + l] = (uint8_t)((c & 15) | (((q >> 2) & 3) << 4));
             u[128 * h + 64 + l] = (uint8_t)((a >> 4) | (((q >> 4) & 3) << 4));
             u[128 * h + 96 + l] = (uint8_t)((c >> 4) | (((q >> 6) & 3) << 4));
         }
     for (int i = 0; i < 16; i++) {
-        sc[i] = b->scales[i];
+        sc[i] = scales[i];
         m[i] = 0;
     }
 }
 
 static void pack_sc_q2k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
 {
-    const sprig_kblk_q2_k *b = (const sprig_kblk_q2_k *)blk;
+    const uint8_t *scales = FIELD(sprig_kblk_q2_k, scales);
     for (int p = 0; p < 8; p++)
-        for (int e = 0; e < 2; e++) rec[SPRIG_MM_Q2K_SC + p * 32 + c * 2 + e] = b->scales[2 * p + e];
+        for (int e = 0; e < 2; e++) rec[SPRIG_MM_Q2K_SC + p * 32 + c * 2 + e] = scales[2 * p + e];
 }
 
 static void pack_sc_q3k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
