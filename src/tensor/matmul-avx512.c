@@ -285,7 +285,8 @@ AI __m512i s8x16(const uint8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128
 /* Rows [r0, r0+R) x panels [p, p+G) x super-blocks [s0, s1) of a Q4_K, Q5_K
  * or Q6_K weight (layout in matmul-kern.h), weights outer, rows inner. Per
  * (row, panel): the float accumulator, the exact int32 I of the super-block
- * and one sub-block sum S (3*R*G zmm, R*G <= 8). A sub-block's S is a chain
+ * and one sub-block sum S (two for R*G <= 4: both nibbles of a load at
+ * once; 3*R*G or 4*R*G zmm, R*G <= 8; gcc still spills some). A sub-block's S is a chain
  * of vpdpbusd (unit bytes x 4 broadcast activation bytes) — for Q6_K started
  * at -32 * bsum[j] — then I += S * sc_j (vpmulld by the panel's 16 scales).
  * Q4_K/Q5_K: -M comes from vpdpwssd of the negated min pairs against the
@@ -665,6 +666,10 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
         { NAME##_r12_g1, NAME##_r12_g2 } };
 
 /* K-quant tiles of R rows: G panels (R*G <= 8 keeps 3*R*G accumulators in registers). */
+/* Panels per K tile for 1, 2, 3-4 rows (-D to measure others). Measured, 1
+ * thread, Q4_K 2048 x 8192: n=1 one-panel rows-outer ~360 us against ~565 for
+ * 4 panels; n=2 ~610 us on 4 panels against ~690 on one; n=4 ~810 on 2
+ * panels against ~1100 on one. */
 #ifndef KG1
 #define KG1 1
 #endif

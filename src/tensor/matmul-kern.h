@@ -53,7 +53,10 @@
  * broadcast pair of activation block sums. Columns of the zero-padded last
  * panel have all-zero records and scales (their outputs are never stored).
  * The layout is the same for every family (AVX-512: 16 lanes; AVX2: two
- * halves of 8), so a family may borrow another's K-quant kernel.
+ * halves of 8), and so are the 256-element activation records, so a family
+ * may borrow another's K-quant kernel: an AVX2 kernel for a type the AVX-512
+ * family lacks can sit in the AVX-512 family's slot (a kernel must take any
+ * panel range [p0, p1); tile_panels only sets the split's grain).
  *
  * Quantized activations (built once per sprig_act) are 48-byte records, one
  * per (block b, row r), block-major: rec[b][r] holds the int8 q[32], the
