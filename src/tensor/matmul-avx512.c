@@ -555,6 +555,95 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
     UNROLL for (int r = 0; r < R; r++) store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
 }
 
+/* Q2_K and Q3_K: rows [r0, r0+R) x ONE panel x super-blocks [s0, s1), rows
+ * outer as ktile_r. Element 128h + 32j + l takes bits 2j of qs[32h + l]
+ * (qs group 8h + l/4); Q3_K adds 4 * bit 4h + j of hmask[l] (hm group l/4)
+ * and starts each sub-block's sum at -4 * bsum. Q2_K's scale and min pairs
+ * (one vpmovzxbw per pair) give sc (& 15 of each byte) and the negated
+ * mins for vpdpwssd against bsum pairs. */
+AI void ktile_r23(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, const int R, const int type)
+{
+    const bool q2 = type == SPRIG_MM_Q2_K;
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K;
+    const size_t rec = q2 ? SPRIG_MM_Q2K_REC : SPRIG_MM_Q3K_REC;
+    const int nd = q2 ? 2 : 1;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride, *dsb = base + (size_t)ns * rec;
+    const sprig_mm_kblock *ak = J->ak + r0;
+    const int64_t n = J->n;
+    const __m512i m3 = _mm512_set1_epi8(3);
+
+    __m512 acc[KRMAX];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = s0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
+
+    for (int64_t s = s0; s < s1; s++) {
+        const uint8_t *rb = base + (size_t)s * rec;
+        if (R == 1 || R >= PF_MIN_ROWS) {
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, _MM_HINT_T1);
+            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+        }
+        const sprig_mm_kblock *a = &ak[s * n];
+        _Alignas(64) int32_t c[KRMAX][16];   /* Q3_K: -4 * bsum[j] */
+        if (!q2)
+            UNROLL for (int r = 0; r < R; r++)
+                _mm512_store_si512(c[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                    _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)a[r].bsum)), 2)));
+        __m512i I[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) I[r] = _mm512_setzero_si512();
+        for (int hh = 0; hh < 4; hh++) {   /* h, half: sub-blocks 8h + 2j + half */
+            const int h = hh >> 1, half = hh & 1;
+            for (int j = 0; j < 4; j++) {
+                const int i16 = 8 * h + 2 * j + half, b = 4 * h + j;
+                __m512i w[4];
+                UNROLL for (int t = 0; t < 4; t++) {
+                    __m512i v = _mm512_loadu_si512(rb + (size_t)(8 * h + 4 * half + t) * 64);
+                    w[t] = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), m3);
+                    if (!q2) {   /* hmask bit b of each byte to bit 2 */
+                        __m512i hm = _mm512_loadu_si512(rb + SPRIG_MM_Q3K_HM + (size_t)(4 * half + t) * 64);
+                        hm = _mm512_srl_epi16(_mm512_sll_epi16(hm, _mm_cvtsi32_si128(b < 2 ? 2 - b : 0)),
+                                              _mm_cvtsi32_si128(b > 2 ? b - 2 : 0));
+                        w[t] = _mm512_ternarylogic_epi32(w[t], hm, _mm512_set1_epi8(4), 0xF8);
+                    }
+                }
+                __m512i sc;
+                if (q2) {
+                    __m512i pr = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + SPRIG_MM_Q2K_SC + (size_t)(i16 / 2) * 32)));
+                    sc = _mm512_and_si512(i16 & 1 ? _mm512_srli_epi32(pr, 16) : pr, _mm512_set1_epi32(15));
+                } else {
+                    sc = s8x16(rb + SPRIG_MM_Q3K_SC + (size_t)i16 * 16);
+                }
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *q = a[r].q + 16 * i16;
+                    __m512i S = q2 ? _mm512_setzero_si512() : _mm512_set1_epi32(c[r][i16]);
+                    UNROLL for (int t = 0; t < 4; t++) S = dpbusd_b(S, w[t], q + 4 * t);
+                    I[r] = _mm512_add_epi32(I[r], _mm512_mullo_epi32(S, sc));
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * nd * 32)));
+        if (q2) {
+            __m512i mn[8];   /* negated min pairs (int16) */
+            UNROLL for (int pr = 0; pr < 8; pr++)
+                mn[pr] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_srli_epi16(
+                    _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + SPRIG_MM_Q2K_SC + (size_t)pr * 32))), 4));
+            const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 64 + 32)));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m512i M = _mm512_setzero_si512();
+                UNROLL for (int pr = 0; pr < 8; pr++)
+                    M = _mm512_dpwssd_epi32(M, mn[pr], bcast4((const int8_t *)&a[r].bsum[2 * pr]));
+                const __m512 da = _mm512_set1_ps(a[r].d);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, da), acc[r]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, da), acc[r]);
+            }
+        } else {
+            UNROLL for (int r = 0; r < R; r++)
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, _mm512_set1_ps(a[r].d)), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
+}
+
 /* ---------------------------------------------------------------- float tile */
 
 AI __m512 loadw(int type, const uint8_t *p)
@@ -696,6 +785,19 @@ static const int kg_g[KRMAX + 1] = { 0, KG1, KG2, KG34, KG34, 1, 1, 1, 1 };
         { NAME##_r3_g1, NAME##_r3_g2 }, { NAME##_r4_g1, NAME##_r4_g2 }, { NAME##_r5_g1 }, { NAME##_r6_g1 }, \
         { NAME##_r7_g1 }, { NAME##_r8_g1 } };
 
+/* Q2_K, Q3_K: one-panel tiles for every row count */
+static const int k1_g[KRMAX + 1] = { 0, 1, 1, 1, 1, 1, 1, 1, 1 };
+#define K23T(NAME, R, TY) \
+    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ktile_r23(J, p, r0, k0, k1, R, TY); }
+#define K23SET(NAME, TY) \
+    K23T(NAME, 1, TY) K23T(NAME, 2, TY) K23T(NAME, 3, TY) K23T(NAME, 4, TY) K23T(NAME, 5, TY) \
+    K23T(NAME, 6, TY) K23T(NAME, 7, TY) K23T(NAME, 8, TY) \
+    static const tile_fn NAME##_tab[KRMAX + 1][4] = { { NULL }, { NAME##_r1 }, { NAME##_r2 }, { NAME##_r3 }, \
+        { NAME##_r4 }, { NAME##_r5 }, { NAME##_r6 }, { NAME##_r7 }, { NAME##_r8 } };
+K23SET(q2k, SPRIG_MM_Q2_K)
+K23SET(q3k, SPRIG_MM_Q3_K)
+
 QSET(q8, false)
 QSET(q4, true)
 KSET(q4k, SPRIG_MM_Q4_K)
@@ -770,12 +872,15 @@ static int tile_panels(int type, int n)
     if (n < 1) return 1;
     if (type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return n < Q_ONE_MIN || n > QRMAX ? gstep_of(qg_g, QGRMAX, n) : 1;
     if (type == SPRIG_MM_Q4_K || type == SPRIG_MM_Q5_K || type == SPRIG_MM_Q6_K) return gstep_of(kg_g, KRMAX, n);
+    if (type == SPRIG_MM_Q2_K || type == SPRIG_MM_Q3_K) return 1;
     return gstep_of(f_g, RMAX, n);
 }
 
 static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_gtab, q8_rtab, KSTEP_BYTES / 512); }
 static void k_q4(const sprig_mm_job *J) { qdrive(J, q4_gtab, q4_rtab, KSTEP_BYTES / 256); }
 /* k ranges of ~8 KB of a panel: whole super-blocks */
+static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, k1_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q2K_REC); }
+static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, k1_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q3K_REC); }
 static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q4K_REC); }
 static void k_q5k(const sprig_mm_job *J) { drive(J, q5k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q5K_REC); }
 static void k_q6k(const sprig_mm_job *J) { drive(J, q6k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q6K_REC); }
@@ -970,7 +1075,7 @@ static double peak(bool int8, uint64_t iters)
 const struct sprig_mm_family sprig_mm_family_avx512 = {
     .name = "avx512-vnni", .q8_xor = true,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
-    .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
+    .q2_k = k_q2k, .q3_k = k_q3k, .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
     .quant = quant_row, .quant_k = quant_row_k,
     .peak = peak,
     .tile_panels = tile_panels,
