@@ -23,8 +23,7 @@
  *    so the batch keeps its accumulators in registers for the whole k range.
  *    The quants and the scales of consecutive panels are prefetched ~16
  *    blocks ahead.
- * K-quant weights (Q4_K, Q5_K, Q6_K; Q2_K/Q3_K have no kernel here and run
- * the reference): per super-block and sub-block, a chain of vpdpbusd of the
+ * K-quant weights (Q2_K..Q6_K): per super-block and sub-block, a chain of vpdpbusd of the
  * unit bytes (nibbles of the raw quant bytes, Q5_K/Q6_K's high bits merged
  * in with one vpternlogd) against the activation's broadcast bytes, started
  * at 0 (Q6_K: at -32 * bsum), then I += S * sc (vpmulld by the 16 columns'
@@ -33,9 +32,12 @@
  * reference's roundings. Tiles: 1 and 5-8 rows on one panel, rows outer
  * (a sub-block's 8 weight vectors stay in registers, each row's S is a
  * renamed temporary: nothing spills); 2-4 rows on 4 or 2 panels, weights
- * outer; more rows in chunks of up to 8 with k in ranges, like Q8_0.
+ * outer (Q2_K/Q3_K: one panel for every row count; -4 * bsum starts and,
+ * for Q2_K, 8 vpdpwssd of the min pairs); more rows in chunks of up to 8
+ * with k in ranges, like Q8_0.
  * Measured (1 thread, 2048 x 8192, Zen 5 under load, so +-10%): n=1 Q4_K
- * ~310 us (Q4_0 ~330), Q6_K ~485; n=16 Q4_K ~1200 us (Q4_0 ~1050), Q6_K ~1550.
+ * ~310 us (Q4_0 ~330), Q6_K ~485, Q2_K ~290; n=16 Q4_K ~1200 us (Q4_0
+ * ~1050), Q6_K ~1550, Q2_K ~1090.
  * Float weights: a tile is G panels x R <= 12 rows, acc = fma(w, x, acc) per
  * k, in k order.
  * With more rows than a tile takes, rows run in chunks and k is walked in
