@@ -443,7 +443,7 @@ static int bench_matmul(int argc, char **argv)
         if (!strcmp(a, "--type") && val) {
             type = sprig_type_from_name(val);
             const struct sprig_type_traits *tt = sprig_type_traits(type);
-            if (!tt || !tt->can_compute) { fprintf(stderr, "sprig %s: --type: '%s' is not f32, f16, bf16, q8_0 or q4_0\n", C, val); return 2; }
+            if (!tt || !tt->name) { fprintf(stderr, "sprig %s: --type: '%s' is not a type name (f32, f16, bf16, q8_0, q4_0, q2_k..q6_k)\n", C, val); return 2; }
             i++;
         } else if (!strcmp(a, "--in") && val) { if (!cli_parse_int(C, a, val, 32, 1 << 20, &k)) return 2; i++; }
         else if (!strcmp(a, "--out") && val) { if (!cli_parse_int(C, a, val, 1, 1 << 20, &n)) return 2; i++; }

@@ -23,6 +23,21 @@
  *    so the batch keeps its accumulators in registers for the whole k range.
  *    The quants and the scales of consecutive panels are prefetched ~16
  *    blocks ahead.
+ * K-quant weights (Q2_K..Q6_K): per super-block and sub-block, a chain of vpdpbusd of the
+ * unit bytes (nibbles of the raw quant bytes, Q5_K/Q6_K's high bits merged
+ * in with one vpternlogd) against the activation's broadcast bytes, started
+ * at 0 (Q6_K: at -32 * bsum), then I += S * sc (vpmulld by the 16 columns'
+ * scales); Q4_K/Q5_K's -M is 4 vpdpwssd of the negated min pairs against the
+ * bsum32 pairs. acc = fma(I, d * da, acc), acc = fma(-M, dmin * da, acc): the
+ * reference's roundings. Tiles: 1 and 5-8 rows on one panel, rows outer
+ * (a sub-block's 8 weight vectors stay in registers, each row's S is a
+ * renamed temporary: nothing spills); 2-4 rows on 4 or 2 panels, weights
+ * outer (Q2_K/Q3_K: one panel for every row count; -4 * bsum starts and,
+ * for Q2_K, 8 vpdpwssd of the min pairs); more rows in chunks of up to 8
+ * with k in ranges, like Q8_0.
+ * Measured (1 thread, 2048 x 8192, Zen 5 under load, so +-10%): n=1 Q4_K
+ * ~310 us (Q4_0 ~330), Q6_K ~485, Q2_K ~290; n=16 Q4_K ~1200 us (Q4_0
+ * ~1050), Q6_K ~1550, Q2_K ~1090.
  * Float weights: a tile is G panels x R <= 12 rows, acc = fma(w, x, acc) per
  * k, in k order.
  * With more rows than a tile takes, rows run in chunks and k is walked in
@@ -261,6 +276,376 @@ AI void qtile_g(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
     }
 }
 
+/* ---------------------------------------------------------------- K-quant tile */
+
+#define KRMAX 8   /* rows per K-quant tile */
+
+/* 16 int32 lanes from 16 bytes (unsigned / signed). */
+AI __m512i u8x16(const uint8_t *p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+AI __m512i s8x16(const uint8_t *p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)); }
+
+/* Rows [r0, r0+R) x panels [p, p+G) x super-blocks [s0, s1) of a Q4_K, Q5_K
+ * or Q6_K weight (layout in matmul-kern.h), weights outer, rows inner. Per
+ * (row, panel): the float accumulator, the exact int32 I of the super-block
+ * and one sub-block sum S (two for R*G <= 4: both nibbles of a load at
+ * once; 3*R*G or 4*R*G zmm, R*G <= 8; gcc still spills some). A sub-block's S is a chain
+ * of vpdpbusd (unit bytes x 4 broadcast activation bytes) — for Q6_K started
+ * at -32 * bsum[j] — then I += S * sc_j (vpmulld by the panel's 16 scales).
+ * Q4_K/Q5_K: -M comes from vpdpwssd of the negated min pairs against the
+ * activation's bsum32 pairs. Then acc = fma(I, d * da, acc) and
+ * acc = fma(-M, dmin * da, acc): the reference's roundings. */
+AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, const int R, const int G, const int type)
+{
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K;
+    const size_t ps = J->pstride;
+    const size_t rec = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_REC : type == SPRIG_MM_Q5_K ? SPRIG_MM_Q5K_REC : SPRIG_MM_Q6K_REC;
+    const int nd = type == SPRIG_MM_Q6_K ? 1 : 2;
+    const uint8_t *base = J->packed + (size_t)p * ps, *dsb = base + (size_t)ns * rec;
+    const sprig_mm_kblock *ak = J->ak + r0;   /* row r of super-block s: ak[s * n + r] */
+    const int64_t n = J->n;
+    const __m512i m4 = _mm512_set1_epi8(15);
+
+    __m512 acc[KRMAX][4];
+    TILE_ACC_INIT(s0 == 0)
+
+    for (int64_t s = s0; s < s1; s++) {
+        const uint8_t *rb = base + (size_t)s * rec;
+        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            UNROLL for (int g = 0; g < G; g++) {
+                for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + g * ps + dist + l, _MM_HINT_T1);
+                _mm_prefetch((const char *)dsb + g * ps + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+            }
+        }
+        const sprig_mm_kblock *a = &ak[s * n];
+        __m512i I[KRMAX][4], S[KRMAX][4];
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) I[r][g] = _mm512_setzero_si512();
+
+        if (type != SPRIG_MM_Q6_K) {
+            const size_t sco = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC;
+            const size_t mo = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M;
+            /* sub-block j = 2*g2 + hi: nibble hi of qs bytes 32*g2 .. +31 (groups 8*g2 + t),
+             * Q5_K's fifth bit j of qh[l] (qh groups t) */
+            /* small tiles take both nibbles of a load at once (two chains per
+             * row and panel), bigger ones one sub-block at a time */
+            const int NH = R * G <= 4 ? 2 : 1;
+            UNROLL for (int jj = 0; jj < 8; jj += NH) {
+                const int g2 = jj / 2;
+                __m512i S2[KRMAX][4][2];
+                UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) UNROLL for (int e = 0; e < NH; e++)
+                    S2[r][g][e] = _mm512_setzero_si512();
+                UNROLL for (int t = 0; t < 8; t++) {
+                    __m512i w[4][2];
+                    UNROLL for (int g = 0; g < G; g++) {
+                        __m512i v = _mm512_loadu_si512(rb + g * ps + (size_t)(8 * g2 + t) * 64);
+                        __m512i h = type == SPRIG_MM_Q5_K ? _mm512_loadu_si512(rb + g * ps + SPRIG_MM_Q5K_QH + (size_t)t * 64)
+                                                         : v;
+                        UNROLL for (int e = 0; e < NH; e++) {
+                            const int j = jj + e, hi = j & 1;
+                            w[g][e] = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, m4);
+                            if (type == SPRIG_MM_Q5_K) {
+                                /* bit j of each byte to bit 4 */
+                                __m512i hj = j < 4 ? _mm512_slli_epi16(h, 4 - j) : j > 4 ? _mm512_srli_epi16(h, j - 4) : h;
+                                w[g][e] = _mm512_ternarylogic_epi32(w[g][e], hj, _mm512_set1_epi8(16), 0xF8);   /* w | (h & 16) */
+                            }
+                        }
+                    }
+                    UNROLL for (int e = 0; e < NH; e++) {
+                        const int hi = (jj + e) & 1;
+                        UNROLL for (int r = 0; r < R; r++) {
+                            const int8_t *q = a[r].q + 64 * g2 + 32 * hi + 4 * t;
+                            if (G == 1) {
+                                S2[r][0][e] = dpbusd_b(S2[r][0][e], w[0][e], q);
+                            } else {
+                                __m512i av = bcast4(q);
+                                UNROLL for (int g = 0; g < G; g++) S2[r][g][e] = _mm512_dpbusd_epi32(S2[r][g][e], w[g][e], av);
+                            }
+                        }
+                    }
+                }
+                /* (an opaque copy of the pointer keeps gcc from hoisting all the
+                 * scale loads of the super-block to its start and spilling them) */
+                const uint8_t *scp = rb + sco + (size_t)jj * 16;
+                __asm__("" : "+r"(scp));
+                UNROLL for (int e = 0; e < NH; e++)
+                    UNROLL for (int g = 0; g < G; g++) {
+                        __m512i sc = u8x16(scp + g * ps + (size_t)e * 16);
+                        UNROLL for (int r = 0; r < R; r++)
+                            I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S2[r][g][e], sc));
+                    }
+            }
+            /* -M: negated min pairs (int16) . bsum32 pairs */
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_setzero_si512();
+            UNROLL for (int pr = 0; pr < 4; pr++) {
+                __m512i mn[4];
+                UNROLL for (int g = 0; g < G; g++)
+                    mn[g] = _mm512_sub_epi16(_mm512_setzero_si512(),
+                                             _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + g * ps + mo + (size_t)pr * 32))));
+                UNROLL for (int r = 0; r < R; r++) {
+                    __m512i bs = bcast4((const int8_t *)&a[r].bsum32[2 * pr]);
+                    UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_dpwssd_epi32(S[r][g], mn[g], bs);
+                }
+            }
+        } else {
+            /* c[r][j] = -32 * bsum[j], broadcast as each sub-block's start */
+            _Alignas(64) int32_t c[KRMAX][16];
+            UNROLL for (int r = 0; r < R; r++)
+                _mm512_store_si512(c[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                    _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)a[r].bsum)), 5)));
+            /* sub-block j = 8h + 2k + qq: elements 128h + 32k + 16qq + 4t + i; low (k < 2) or
+             * high nibble of ql group 16h + 8(k&1) + 4qq + t, bits 2k of qh group 8h + 4qq + t */
+            UNROLL for (int h = 0; h < 2; h++) UNROLL for (int k = 0; k < 4; k++) UNROLL for (int qq = 0; qq < 2; qq++) {
+                const int j = 8 * h + 2 * k + qq;
+                UNROLL for (int r = 0; r < R; r++) {
+                    __m512i c0 = _mm512_set1_epi32(c[r][j]);
+                    UNROLL for (int g = 0; g < G; g++) S[r][g] = c0;
+                }
+                UNROLL for (int t = 0; t < 4; t++) {
+                    __m512i w[4];
+                    UNROLL for (int g = 0; g < G; g++) {
+                        __m512i v = _mm512_loadu_si512(rb + g * ps + (size_t)(16 * h + 8 * (k & 1) + 4 * qq + t) * 64);
+                        __m512i qh = _mm512_loadu_si512(rb + g * ps + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
+                        v = _mm512_and_si512(k < 2 ? v : _mm512_srli_epi16(v, 4), m4);
+                        /* bits 2k, 2k+1 of each qh byte to bits 4, 5 */
+                        qh = k == 0 ? _mm512_slli_epi16(qh, 4) : k == 1 ? _mm512_slli_epi16(qh, 2) : k == 3 ? _mm512_srli_epi16(qh, 2) : qh;
+                        w[g] = _mm512_ternarylogic_epi32(v, qh, _mm512_set1_epi8(0x30), 0xF8);   /* v | (qh & 0x30) */
+                    }
+                    UNROLL for (int r = 0; r < R; r++) {
+                        const int8_t *q = a[r].q + 16 * j + 4 * t;
+                        if (G == 1) {
+                            S[r][0] = dpbusd_b(S[r][0], w[0], q);
+                        } else {
+                            __m512i av = bcast4(q);
+                            UNROLL for (int g = 0; g < G; g++) S[r][g] = _mm512_dpbusd_epi32(S[r][g], w[g], av);
+                        }
+                    }
+                }
+                const uint8_t *scp = rb + SPRIG_MM_Q6K_SC + (size_t)j * 16;
+                __asm__("" : "+r"(scp));   /* as above */
+                UNROLL for (int g = 0; g < G; g++) {
+                    __m512i sc = s8x16(scp + g * ps);
+                    UNROLL for (int r = 0; r < R; r++) I[r][g] = _mm512_add_epi32(I[r][g], _mm512_mullo_epi32(S[r][g], sc));
+                }
+            }
+        }
+        UNROLL for (int g = 0; g < G; g++) {
+            const uint8_t *dp = dsb + g * ps + (size_t)s * nd * 32;
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dp));
+            UNROLL for (int r = 0; r < R; r++) {
+                const __m512 da = _mm512_set1_ps(a[r].d);
+                acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r][g]), _mm512_mul_ps(d, da), acc[r][g]);
+                if (type != SPRIG_MM_Q6_K) {
+                    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dp + 32)));
+                    acc[r][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r][g]), _mm512_mul_ps(dm, da), acc[r][g]);
+                }
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
+        UNROLL for (int g = 0; g < G; g++) store16(yr, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[r][g]);
+    }
+}
+
+/* Rows [r0, r0+R) x ONE panel p x super-blocks [s0, s1), rows outer: the 8
+ * (Q4_K/Q5_K) or 4 (Q6_K) weight vectors of a sub-block stay in registers
+ * and each row's sub-block sum is a renamed temporary, so only the float
+ * accumulator and I of each row persist (2*R + 8 + a few zmm, R <= 8). Same
+ * sums and roundings as ktile. */
+AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, const int R, const int type)
+{
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K;
+    const size_t rec = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_REC : type == SPRIG_MM_Q5_K ? SPRIG_MM_Q5K_REC : SPRIG_MM_Q6K_REC;
+    const int nd = type == SPRIG_MM_Q6_K ? 1 : 2;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride, *dsb = base + (size_t)ns * rec;
+    const sprig_mm_kblock *ak = J->ak + r0;
+    const int64_t n = J->n;
+    const __m512i m4 = _mm512_set1_epi8(15);
+
+    __m512 acc[KRMAX];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = s0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
+
+    for (int64_t s = s0; s < s1; s++) {
+        const uint8_t *rb = base + (size_t)s * rec;
+        if (R == 1 || R >= PF_MIN_ROWS) {
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, _MM_HINT_T1);
+            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+        }
+        const sprig_mm_kblock *a = &ak[s * n];
+        __m512i I[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) I[r] = _mm512_setzero_si512();
+        if (type != SPRIG_MM_Q6_K) {
+            const size_t sco = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC;
+            const size_t mo = type == SPRIG_MM_Q4_K ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M;
+            for (int j = 0; j < 8; j++) {   /* not unrolled: j is a run-time shift */
+                const int g2 = j / 2, hi = j & 1;
+                const uint8_t *qp = rb + (size_t)(8 * g2) * 64;
+                __m512i w[8];
+                UNROLL for (int t = 0; t < 8; t++) {
+                    __m512i v = _mm512_loadu_si512(qp + t * 64);
+                    w[t] = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, m4);
+                    if (type == SPRIG_MM_Q5_K) {
+                        __m512i h = _mm512_loadu_si512(rb + SPRIG_MM_Q5K_QH + (size_t)t * 64);
+                        h = _mm512_sll_epi16(_mm512_srl_epi16(h, _mm_cvtsi32_si128(j)), _mm_cvtsi32_si128(4));
+                        w[t] = _mm512_ternarylogic_epi32(w[t], h, _mm512_set1_epi8(16), 0xF8);
+                    }
+                }
+                const __m512i sc = u8x16(rb + sco + (size_t)j * 16);
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *q = a[r].q + 64 * g2 + 32 * hi;
+                    __m512i S = _mm512_setzero_si512();
+                    UNROLL for (int t = 0; t < 8; t++) S = dpbusd_b(S, w[t], q + 4 * t);
+                    I[r] = _mm512_add_epi32(I[r], _mm512_mullo_epi32(S, sc));
+                }
+            }
+            __m512i mn[4];
+            UNROLL for (int pr = 0; pr < 4; pr++)
+                mn[pr] = _mm512_sub_epi16(_mm512_setzero_si512(),
+                                          _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + mo + (size_t)pr * 32))));
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 64)));
+            const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 64 + 32)));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m512i M = _mm512_setzero_si512();
+                UNROLL for (int pr = 0; pr < 4; pr++)
+                    M = _mm512_dpwssd_epi32(M, mn[pr], bcast4((const int8_t *)&a[r].bsum32[2 * pr]));
+                const __m512 da = _mm512_set1_ps(a[r].d);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, da), acc[r]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, da), acc[r]);
+            }
+        } else {
+            _Alignas(64) int32_t c[KRMAX][16];   /* -32 * bsum[j], broadcast as each sub-block's start */
+            UNROLL for (int r = 0; r < R; r++)
+                _mm512_store_si512(c[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                    _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)a[r].bsum)), 5)));
+            /* sub-blocks j = 8h + 2k + qq and j + 4 (k + 2) share their loads:
+             * the low and high nibbles of one ql group, one qh group */
+            for (int hq = 0; hq < 4; hq++) {
+                const int h = hq >> 1, qq = hq & 1;
+                UNROLL for (int k = 0; k < 2; k++) {
+                    const int j = 8 * h + 2 * k + qq;
+                    __m512i wl[4], wh[4];
+                    UNROLL for (int t = 0; t < 4; t++) {
+                        __m512i v = _mm512_loadu_si512(rb + (size_t)(16 * h + 8 * k + 4 * qq + t) * 64);
+                        __m512i qh = _mm512_loadu_si512(rb + SPRIG_MM_Q6K_QH + (size_t)(8 * h + 4 * qq + t) * 64);
+                        /* bits 2k, 2k+1 (low) and 2k+4, 2k+5 (high) of each qh byte to bits 4, 5 */
+                        __m512i hl = k == 0 ? _mm512_slli_epi16(qh, 4) : _mm512_slli_epi16(qh, 2);
+                        __m512i hh = k == 0 ? qh : _mm512_srli_epi16(qh, 2);
+                        wl[t] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), hl, _mm512_set1_epi8(0x30), 0xF8);
+                        wh[t] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), hh,
+                                                          _mm512_set1_epi8(0x30), 0xF8);
+                    }
+                    const __m512i scl = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)j * 16);
+                    const __m512i sch = s8x16(rb + SPRIG_MM_Q6K_SC + (size_t)(j + 4) * 16);
+                    UNROLL for (int r = 0; r < R; r++) {
+                        const int8_t *q = a[r].q + 16 * j;
+                        __m512i Sl = _mm512_set1_epi32(c[r][j]), Sh = _mm512_set1_epi32(c[r][j + 4]);
+                        UNROLL for (int t = 0; t < 4; t++) {
+                            Sl = dpbusd_b(Sl, wl[t], q + 4 * t);
+                            Sh = dpbusd_b(Sh, wh[t], q + 64 + 4 * t);
+                        }
+                        I[r] = _mm512_add_epi32(I[r], _mm512_add_epi32(_mm512_mullo_epi32(Sl, scl), _mm512_mullo_epi32(Sh, sch)));
+                    }
+                }
+            }
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 32)));
+            UNROLL for (int r = 0; r < R; r++)
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, _mm512_set1_ps(a[r].d)), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
+}
+
+/* Q2_K and Q3_K: rows [r0, r0+R) x ONE panel x super-blocks [s0, s1), rows
+ * outer as ktile_r. Element 128h + 32j + l takes bits 2j of qs[32h + l]
+ * (qs group 8h + l/4); Q3_K adds 4 * bit 4h + j of hmask[l] (hm group l/4)
+ * and starts each sub-block's sum at -4 * bsum. Q2_K's scale and min pairs
+ * (one vpmovzxbw per pair) give sc (& 15 of each byte) and the negated
+ * mins for vpdpwssd against bsum pairs. */
+AI void ktile_r23(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, const int R, const int type)
+{
+    const bool q2 = type == SPRIG_MM_Q2_K;
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K;
+    const size_t rec = q2 ? SPRIG_MM_Q2K_REC : SPRIG_MM_Q3K_REC;
+    const int nd = q2 ? 2 : 1;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride, *dsb = base + (size_t)ns * rec;
+    const sprig_mm_kblock *ak = J->ak + r0;
+    const int64_t n = J->n;
+    const __m512i m3 = _mm512_set1_epi8(3);
+
+    __m512 acc[KRMAX];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = s0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
+
+    for (int64_t s = s0; s < s1; s++) {
+        const uint8_t *rb = base + (size_t)s * rec;
+        if (R == 1 || R >= PF_MIN_ROWS) {
+            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, _MM_HINT_T1);
+            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+        }
+        const sprig_mm_kblock *a = &ak[s * n];
+        _Alignas(64) int32_t c[KRMAX][16];   /* Q3_K: -4 * bsum[j] */
+        if (!q2)
+            UNROLL for (int r = 0; r < R; r++)
+                _mm512_store_si512(c[r], _mm512_sub_epi32(_mm512_setzero_si512(),
+                    _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)a[r].bsum)), 2)));
+        __m512i I[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) I[r] = _mm512_setzero_si512();
+        for (int hh = 0; hh < 4; hh++) {   /* h, half: sub-blocks 8h + 2j + half */
+            const int h = hh >> 1, half = hh & 1;
+            for (int j = 0; j < 4; j++) {
+                const int i16 = 8 * h + 2 * j + half, b = 4 * h + j;
+                __m512i w[4];
+                UNROLL for (int t = 0; t < 4; t++) {
+                    __m512i v = _mm512_loadu_si512(rb + (size_t)(8 * h + 4 * half + t) * 64);
+                    w[t] = _mm512_and_si512(_mm512_srl_epi16(v, _mm_cvtsi32_si128(2 * j)), m3);
+                    if (!q2) {   /* hmask bit b of each byte to bit 2 */
+                        __m512i hm = _mm512_loadu_si512(rb + SPRIG_MM_Q3K_HM + (size_t)(4 * half + t) * 64);
+                        hm = _mm512_srl_epi16(_mm512_sll_epi16(hm, _mm_cvtsi32_si128(b < 2 ? 2 - b : 0)),
+                                              _mm_cvtsi32_si128(b > 2 ? b - 2 : 0));
+                        w[t] = _mm512_ternarylogic_epi32(w[t], hm, _mm512_set1_epi8(4), 0xF8);
+                    }
+                }
+                __m512i sc;
+                if (q2) {
+                    __m512i pr = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + SPRIG_MM_Q2K_SC + (size_t)(i16 / 2) * 32)));
+                    sc = _mm512_and_si512(i16 & 1 ? _mm512_srli_epi32(pr, 16) : pr, _mm512_set1_epi32(15));
+                } else {
+                    sc = s8x16(rb + SPRIG_MM_Q3K_SC + (size_t)i16 * 16);
+                }
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *q = a[r].q + 16 * i16;
+                    __m512i S = q2 ? _mm512_setzero_si512() : _mm512_set1_epi32(c[r][i16]);
+                    UNROLL for (int t = 0; t < 4; t++) S = dpbusd_b(S, w[t], q + 4 * t);
+                    I[r] = _mm512_add_epi32(I[r], _mm512_mullo_epi32(S, sc));
+                }
+            }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * nd * 32)));
+        if (q2) {
+            __m512i mn[8];   /* negated min pairs (int16) */
+            UNROLL for (int pr = 0; pr < 8; pr++)
+                mn[pr] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_srli_epi16(
+                    _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(rb + SPRIG_MM_Q2K_SC + (size_t)pr * 32))), 4));
+            const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dsb + (size_t)s * 64 + 32)));
+            UNROLL for (int r = 0; r < R; r++) {
+                __m512i M = _mm512_setzero_si512();
+                UNROLL for (int pr = 0; pr < 8; pr++)
+                    M = _mm512_dpwssd_epi32(M, mn[pr], bcast4((const int8_t *)&a[r].bsum[2 * pr]));
+                const __m512 da = _mm512_set1_ps(a[r].d);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, da), acc[r]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, da), acc[r]);
+            }
+        } else {
+            UNROLL for (int r = 0; r < R; r++)
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[r]), _mm512_mul_ps(d, _mm512_set1_ps(a[r].d)), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) store16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out, acc[r]);
+}
+
 /* ---------------------------------------------------------------- float tile */
 
 AI __m512 loadw(int type, const uint8_t *p)
@@ -371,8 +756,55 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
         { NAME##_r9_g1, NAME##_r9_g2 }, { NAME##_r10_g1, NAME##_r10_g2 }, { NAME##_r11_g1, NAME##_r11_g2 }, \
         { NAME##_r12_g1, NAME##_r12_g2 } };
 
+/* K-quant tiles of R rows: G panels (R*G <= 8 keeps 3*R*G accumulators in registers). */
+/* Panels per K tile for 1, 2, 3-4 rows (-D to measure others). Measured, 1
+ * thread, Q4_K 2048 x 8192: n=1 one-panel rows-outer ~360 us against ~565 for
+ * 4 panels; n=2 ~610 us on 4 panels against ~690 on one; n=4 ~810 on 2
+ * panels against ~1100 on one. */
+#ifndef KG1
+#define KG1 1
+#endif
+#ifndef KG2
+#define KG2 4
+#endif
+#ifndef KG34
+#define KG34 2
+#endif
+static const int kg_g[KRMAX + 1] = { 0, KG1, KG2, KG34, KG34, 1, 1, 1, 1 };
+
+#define KT(NAME, R, G, TY) \
+    static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ktile(J, p, r0, k0, k1, R, G, TY); }
+#define KRT(NAME, R, TY) \
+    static void NAME##_r##R##_g1(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ktile_r(J, p, r0, k0, k1, R, TY); }
+#define KSET(NAME, TY) \
+    KRT(NAME, 1, TY) KT(NAME, 1, 2, TY) KT(NAME, 1, 4, TY) KRT(NAME, 2, TY) KT(NAME, 2, 2, TY) \
+    KT(NAME, 2, 4, TY) KRT(NAME, 3, TY) KT(NAME, 3, 2, TY) KRT(NAME, 4, TY) KT(NAME, 4, 2, TY) \
+    KRT(NAME, 5, TY) KRT(NAME, 6, TY) KRT(NAME, 7, TY) KRT(NAME, 8, TY) \
+    static const tile_fn NAME##_tab[KRMAX + 1][4] = { { NULL }, \
+        { NAME##_r1_g1, NAME##_r1_g2, NAME##_r1_g4 }, { NAME##_r2_g1, NAME##_r2_g2, NAME##_r2_g4 }, \
+        { NAME##_r3_g1, NAME##_r3_g2 }, { NAME##_r4_g1, NAME##_r4_g2 }, { NAME##_r5_g1 }, { NAME##_r6_g1 }, \
+        { NAME##_r7_g1 }, { NAME##_r8_g1 } };
+
+/* Q2_K, Q3_K: one-panel tiles for every row count */
+static const int k1_g[KRMAX + 1] = { 0, 1, 1, 1, 1, 1, 1, 1, 1 };
+#define K23T(NAME, R, TY) \
+    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0, int64_t k0, int64_t k1) \
+    { ktile_r23(J, p, r0, k0, k1, R, TY); }
+#define K23SET(NAME, TY) \
+    K23T(NAME, 1, TY) K23T(NAME, 2, TY) K23T(NAME, 3, TY) K23T(NAME, 4, TY) K23T(NAME, 5, TY) \
+    K23T(NAME, 6, TY) K23T(NAME, 7, TY) K23T(NAME, 8, TY) \
+    static const tile_fn NAME##_tab[KRMAX + 1][4] = { { NULL }, { NAME##_r1 }, { NAME##_r2 }, { NAME##_r3 }, \
+        { NAME##_r4 }, { NAME##_r5 }, { NAME##_r6 }, { NAME##_r7 }, { NAME##_r8 } };
+K23SET(q2k, SPRIG_MM_Q2_K)
+K23SET(q3k, SPRIG_MM_Q3_K)
+
 QSET(q8, false)
 QSET(q4, true)
+KSET(q4k, SPRIG_MM_Q4_K)
+KSET(q5k, SPRIG_MM_Q5_K)
+KSET(q6k, SPRIG_MM_Q6_K)
 FSET(f32, SPRIG_TYPE_F32)
 FSET(f16, SPRIG_TYPE_F16)
 FSET(bf16, SPRIG_TYPE_BF16)
@@ -441,11 +873,19 @@ static int tile_panels(int type, int n)
 {
     if (n < 1) return 1;
     if (type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return n < Q_ONE_MIN || n > QRMAX ? gstep_of(qg_g, QGRMAX, n) : 1;
+    if (type == SPRIG_MM_Q4_K || type == SPRIG_MM_Q5_K || type == SPRIG_MM_Q6_K) return gstep_of(kg_g, KRMAX, n);
+    if (type == SPRIG_MM_Q2_K || type == SPRIG_MM_Q3_K) return 1;
     return gstep_of(f_g, RMAX, n);
 }
 
 static void k_q8(const sprig_mm_job *J) { qdrive(J, q8_gtab, q8_rtab, KSTEP_BYTES / 512); }
 static void k_q4(const sprig_mm_job *J) { qdrive(J, q4_gtab, q4_rtab, KSTEP_BYTES / 256); }
+/* k ranges of ~8 KB of a panel: whole super-blocks */
+static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, k1_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q2K_REC); }
+static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, k1_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q3K_REC); }
+static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q4K_REC); }
+static void k_q5k(const sprig_mm_job *J) { drive(J, q5k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q5K_REC); }
+static void k_q6k(const sprig_mm_job *J) { drive(J, q6k_tab, kg_g, KRMAX, J->n_in / SPRIG_MM_QK_K, KSTEP_BYTES / SPRIG_MM_Q6K_REC); }
 static void k_f32(const sprig_mm_job *J) { drive(J, f32_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 64); }
 static void k_f16(const sprig_mm_job *J) { drive(J, f16_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 32); }
 static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_tab, f_g, RMAX, J->n_in, KSTEP_BYTES / 32); }
@@ -567,6 +1007,47 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
     }
 }
 
+/* The 256-element form (rule in matmul.c): per record, the max of the 16
+ * vectors' absolute bit patterns, d = amax / 127 and 1/d as the scalar rule
+ * computes them, q = nearest(x * (1/d)); each vector of 16 q is one bsum
+ * group, summed by one transposing reduction. */
+static void quant_row_k(const float *x, int64_t ns, int64_t stride, sprig_mm_kblock *out)
+{
+    const __m512i absm = _mm512_set1_epi32(0x7fffffff);
+    for (int64_t s = 0; s < ns; s++) {
+        const float *xb = x + s * SPRIG_MM_QK_K;
+        sprig_mm_kblock *r = &out[s * stride];
+        __m512i m = _mm512_setzero_si512();
+        UNROLL for (int i = 0; i < 16; i++)
+            m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(xb + 16 * i)), absm));
+        const uint32_t amax = _mm512_reduce_max_epu32(m);
+        float fa, da = 0.0f, id = 0.0f;
+        memcpy(&fa, &amax, 4);
+        if (amax >= 0x7f800000u) {
+            da = NAN;   /* inf or NaN in the block: q = 0 */
+        } else {
+            da = fa / 127.0f;
+            if (da >= FLT_MIN) id = 1.0f / da;
+            else da = 0.0f;
+        }
+        __m512i v[16];
+        const __m512 iv = _mm512_set1_ps(id);
+        UNROLL for (int i = 0; i < 16; i++) {
+            v[i] = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * i), iv),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            if (isnan(da)) v[i] = _mm512_setzero_si512();
+            _mm_storeu_si128((__m128i *)(r->q + 16 * i), _mm512_cvtepi32_epi8(v[i]));
+        }
+        __m512i sums = reduce16(v, false);   /* lane j: bsum[j] */
+        _mm256_storeu_si256((__m256i *)r->bsum, _mm512_cvtepi32_epi16(sums));
+        /* bsum32[j] = lanes 2j + 2j+1 */
+        __m512i pair = _mm512_add_epi32(sums, _mm512_srli_epi64(sums, 32));
+        _mm_storeu_si128((__m128i *)r->bsum32, _mm512_cvtepi64_epi16(pair));
+        r->d = da;
+        memset(r->pad, 0, sizeof r->pad);
+    }
+}
+
 /* ---------------------------------------------------------------- peak loop */
 
 /* 12 independent accumulators (named, so they stay in registers) hide the
@@ -598,7 +1079,8 @@ static double peak(bool int8, uint64_t iters)
 const struct sprig_mm_family sprig_mm_family_avx512 = {
     .name = "avx512-vnni", .q8_xor = true,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
-    .quant = quant_row,
+    .q2_k = k_q2k, .q3_k = k_q3k, .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
+    .quant = quant_row, .quant_k = quant_row_k,
     .peak = peak,
     .tile_panels = tile_panels,
 };

@@ -19,6 +19,25 @@
  * int32 sums; each block then adds acc = fmaf((float)isum, dw * d, acc) in
  * block order. Float weights add acc = fmaf(w, x, acc) in k order.
  *
+ * K-quant weights (Q2_K..Q6_K) take the activations in a second form, built
+ * once per sprig_act beside the 32-block one: records of 256 floats
+ * quantized by the same rule (amax over the 256), with bsum[j] = sum of
+ * q[16j..16j+15]. Per super-block of weight row o and activation row r the
+ * reference computes two exact int32 sums I and M (contract in matmul.h),
+ * then acc = fmaf((float)I, d * da, acc) and, for types with mins,
+ * acc = fmaf((float)(-M), dmin * da, acc), super-blocks in order. Bounds
+ * (|a| <= 127, |bsum| <= 2032 per 16):
+ *   Q2_K  |I| <= 16 * 15 * (16 * 3 * 127)     =   1.5e6   M <= 16 * 15 * 2032 = 4.9e5
+ *   Q3_K  |I| <= 16 * 32 * (16 * 4 * 127)     =   4.2e6
+ *   Q4_K  |I| <= 8 * 63 * (32 * 15 * 127)     =  30.7e6   M <= 8 * 63 * 4064  = 2.1e6
+ *   Q5_K  |I| <= 8 * 63 * (32 * 31 * 127)     =  63.5e6   M as Q4_K
+ *   Q6_K  |I| <= 16 * 128 * (16 * 32 * 127)   = 133.2e6
+ * and for a kernel that splits Q6_K's I into sum sc*(u.a) - 32*sum sc*bsum:
+ * 16 * 128 * (16 * 63 * 127) = 262e6; all far inside int32. The reference
+ * unpacks a block to unsigned units u (llama.cpp's element order) and
+ * per-16-element scales and mins (a 32-element sub-block's scale counts for
+ * both halves), then sums per 16: integer sums regrouped are the same sums.
+ *
  * Each sprig_weight remembers which kernel family packed it; a matmul runs
  * every weight with its own family, so sprig_kernels_force() only affects
  * weights initialised afterwards (re-initialise weights after forcing).
@@ -112,19 +131,73 @@ bool sprig_kernels_force(const char *name)
 
 /* ---------------------------------------------------------------- per-type facts */
 
-struct mm_type {
-    int    type;
-    bool   quant;       /* activations are quantized to int8 blocks */
-    size_t k_bytes;     /* packed bytes per k per panel (float types) */
+/* K-quant facts: the raw block's f16 scales, the unit offset, the raw byte
+ * arrays interleaved into the packed record, how the block unpacks (for the
+ * reference) and how its scales are packed (layout in matmul-kern.h). */
+struct kq {
+    size_t rec;                 /* packed record bytes */
+    int    nd;                  /* f16 scales per super-block: 1 (d) or 2 (d, dmin) */
+    size_t d_off, dmin_off;     /* in the raw block */
+    int    off;                 /* subtracted from every unit: I sums (u - off) * a */
+    struct { uint16_t raw, len, dst; } arr[2];   /* len 0: unused */
+    /* units u[256] and per-16 scales and mins */
+    void (*unpack)(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16]);
+    /* column c's scales into a packed record */
+    void (*pack_sc)(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c);
 };
 
-static const struct mm_type mm_types[] = {
-    { SPRIG_TYPE_F32,  false, 4 * SPRIG_MM_PANEL },
-    { SPRIG_TYPE_F16,  false, 2 * SPRIG_MM_PANEL },
-    { SPRIG_TYPE_BF16, false, 2 * SPRIG_MM_PANEL },
-    { SPRIG_TYPE_Q8_0, true,  0 },
-    { SPRIG_TYPE_Q4_0, true,  0 },
+static void unpack_q2k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16]);
+static void unpack_q3k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16]);
+static void unpack_q4k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16]);
+static void unpack_q5k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16]);
+static void unpack_q6k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16]);
+static void pack_sc_q2k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c);
+static void pack_sc_q3k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c);
+static void pack_sc_q4k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c);
+static void pack_sc_q5k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c);
+static void pack_sc_q6k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c);
+
+#define RAW(T, f) (uint16_t)offsetof(T, f), (uint16_t)sizeof(((T *)0)->f)
+static const struct kq kq_q2k = { SPRIG_MM_Q2K_REC, 2, offsetof(sprig_kblk_q2_k, d), offsetof(sprig_kblk_q2_k, dmin), 0,
+                                  { { RAW(sprig_kblk_q2_k, qs), 0 } }, unpack_q2k, pack_sc_q2k };
+static const struct kq kq_q3k = { SPRIG_MM_Q3K_REC, 1, offsetof(sprig_kblk_q3_k, d), 0, 4,
+                                  { { RAW(sprig_kblk_q3_k, qs), 0 }, { RAW(sprig_kblk_q3_k, hmask), SPRIG_MM_Q3K_HM } },
+                                  unpack_q3k, pack_sc_q3k };
+static const struct kq kq_q4k = { SPRIG_MM_Q4K_REC, 2, offsetof(sprig_kblk_q4_k, d), offsetof(sprig_kblk_q4_k, dmin), 0,
+                                  { { RAW(sprig_kblk_q4_k, qs), 0 } }, unpack_q4k, pack_sc_q4k };
+static const struct kq kq_q5k = { SPRIG_MM_Q5K_REC, 2, offsetof(sprig_kblk_q5_k, d), offsetof(sprig_kblk_q5_k, dmin), 0,
+                                  { { RAW(sprig_kblk_q5_k, qs), 0 }, { RAW(sprig_kblk_q5_k, qh), SPRIG_MM_Q5K_QH } },
+                                  unpack_q5k, pack_sc_q5k };
+static const struct kq kq_q6k = { SPRIG_MM_Q6K_REC, 1, offsetof(sprig_kblk_q6_k, d), 0, 32,
+                                  { { RAW(sprig_kblk_q6_k, ql), 0 }, { RAW(sprig_kblk_q6_k, qh), SPRIG_MM_Q6K_QH } },
+                                  unpack_q6k, pack_sc_q6k };
+#undef RAW
+
+/* The form the activations take for a weight type. */
+enum { ACT_FLOAT, ACT_Q32, ACT_Q256 };
+
+struct mm_type {
+    int    type;
+    int    act;         /* ACT_*: float rows, 32-blocks, 256-element records */
+    size_t k_bytes;     /* packed bytes per k per panel (float types) */
+    size_t slot;        /* offsetof the family's kernel for this type */
+    const struct kq *kq;/* K-quants */
 };
+
+#define SLOT(f) offsetof(struct sprig_mm_family, f)
+static const struct mm_type mm_types[] = {
+    { SPRIG_TYPE_F32,  ACT_FLOAT, 4 * SPRIG_MM_PANEL, SLOT(f32),  NULL },
+    { SPRIG_TYPE_F16,  ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(f16),  NULL },
+    { SPRIG_TYPE_BF16, ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(bf16), NULL },
+    { SPRIG_TYPE_Q8_0, ACT_Q32,   0,                  SLOT(q8_0), NULL },
+    { SPRIG_TYPE_Q4_0, ACT_Q32,   0,                  SLOT(q4_0), NULL },
+    { SPRIG_MM_Q2_K,   ACT_Q256,  0,                  SLOT(q2_k), &kq_q2k },
+    { SPRIG_MM_Q3_K,   ACT_Q256,  0,                  SLOT(q3_k), &kq_q3k },
+    { SPRIG_MM_Q4_K,   ACT_Q256,  0,                  SLOT(q4_k), &kq_q4k },
+    { SPRIG_MM_Q5_K,   ACT_Q256,  0,                  SLOT(q5_k), &kq_q5k },
+    { SPRIG_MM_Q6_K,   ACT_Q256,  0,                  SLOT(q6_k), &kq_q6k },
+};
+#undef SLOT
 
 static const struct mm_type *mm_type(int type)
 {
@@ -140,20 +213,185 @@ size_t sprig_mm_panel_bytes(int type, int64_t n_in)
     const struct mm_type *t = mm_type(type);
     if (!t || n_in <= 0 || n_in > MM_MAX_DIM) return 0;
     size_t k = (size_t)n_in, nb = k / SPRIG_QK;
-    if (!t->quant) return round64(k * t->k_bytes);
+    if (t->act == ACT_FLOAT) return round64(k * t->k_bytes);
+    if (t->kq) {
+        size_t ns = k / SPRIG_MM_QK_K;
+        return ns * t->kq->rec + round64(ns * (size_t)t->kq->nd * SPRIG_MM_PANEL * 2);
+    }
     size_t qs = type == SPRIG_TYPE_Q8_0 ? nb * 512 : nb * 256;
     return qs + round64(nb * SPRIG_MM_PANEL * 2);
 }
 
+/* The family's kernel for `type` (NULL: none). */
 static sprig_mm_kernel_fn fam_kernel(const struct sprig_mm_family *f, int type)
 {
-    switch (type) {
-    case SPRIG_TYPE_F32:  return f->f32;
-    case SPRIG_TYPE_F16:  return f->f16;
-    case SPRIG_TYPE_BF16: return f->bf16;
-    case SPRIG_TYPE_Q8_0: return f->q8_0;
-    case SPRIG_TYPE_Q4_0: return f->q4_0;
-    default: return NULL;
+    const struct mm_type *t = mm_type(type);
+    return t ? *(const sprig_mm_kernel_fn *)(const void *)((const char *)f + t->slot) : NULL;
+}
+
+/* ---------------------------------------------------------------- K-quant blocks */
+
+static float f16_at(const uint8_t *p)
+{
+    sprig_f16 h;
+    memcpy(&h, p, 2);
+    return sprig_f16_to_f32(h);
+}
+
+/* A field of the raw block at blk (byte access: raw rows need not be aligned
+ * for the block structs). */
+#define FIELD(T, f) (blk + offsetof(T, f))
+
+static void unpack_q2k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
+{
+    const uint8_t *qs = FIELD(sprig_kblk_q2_k, qs), *scales = FIELD(sprig_kblk_q2_k, scales);
+    /* element 128h + 32j + l: bits 2j of qs[32h + l] */
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++) u[128 * h + 32 * j + l] = (uint8_t)((qs[32 * h + l] >> (2 * j)) & 3);
+    for (int i = 0; i < 16; i++) {
+        sc[i] = scales[i] & 15;
+        m[i] = scales[i] >> 4;
+    }
+}
+
+/* Q3_K's 16 6-bit scales (biased by 32) from 12 bytes: low 4 bits in the
+ * nibbles of bytes 0-7, high 2 bits in bytes 8-11. */
+static void q3k_scales(const uint8_t s[12], int sc[16])
+{
+    for (int i = 0; i < 4; i++) {
+        sc[i] = ((s[i] & 15) | (((s[8 + i] >> 0) & 3) << 4)) - 32;
+        sc[4 + i] = ((s[4 + i] & 15) | (((s[8 + i] >> 2) & 3) << 4)) - 32;
+        sc[8 + i] = ((s[i] >> 4) | (((s[8 + i] >> 4) & 3) << 4)) - 32;
+        sc[12 + i] = ((s[4 + i] >> 4) | (((s[8 + i] >> 6) & 3) << 4)) - 32;
+    }
+}
+
+static void unpack_q3k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
+{
+    const uint8_t *qs = FIELD(sprig_kblk_q3_k, qs), *hmask = FIELD(sprig_kblk_q3_k, hmask);
+    /* element 128h + 32j + l: bits 2j of qs[32h + l], plus 4 * bit 4h + j of hmask[l] */
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++)
+                u[128 * h + 32 * j + l] = (uint8_t)(((qs[32 * h + l] >> (2 * j)) & 3) +
+                                                    4 * ((hmask[l] >> (4 * h + j)) & 1));
+    q3k_scales(FIELD(sprig_kblk_q3_k, scales), sc);
+    for (int i = 0; i < 16; i++) m[i] = 0;
+}
+
+/* Q4_K/Q5_K's 8 6-bit scales and mins from 12 bytes. */
+static void k4_scale_min(const uint8_t s[12], int j, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* elements 64g + l (low nibble of qs[32g + l]) and 64g + 32 + l (high),
+ * plus 16 * bit 2g / 2g+1 of qh[l] when qh is given. */
+static void unpack_k45(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, uint8_t u[256], int sc[16], int m[16])
+{
+    for (int g = 0; g < 4; g++)
+        for (int l = 0; l < 32; l++) {
+            int hb0 = qh ? (qh[l] >> (2 * g)) & 1 : 0, hb1 = qh ? (qh[l] >> (2 * g + 1)) & 1 : 0;
+            u[64 * g + l] = (uint8_t)((qs[32 * g + l] & 15) + 16 * hb0);
+            u[64 * g + 32 + l] = (uint8_t)((qs[32 * g + l] >> 4) + 16 * hb1);
+        }
+    for (int j = 0; j < 8; j++) {
+        k4_scale_min(scales, j, &sc[2 * j], &m[2 * j]);
+        sc[2 * j + 1] = sc[2 * j];
+        m[2 * j + 1] = m[2 * j];
+    }
+}
+
+static void unpack_q4k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
+{
+    unpack_k45(FIELD(sprig_kblk_q4_k, scales), FIELD(sprig_kblk_q4_k, qs), NULL, u, sc, m);
+}
+
+static void unpack_q5k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
+{
+    unpack_k45(FIELD(sprig_kblk_q5_k, scales), FIELD(sprig_kblk_q5_k, qs), FIELD(sprig_kblk_q5_k, qh), u, sc, m);
+}
+
+static void unpack_q6k(const uint8_t *blk, uint8_t u[256], int sc[16], int m[16])
+{
+    const uint8_t *ql = FIELD(sprig_kblk_q6_k, ql), *qh = FIELD(sprig_kblk_q6_k, qh);
+    const int8_t *scales = (const int8_t *)FIELD(sprig_kblk_q6_k, scales);
+    /* half h, l < 32: low 4 bits from ql[64h + l] / ql[64h + 32 + l] (low
+     * nibble: elements +0 / +32, high: +64 / +96), 2 high bits from qh[32h + l] */
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const int a = ql[64 * h + l], c = ql[64 * h + 32 + l], q = qh[32 * h + l];
+            u[128 * h + l] = (uint8_t)((a & 15) | ((q & 3) << 4));
+            u[128 * h + 32 + l] = (uint8_t)((c & 15) | (((q >> 2) & 3) << 4));
+            u[128 * h + 64 + l] = (uint8_t)((a >> 4) | (((q >> 4) & 3) << 4));
+            u[128 * h + 96 + l] = (uint8_t)((c >> 4) | (((q >> 6) & 3) << 4));
+        }
+    for (int i = 0; i < 16; i++) {
+        sc[i] = scales[i];
+        m[i] = 0;
+    }
+}
+
+static void pack_sc_q2k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
+{
+    const uint8_t *scales = FIELD(sprig_kblk_q2_k, scales);
+    for (int p = 0; p < 8; p++)
+        for (int e = 0; e < 2; e++) rec[SPRIG_MM_Q2K_SC + p * 32 + c * 2 + e] = scales[2 * p + e];
+}
+
+static void pack_sc_q3k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
+{
+    for (int j = 0; j < 16; j++) rec[SPRIG_MM_Q3K_SC + j * 16 + c] = (uint8_t)(int8_t)sc[j];
+}
+
+/* 8 scales (one per 32: the even entries of sc) and 4 min pairs */
+static void pack_sc_k45(const int sc[16], const int m[16], uint8_t *rec, int c, int sc_off, int m_off)
+{
+    for (int j = 0; j < 8; j++) {
+        rec[sc_off + j * 16 + c] = (uint8_t)sc[2 * j];
+        rec[m_off + (j / 2) * 32 + c * 2 + (j & 1)] = (uint8_t)m[2 * j];
+    }
+}
+
+static void pack_sc_q4k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
+{
+    pack_sc_k45(sc, m, rec, c, SPRIG_MM_Q4K_SC, SPRIG_MM_Q4K_M);
+}
+
+static void pack_sc_q5k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
+{
+    pack_sc_k45(sc, m, rec, c, SPRIG_MM_Q5K_SC, SPRIG_MM_Q5K_M);
+}
+
+static void pack_sc_q6k(const uint8_t *blk, const int sc[16], const int m[16], uint8_t *rec, int c)
+{
+    for (int j = 0; j < 16; j++) rec[SPRIG_MM_Q6K_SC + j * 16 + c] = (uint8_t)(int8_t)sc[j];
+}
+
+/* Column c of a panel from the raw K-quant row `src` (layout in matmul-kern.h). */
+static void pack_kcol(const struct mm_type *t, const uint8_t *src, int64_t ns, size_t bsz, uint8_t *dst, int c)
+{
+    const struct kq *q = t->kq;
+    uint8_t *ds = dst + (size_t)ns * q->rec;
+    for (int64_t s = 0; s < ns; s++) {
+        const uint8_t *blk = src + (size_t)s * bsz;
+        uint8_t *rec = dst + (size_t)s * q->rec;
+        for (int a = 0; a < 2; a++)
+            for (int i = 0; i < q->arr[a].len / 4; i++)
+                memcpy(rec + q->arr[a].dst + i * 64 + c * 4, blk + q->arr[a].raw + 4 * i, 4);
+        uint8_t u[256];
+        int sc[16], m[16];
+        q->unpack(blk, u, sc, m);
+        q->pack_sc(blk, sc, m, rec, c);
+        memcpy(ds + ((size_t)s * q->nd * SPRIG_MM_PANEL + c) * 2, blk + q->d_off, 2);
+        if (q->nd == 2) memcpy(ds + ((size_t)s * 2 * SPRIG_MM_PANEL + SPRIG_MM_PANEL + c) * 2, blk + q->dmin_off, 2);
     }
 }
 
@@ -185,14 +423,15 @@ static void packed_free(void *p, size_t bytes)
     else munmap(p, (bytes + PACK_HUGE_PAGE - 1) & ~(PACK_HUGE_PAGE - 1));
 }
 
-/* Repack raw GGUF rows into panels (layout in matmul-kern.h). */
-static void pack_weight(sprig_weight *w, bool q8_xor)
+/* Repack raw GGUF rows into panels (layout in matmul-kern.h); dst is zeroed. */
+void sprig_mm_pack(const sprig_weight *w, void *packed, bool q8_xor)
 {
     const int64_t K = w->n_in, N = w->n_out, P = (N + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL;
     const int64_t nb = K / SPRIG_QK;
+    const struct mm_type *mt = mm_type(w->type);
     size_t ps = sprig_mm_panel_bytes(w->type, K);
     for (int64_t p = 0; p < P; p++) {
-        uint8_t *dst = (uint8_t *)w->packed + (size_t)p * ps;
+        uint8_t *dst = (uint8_t *)packed + (size_t)p * ps;
         for (int c = 0; c < SPRIG_MM_PANEL; c++) {
             int64_t o = p * SPRIG_MM_PANEL + c;
             if (o >= N) {
@@ -202,6 +441,10 @@ static void pack_weight(sprig_weight *w, bool q8_xor)
                 continue;
             }
             const uint8_t *src = (const uint8_t *)w->raw + (size_t)o * w->row_bytes;
+            if (mt->kq) {
+                pack_kcol(mt, src, K / SPRIG_MM_QK_K, sprig_type_traits(w->type)->type_size, dst, c);
+                continue;
+            }
             switch (w->type) {
             case SPRIG_TYPE_F32:
                 for (int64_t k = 0; k < K; k++) memcpy(dst + (k * SPRIG_MM_PANEL + c) * 4, src + k * 4, 4);
@@ -245,7 +488,7 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
     const struct mm_type *t = mm_type(type);
     if (!t)
         return sprig_err(err, SPRIG_E_UNSUPPORTED, "weight '%s': type %s (%d) has no matmul kernel "
-                         "(supported: f32, f16, bf16, q8_0, q4_0)", name, sprig_type_name(type), type);
+                         "(supported: f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)", name, sprig_type_name(type), type);
     if (!raw) return sprig_err(err, SPRIG_E_INVALID_ARG, "weight '%s': no data", name);
     if (n_in <= 0 || n_out <= 0 || n_in > MM_MAX_DIM || n_out > MM_MAX_DIM)
         return sprig_err(err, SPRIG_E_UNSUPPORTED, "weight '%s': shape [%lld, %lld] out of range (1..%lld)", name,
@@ -264,7 +507,7 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
     w->row_bytes = rb;
     w->kernel = FAM_REF;
     int f = fam_current();
-    if (f == FAM_REF) return SPRIG_OK;
+    if (f == FAM_REF || !fam_kernel(family(f), type)) return SPRIG_OK;   /* the reference on the raw rows */
     size_t panels = (size_t)((n_out + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL);
     size_t ps = sprig_mm_panel_bytes(type, n_in), bytes;
     if (!ps || sprig_mul_ovf(ps, panels, &bytes))
@@ -274,7 +517,7 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
         return sprig_err(err, SPRIG_E_NOMEM, "weight '%s': out of memory for the packed copy (%zu bytes)", name, bytes);
     w->packed_bytes = bytes;
     w->kernel = f;
-    pack_weight(w, family(f)->q8_xor);
+    sprig_mm_pack(w, w->packed, family(f)->q8_xor);
     return SPRIG_OK;
 }
 
@@ -330,17 +573,65 @@ static void quant_row_ref(const float *x, int64_t nb, int64_t stride, sprig_mm_q
     for (int64_t b = 0; b < nb; b++) sprig_mm_quant_block_ref(x + b * SPRIG_QK, &out[b * stride]);
 }
 
-/* Bytes of the quantized form for n rows of k (+ 64 to align an unaligned scratch). */
-static bool act_bytes(int64_t n, int64_t k, size_t *out)
+void sprig_mm_kquant_block_ref(const float *x, sprig_mm_kblock *out)
 {
-    *out = 64;
+    uint32_t amax = 0;
+    for (int j = 0; j < SPRIG_MM_QK_K; j++) {
+        uint32_t u;
+        memcpy(&u, &x[j], 4);
+        u &= 0x7fffffffu;
+        if (u > amax) amax = u;
+    }
+    memset(out, 0, sizeof *out);
+    if (amax >= 0x7f800000u) {          /* inf or NaN in the block */
+        out->d = NAN;
+        return;
+    }
+    float fa;
+    memcpy(&fa, &amax, 4);
+    float da = fa / 127.0f;
+    if (!(da >= FLT_MIN)) return;       /* zero or subnormal: d = 0, q = 0 */
+    float id = 1.0f / da;
+    for (int j = 0; j < 16; j++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) {
+            int v = (int)nearbyintf(x[16 * j + i] * id);
+            out->q[16 * j + i] = (int8_t)v;
+            s += v;
+        }
+        out->bsum[j] = (int16_t)s;
+    }
+    for (int j = 0; j < 8; j++) out->bsum32[j] = (int16_t)(out->bsum[2 * j] + out->bsum[2 * j + 1]);
+    out->d = da;
+}
+
+static void kquant_row_ref(const float *x, int64_t ns, int64_t stride, sprig_mm_kblock *out)
+{
+    for (int64_t s = 0; s < ns; s++) sprig_mm_kquant_block_ref(x + s * SPRIG_MM_QK_K, &out[s * stride]);
+}
+
+/* The scratch: 64 (to align it), the 32-block records of n rows of k, padded
+ * to 64, then the 256-element records (block counts rounded down, so the
+ * size only grows with n and k). */
+static bool act_layout(int64_t n, int64_t k, size_t *q32, size_t *total)
+{
+    *q32 = 0;
+    *total = 64;
     if (n <= 0 || k <= 0) return true;
     if (n > MM_MAX_DIM || k > MM_MAX_DIM) return false;
-    size_t recs;
-    if (sprig_mul_ovf((size_t)n, (size_t)(k / SPRIG_QK), &recs) || sprig_mul_ovf(recs, sizeof(sprig_mm_qblock), out) ||
-        sprig_add_ovf(*out, 64, out))
+    size_t r32, r256, b256;
+    if (sprig_mul_ovf((size_t)n, (size_t)(k / SPRIG_QK), &r32) || sprig_mul_ovf(r32, sizeof(sprig_mm_qblock), q32) ||
+        sprig_mul_ovf((size_t)n, (size_t)(k / SPRIG_MM_QK_K), &r256) ||
+        sprig_mul_ovf(r256, sizeof(sprig_mm_kblock), &b256) || sprig_add_ovf(*q32, 63, total))
         return false;
-    return true;
+    *q32 = *total & ~(size_t)63;
+    return !sprig_add_ovf(*q32, b256, total) && !sprig_add_ovf(*total, 64, total);
+}
+
+static bool act_bytes(int64_t n, int64_t k, size_t *out)
+{
+    size_t q32;
+    return act_layout(n, k, &q32, out);
 }
 
 size_t sprig_act_scratch_bytes(int max_n, int64_t max_k)
@@ -358,38 +649,66 @@ void sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scratc
     a->scratch = scratch;
     a->scratch_bytes = scratch_bytes;
     a->q8_ready = false;
+    a->qk_ready = false;
 }
 
 static sprig_mm_qblock *act_q_view(const sprig_act *a)
 {
-    size_t need;
-    SPRIG_ASSERT(act_bytes(a->n, a->k, &need));
+    size_t need, q32;
+    SPRIG_ASSERT(act_layout(a->n, a->k, &q32, &need));
     SPRIG_ASSERT(a->scratch && need <= a->scratch_bytes);
     return (sprig_mm_qblock *)(((uintptr_t)a->scratch + 63) & ~(uintptr_t)63);
 }
 
-struct quant_ctx { const sprig_act *a; sprig_mm_qblock *v; sprig_mm_quant_fn fn; };
+static sprig_mm_kblock *act_k_view(const sprig_act *a)
+{
+    size_t need, q32;
+    SPRIG_ASSERT(act_layout(a->n, a->k, &q32, &need));
+    SPRIG_ASSERT(a->scratch && need <= a->scratch_bytes);
+    return (sprig_mm_kblock *)((((uintptr_t)a->scratch + 63) & ~(uintptr_t)63) + q32);
+}
+
+/* One of the two forms: 32-block records (v, fn) or 256-element ones (vk, fnk). */
+struct quant_ctx {
+    const sprig_act *a;
+    sprig_mm_qblock *v;
+    sprig_mm_quant_fn fn;
+    sprig_mm_kblock *vk;
+    sprig_mm_kquant_fn fnk;
+};
 
 static void quant_task(void *ctx, int ith, int nth)
 {
     struct quant_ctx *c = ctx;
-    int64_t nb = c->a->k / SPRIG_QK;
     long lo, hi;
     sprig_split(c->a->n, ith, nth, &lo, &hi);
-    for (long r = lo; r < hi; r++) c->fn(c->a->x + r * c->a->k, nb, c->a->n, c->v + r);
+    for (long r = lo; r < hi; r++) {
+        if (c->fn) c->fn(c->a->x + r * c->a->k, c->a->k / SPRIG_QK, c->a->n, c->v + r);
+        else c->fnk(c->a->x + r * c->a->k, c->a->k / SPRIG_MM_QK_K, c->a->n, c->vk + r);
+    }
 }
 
-static void act_quantize(sprig_pool *pool, sprig_act *a)
+/* Builds the form `act` (ACT_Q32, ACT_Q256) of the activations once. */
+static void act_quantize(sprig_pool *pool, sprig_act *a, int act)
 {
-    if (a->q8_ready) return;
-    SPRIG_ASSERT(a->k % SPRIG_QK == 0);
+    bool *ready = act == ACT_Q32 ? &a->q8_ready : &a->qk_ready;
+    if (*ready) return;
     const struct sprig_mm_family *f = family(fam_current());
-    struct quant_ctx c = { a, act_q_view(a), f ? f->quant : quant_row_ref };
+    struct quant_ctx c = { .a = a };
+    if (act == ACT_Q32) {
+        SPRIG_ASSERT(a->k % SPRIG_QK == 0);
+        c.v = act_q_view(a);
+        c.fn = f ? f->quant : quant_row_ref;
+    } else {
+        SPRIG_ASSERT(a->k % SPRIG_MM_QK_K == 0);
+        c.vk = act_k_view(a);
+        c.fnk = f && f->quant_k ? f->quant_k : kquant_row_ref;
+    }
     /* Rows in parallel only when there is more than a dispatch's worth of
      * work (~1 us; 32K floats take ~4 us on one core). */
     int nth = (int64_t)a->n * a->k >= 32768 ? a->n : 1;
     sprig_pool_run(pool, quant_task, &c, nth);
-    a->q8_ready = true;
+    *ready = true;
 }
 
 /* ---------------------------------------------------------------- reference */
@@ -439,17 +758,39 @@ static float ref_block(int type, const uint8_t *row, int64_t b, const int8_t *q,
     return fmaf((float)is, sprig_f16_to_f32(wd) * d, acc);
 }
 
-/* Columns [o0, o1) of y[n][n_out] from the raw rows; aq/ad: the quantized activations. */
-static void ref_cols(const sprig_weight *w, int n, const float *x, const sprig_mm_qblock *aq, float *y, int64_t o0,
-                     int64_t o1)
+/* acc += K-quant super-block `blk` . activation record a (the contract in matmul.h). */
+static float ref_ksuper(const struct kq *q, const uint8_t *blk, const sprig_mm_kblock *a, float acc)
+{
+    uint8_t u[256];
+    int sc[16], m[16];
+    q->unpack(blk, u, sc, m);
+    int32_t I = 0, M = 0;
+    for (int j = 0; j < 16; j++) {
+        int32_t s = 0;
+        for (int i = 0; i < 16; i++) s += (int32_t)u[16 * j + i] * a->q[16 * j + i];
+        I += sc[j] * (s - q->off * a->bsum[j]);
+        M += m[j] * a->bsum[j];
+    }
+    acc = fmaf((float)I, f16_at(blk + q->d_off) * a->d, acc);
+    if (q->nd == 2) acc = fmaf((float)-M, f16_at(blk + q->dmin_off) * a->d, acc);
+    return acc;
+}
+
+/* Columns [o0, o1) of y[n][n_out] from the raw rows; aq, ak: the quantized activations. */
+static void ref_cols(const sprig_weight *w, int n, const float *x, const sprig_mm_qblock *aq,
+                     const sprig_mm_kblock *ak, float *y, int64_t o0, int64_t o1)
 {
     const int64_t K = w->n_in, nb = K / SPRIG_QK;
-    const bool quant = mm_type(w->type)->quant;
+    const struct mm_type *t = mm_type(w->type);
+    const bool quant = t->act == ACT_Q32;
+    const size_t bsz = sprig_type_traits(w->type)->type_size;
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *row = (const uint8_t *)w->raw + (size_t)o * w->row_bytes;
         for (int r = 0; r < n; r++) {
             float acc = 0.0f;
-            if (quant) {
+            if (t->kq) {
+                for (int64_t s = 0; s < K / SPRIG_MM_QK_K; s++) acc = ref_ksuper(t->kq, row + s * bsz, &ak[s * n + r], acc);
+            } else if (quant) {
                 for (int64_t b = 0; b < nb; b++)
                     acc = ref_block(w->type, row, b, aq[b * n + r].q, aq[b * n + r].d, acc);
             } else {
@@ -465,8 +806,24 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
 {
     SPRIG_ASSERT(w && x && y && n >= 0);
     const int64_t K = w->n_in, N = w->n_out;
-    if (!mm_type(w->type)->quant) {
-        ref_cols(w, n, x, NULL, y, 0, N);
+    const struct mm_type *t = mm_type(w->type);
+    if (t->act == ACT_FLOAT) {
+        ref_cols(w, n, x, NULL, NULL, y, 0, N);
+        return;
+    }
+    if (t->kq) {
+        /* One record at a time (no allocation); y rows are the accumulators. */
+        const size_t bsz = sprig_type_traits(w->type)->type_size;
+        for (int r = 0; r < n; r++) {
+            float *yr = y + (int64_t)r * N;
+            for (int64_t o = 0; o < N; o++) yr[o] = 0.0f;
+            for (int64_t s = 0; s < K / SPRIG_MM_QK_K; s++) {
+                sprig_mm_kblock kb;
+                sprig_mm_kquant_block_ref(x + (int64_t)r * K + s * SPRIG_MM_QK_K, &kb);
+                for (int64_t o = 0; o < N; o++)
+                    yr[o] = ref_ksuper(t->kq, (const uint8_t *)w->raw + (size_t)o * w->row_bytes + s * bsz, &kb, yr[o]);
+            }
+        }
         return;
     }
     /* Quantize one block at a time (no allocation); y rows are the accumulators. */
@@ -521,6 +878,7 @@ struct mm_ctx {
     const sprig_weight *const *w;
     float *const *y;
     const sprig_mm_qblock *aq;
+    const sprig_mm_kblock *ak;
     int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
     int64_t grain;                 /* panels of one tile */
     struct mm_own own[MM_MAX_TH];  /* [nth] what each thread has left */
@@ -537,13 +895,13 @@ static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
         const struct sprig_mm_family *f = family(w->kernel);
         if (!f || !w->packed) {
             int64_t o1 = p1 * SPRIG_MM_PANEL;
-            ref_cols(w, c->a->n, c->a->x, c->aq, c->y[i], p0 * SPRIG_MM_PANEL, o1 < w->n_out ? o1 : w->n_out);
+            ref_cols(w, c->a->n, c->a->x, c->aq, c->ak, c->y[i], p0 * SPRIG_MM_PANEL, o1 < w->n_out ? o1 : w->n_out);
             continue;
         }
         sprig_mm_job job = {
             .type = w->type, .n_in = w->n_in, .n_out = w->n_out, .packed = w->packed,
             .pstride = sprig_mm_panel_bytes(w->type, w->n_in), .n = c->a->n, .x = c->a->x,
-            .aq = c->aq, .y = c->y[i], .p0 = p0, .p1 = p1,
+            .aq = c->aq, .ak = c->ak, .y = c->y[i], .p0 = p0, .p1 = p1,
         };
         fam_kernel(f, w->type)(&job);
     }
@@ -659,7 +1017,7 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
         nx.nth = mm_threads(pool, macs * a->n, nx.start[m_next]);
     }
     struct mm_ctx c = { .next = m_next ? &nx : NULL, .a = a, .m = m, .w = w, .y = y, .grain = 1 };
-    bool quant = false;
+    bool quant = false, kquant = false;
     int64_t macs = 0;
     const char *x0 = (const char *)a->x, *x1 = x0 + (size_t)a->n * (size_t)a->k * sizeof(float);
     for (int i = 0; i < m; i++) {
@@ -669,7 +1027,8 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
         SPRIG_ASSERT(y1 <= x0 || y0 >= x1);
         const struct mm_type *t = mm_type(w[i]->type);
         SPRIG_ASSERT(t);
-        quant |= t->quant;
+        quant |= t->act == ACT_Q32;
+        kquant |= t->act == ACT_Q256;
         c.start[i + 1] = c.start[i] + (w[i]->n_out + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL;
         const struct sprig_mm_family *f = family(w[i]->kernel);
         int g = f && w[i]->packed && f->tile_panels ? f->tile_panels(w[i]->type, a->n) : 1;
@@ -677,8 +1036,12 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
         macs += w[i]->n_out * a->k;
     }
     if (quant) {
-        act_quantize(pool, a);
+        act_quantize(pool, a, ACT_Q32);
         c.aq = act_q_view(a);
+    }
+    if (kquant) {
+        act_quantize(pool, a, ACT_Q256);
+        c.ak = act_k_view(a);
     }
     macs *= a->n;
     int nth = mm_threads(pool, macs, c.start[m]);

@@ -18,6 +18,30 @@
  *    exact int32 dot per block, then acc = fmaf((float)isum, dw * da, acc)
  *    block by block. The plain-C reference computes exactly this, so every
  *    SIMD kernel must equal it bit for bit (tests/test-matmul.c checks).
+ *  - K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: super-blocks of 256,
+ *    n_in % 256 == 0) use activations quantized ONCE per input into records
+ *    of 256 (same rule over 256 floats; bsum[j] = sum of q[16j..16j+15]).
+ *    Per super-block, two exact int32 sums over the weight's units u
+ *    (llama.cpp's dequantize_row_q*_K element order) and activations a:
+ *      Q4_K (8 sub-blocks of 32, 6-bit scale sc_j and min m_j, u in 0..15)
+ *        I = sum_j sc_j * sum_i u*a     M = sum_j m_j * (bsum[2j] + bsum[2j+1])
+ *      Q5_K  the same with u in 0..31
+ *      Q6_K (16 sub-blocks of 16, int8 sc_j, u in 0..63)
+ *        I = sum_j sc_j * (sum_i u*a - 32 * bsum[j])            no M
+ *      Q3_K (16 sub-blocks, sc_j = 6-bit scale - 32, u = low 2 bits +
+ *            4 * hmask bit in 0..7)
+ *        I = sum_j sc_j * (sum_i u*a - 4 * bsum[j])             no M
+ *      Q2_K (16 sub-blocks, sc_j = scales[j] & 15, m_j = scales[j] >> 4,
+ *            u in 0..3)
+ *        I = sum_j sc_j * sum_i u*a     M = sum_j m_j * bsum[j]
+ *    then, super-block by super-block: acc = fmaf((float)I, d * da, acc),
+ *    and for Q2_K/Q4_K/Q5_K acc = fmaf((float)(-M), dmin * da, acc) (d, dmin:
+ *    the block's f16 scales as float, da the activation record's scale; each
+ *    product one float multiply). |I|, |M| < 2^28 (bounds in matmul.c). This
+ *    mirrors llama.cpp's q8_K scheme, so results track llama.cpp closely,
+ *    and like every type here a row's bits depend neither on n nor threads.
+ *    A kernel family may lack a K type: its weights then run the plain-C
+ *    reference on the raw rows (slow but exact).
  *  - Kernels (AVX-512 VNNI, AVX2, reference) are chosen once at run time
  *    from CPUID; SPRIG_NO_SIMD=1 forces the reference. sprig_weight_init packs
  *    a copy of the weight for the family selected at that moment and the
@@ -37,7 +61,7 @@
 
 /* A weight matrix prepared for the kernels. */
 typedef struct sprig_weight {
-    int      type;         /* storage type: F32, F16, BF16, Q8_0 or Q4_0 */
+    int      type;         /* storage type: F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K */
     int64_t  n_in;         /* K = ne[0] */
     int64_t  n_out;        /* N = ne[1] */
     const void *raw;       /* GGUF rows (usually a view into the mmap): row o at raw + o*row_bytes */
@@ -65,7 +89,8 @@ typedef struct sprig_act {
     int64_t  k;
     void    *scratch;      /* sprig_act_scratch_bytes(max_n, max_k) bytes, 64-aligned */
     size_t   scratch_bytes;
-    bool     q8_ready;     /* internal */
+    bool     q8_ready;     /* internal: the 32-block form is built */
+    bool     qk_ready;     /* internal: the 256-element form is built */
 } sprig_act;
 
 size_t sprig_act_scratch_bytes(int max_n, int64_t max_k);

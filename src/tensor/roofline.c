@@ -122,6 +122,7 @@ double sprig_measure_peak_gops(sprig_pool *pool, int type)
     bool int8;
     switch (type) {
     case SPRIG_TYPE_Q8_0: case SPRIG_TYPE_Q4_0: int8 = true; break;
+    case SPRIG_MM_Q2_K: case SPRIG_MM_Q3_K: case SPRIG_MM_Q4_K: case SPRIG_MM_Q5_K: case SPRIG_MM_Q6_K: int8 = true; break;
     case SPRIG_TYPE_F32: case SPRIG_TYPE_F16: case SPRIG_TYPE_BF16: int8 = false; break;
     default: return -1;
     }
@@ -164,13 +165,47 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Where the K-quant blocks keep their f16 scales (d, dmin; 0: none), for
+ * types without a quantizer: random blocks with sane scales stand in. */
+static const struct { int type; size_t d, dmin; } kscales[] = {
+    { SPRIG_MM_Q2_K, offsetof(sprig_kblk_q2_k, d), offsetof(sprig_kblk_q2_k, dmin) },
+    { SPRIG_MM_Q3_K, offsetof(sprig_kblk_q3_k, d), 0 },
+    { SPRIG_MM_Q4_K, offsetof(sprig_kblk_q4_k, d), offsetof(sprig_kblk_q4_k, dmin) },
+    { SPRIG_MM_Q5_K, offsetof(sprig_kblk_q5_k, d), offsetof(sprig_kblk_q5_k, dmin) },
+    { SPRIG_MM_Q6_K, offsetof(sprig_kblk_q6_k, d), 0 },
+};
+
+static void *make_raw_k(int type, int64_t n_in, int64_t n_out, size_t rb, size_t total)
+{
+    const struct sprig_type_traits *t = sprig_type_traits(type);
+    for (size_t i = 0; i < sizeof kscales / sizeof kscales[0]; i++) {
+        if (kscales[i].type != type) continue;
+        uint8_t *raw = sprig_calloc_aligned(total, 1);
+        if (!raw) return NULL;
+        uint64_t s = 0x2545f4914f6cdd1dull;
+        for (size_t j = 0; j < total; j++) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            raw[j] = (uint8_t)(s >> 32);
+        }
+        const sprig_f16 d = sprig_f32_to_f16(0.004f), dmin = sprig_f32_to_f16(0.002f);
+        for (int64_t o = 0; o < n_out; o++)
+            for (int64_t b = 0; b < n_in / t->blck; b++) {
+                uint8_t *blk = raw + (size_t)o * rb + (size_t)b * t->type_size;
+                memcpy(blk + kscales[i].d, &d, 2);
+                if (kscales[i].dmin) memcpy(blk + kscales[i].dmin, &dmin, 2);
+            }
+        return raw;
+    }
+    return NULL;
+}
+
 /* Random GGUF-layout data for an n_out x n_in matrix of `type`. */
 static void *make_raw(int type, int64_t n_in, int64_t n_out, size_t *rb)
 {
     const struct sprig_type_traits *t = sprig_type_traits(type);
     size_t total;
-    if (!t || !t->from_f32 || !sprig_row_bytes(type, n_in, rb) || sprig_mul_ovf(*rb, (size_t)n_out, &total))
-        return NULL;
+    if (!t || !sprig_row_bytes(type, n_in, rb) || sprig_mul_ovf(*rb, (size_t)n_out, &total)) return NULL;
+    if (!t->from_f32) return make_raw_k(type, n_in, n_out, *rb, total);
     uint8_t *raw = sprig_calloc_aligned(total, 1);
     float *row = malloc((size_t)n_in * sizeof(float));
     if (!raw || !row) { sprig_free_aligned(raw); free(row); return NULL; }
