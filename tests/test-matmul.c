@@ -889,6 +889,12 @@ static void test_kquant_act(void)
 
     const int n = 5, K = 256 * 21;
     float *xa = make_act(n, K, true);
+    /* whole super-blocks all zero, all subnormal, and of one value repeated */
+    for (int i = 0; i < 256; i++) {
+        xa[3 * 256 + i] = 0.0f;
+        xa[K + 5 * 256 + i] = 1e-39f * (float)(i % 7);
+        xa[2 * K + 7 * 256 + i] = -3.0f;
+    }
     sprig_mm_kblock *r0 = calloc((size_t)n * 21, sizeof *r0), *r1 = calloc((size_t)n * 21, sizeof *r1);
     for (int fi = 1; fi <= 2; fi++) {
         const struct sprig_mm_family *f = family_of(fi);

@@ -507,6 +507,54 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
     }
 }
 
+/* The 256-element form (the same rule over 256 floats, matmul.c): q, d and
+ * the sums of q per 16 (bsum) and per 32 (bsum32); pad = 0. */
+static void kquant_row(const float *x, int64_t ns, int64_t stride, sprig_mm_kblock *out)
+{
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t sb = 0; sb < ns; sb++) {
+        const float *xb = x + sb * SPRIG_MM_QK_K;
+        sprig_mm_kblock *rec = &out[sb * stride];
+        __m256i m = _mm256_setzero_si256();
+        for (int i = 0; i < 32; i++)
+            m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(xb + 8 * i)), absm));
+        __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+        uint32_t amax = (uint32_t)_mm_cvtsi128_si32(m4);
+        float fa, da;
+        memcpy(&fa, &amax, 4);
+        da = fa / 127.0f;
+        memset(rec, 0, sizeof *rec);
+        if (amax >= 0x7f800000u || !(da >= FLT_MIN)) {
+            rec->d = amax >= 0x7f800000u ? NAN : 0.0f;
+            continue;
+        }
+        const __m256 id = _mm256_set1_ps(1.0f / da);
+        for (int k = 0; k < 8; k++) {   /* 32 elements: q, then bsum[2k], bsum[2k+1] */
+            __m256i qi[4];
+            for (int i = 0; i < 4; i++) {
+                __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xb + 32 * k + 8 * i), id);
+                qi[i] = _mm256_cvttps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            }
+            __m256i p8 = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3])), perm);
+            _mm256_storeu_si256((__m256i *)(rec->q + 32 * k), p8);
+            /* lanes: sums of 4 consecutive q; two hadds leave the sum of
+             * lanes 0-3 (elements 0-15) in lane 0 and of 4-7 in lane 4 */
+            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, p8), ones16);
+            s = _mm256_hadd_epi32(s, s);
+            s = _mm256_hadd_epi32(s, s);
+            int lo = _mm256_cvtsi256_si32(s), hi = _mm256_extract_epi32(s, 4);
+            rec->bsum[2 * k] = (int16_t)lo;
+            rec->bsum[2 * k + 1] = (int16_t)hi;
+            rec->bsum32[k] = (int16_t)(lo + hi);
+        }
+        rec->d = da;
+    }
+}
+
 /* ---------------------------------------------------------------- peak loop */
 
 /* 10 named accumulators (they stay in registers). int8: the Q4_0 inner step
@@ -545,6 +593,7 @@ const struct sprig_mm_family sprig_mm_family_avx2 = {
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
     .q2_k = k_q2k, .q3_k = k_q3k, .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
     .quant = quant_row,
+    .quant_k = kquant_row,
     .peak = peak,
     .tile_panels = tile_panels,
 };
