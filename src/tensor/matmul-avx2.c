@@ -181,7 +181,6 @@ AI __m256 kscale(const uint8_t *wd, int64_t s, int nd, int e, int h)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + ((size_t)s * nd + e) * 32 + h * 16)));
 }
 
-
 /* Q4_K/Q5_K sub-block j (32 elements) of one half (ho) of record w: I[r] +=
  * sc_j * (u . a) for rows as[0 .. R-1]. Sub-block j = 2g + hi: nibble hi of
  * groups 8g .. 8g+7; Q5_K's fifth bit: bit j of the qh group tt. */
@@ -286,9 +285,9 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
             const int ho = h * 32;   /* byte offset of the half in a 64-byte group */
             __m256i I[KRMAX];
             UNROLL for (int r = 0; r < R; r++) I[r] = _mm256_setzero_si256();
-            /* one row fully unrolled (constant shifts and offsets: measured
-             * +10-40% at n = 1); more rows in a loop (unrolled, they lose
-             * half: the code outgrows what the core keeps decoded) */
+            /* one row: sub-blocks fully unrolled (constant shifts and
+             * offsets; measured +10-45% at n = 1); more rows: a loop (fully
+             * unrolled they measured at about half the speed) */
             if (kt == KT_Q4 || kt == KT_Q5) {
                 if (R == 1) UNROLL for (int j = 0; j < 8; j++) ksub32(w, as, ho, j, R, kt, I);
                 else for (int j = 0; j < 8; j++) ksub32(w, as, ho, j, R, kt, I);
