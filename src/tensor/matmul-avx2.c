@@ -181,32 +181,39 @@ AI __m256 kscale(const uint8_t *wd, int64_t s, int nd, int e, int h)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + ((size_t)s * nd + e) * 32 + h * 16)));
 }
 
-/* Q4_K/Q5_K sub-block j (32 elements) of one half (ho) of record w: I[r] +=
- * sc_j * (u . a) for rows as[0 .. R-1]. Sub-block j = 2g + hi: nibble hi of
- * groups 8g .. 8g+7; Q5_K's fifth bit: bit j of the qh group tt. */
-AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int ho, const int j, const int R, const int kt,
-               __m256i *I)
+/* Q4_K/Q5_K sub-block j (32 elements) of halves h0 .. h0+H-1 of record w:
+ * I[r][hh] += sc_j * (u . a) for rows as[0 .. R-1]. Sub-block j = 2g + hi:
+ * nibble hi of groups 8g .. 8g+7; Q5_K's fifth bit: bit j of the qh group tt. */
+AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const int H, const int j, const int R,
+               const int kt, __m256i I[][2])
 {
     const __m256i m15 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16);
     const int g = j / 2, hi = j & 1;
-    const __m256i sc = sc_dup_u8(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC) + ho / 4 + j * 16);
-    __m256i s16[KRMAX];
-    UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
+    __m256i sc[2], s16[KRMAX][2];
+    UNROLL for (int hh = 0; hh < H; hh++) {
+        sc[hh] = sc_dup_u8(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC) + (h0 + hh) * 8 + j * 16);
+        UNROLL for (int r = 0; r < R; r++) s16[r][hh] = _mm256_setzero_si256();
+    }
     UNROLL for (int tt = 0; tt < 8; tt++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * g + tt) * 64 + ho));
-        __m256i u = _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m15);
-        if (kt == KT_Q5) {
-            __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q5K_QH + tt * 64 + ho));
-            u = _mm256_or_si256(u, _mm256_and_si256(bits_to(q, j, 4), m16));
+        __m256i u[2];
+        UNROLL for (int hh = 0; hh < H; hh++) {
+            const int ho = (h0 + hh) * 32;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * g + tt) * 64 + ho));
+            u[hh] = _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m15);
+            if (kt == KT_Q5) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q5K_QH + tt * 64 + ho));
+                u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, j, 4), m16));
+            }
         }
         UNROLL for (int r = 0; r < R; r++) {
-            __m256i t = _mm256_maddubs_epi16(u, bcast4(as[r].q + 32 * j + 4 * tt));
-            s16[r] = _mm256_add_epi16(s16[r], t);
+            const __m256i a = bcast4(as[r].q + 32 * j + 4 * tt);
+            UNROLL for (int hh = 0; hh < H; hh++)
+                s16[r][hh] = _mm256_add_epi16(s16[r][hh], _mm256_maddubs_epi16(u[hh], a));
         }
         if (kt == KT_Q5 ? (tt & 3) == 3 : tt == 7) {
-            UNROLL for (int r = 0; r < R; r++) {
-                I[r] = _mm256_add_epi32(I[r], _mm256_madd_epi16(s16[r], sc));
-                s16[r] = _mm256_setzero_si256();
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int hh = 0; hh < H; hh++) {
+                I[r][hh] = _mm256_add_epi32(I[r][hh], _mm256_madd_epi16(s16[r][hh], sc[hh]));
+                s16[r][hh] = _mm256_setzero_si256();
             }
         }
     }
@@ -214,52 +221,58 @@ AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int ho, const 
 
 /* Q2_K/Q3_K/Q6_K sub-block j (16 elements), likewise: j = 8h' + 2f + lh
  * holds elements 128h' + 32f + 16lh + 4tt4 + i, tt4 = 0..3. */
-AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int ho, const int j, const int R, const int kt,
-               __m256i *I)
+AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const int H, const int j, const int R,
+               const int kt, __m256i I[][2])
 {
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), m15 = _mm256_set1_epi8(15),
                   m48 = _mm256_set1_epi8(48);
     const int hp = j / 8, f = (j % 8) / 2, lh = j & 1;
-    __m256i sc;
-    if (kt == KT_Q2) {
-        /* low nibble of byte e = j & 1 of the column's pair j / 2 */
-        __m128i x = _mm_and_si128(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + (j / 2) * 32 + ho / 2)),
-                                  _mm_set1_epi8(15));
-        x = _mm_shuffle_epi8(x, lh ? _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15)
-                                   : _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
-        sc = _mm256_cvtepu8_epi16(x);
-    } else {
-        sc = sc_dup_s8(w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + j * 16 + ho / 4);
-    }
-    __m256i s16[KRMAX];
-    UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
-    UNROLL for (int tt4 = 0; tt4 < 4; tt4++) {
-        __m256i u;
-        if (kt == KT_Q6) {
-            /* ql group 16h' + 8(f & 1) + 4lh + tt4, nibble f >> 1; qh group
-             * 8h' + 4lh + tt4, bits 2f, 2f+1 */
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (16 * hp + 8 * (f & 1) + 4 * lh + tt4) * 64 + ho));
-            __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q6K_QH + (8 * hp + 4 * lh + tt4) * 64 + ho));
-            u = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(v, 4) : v, m15);
-            u = _mm256_or_si256(u, _mm256_and_si256(bits_to(q, 2 * f, 4), m48));
+    __m256i sc[2], s16[KRMAX][2];
+    UNROLL for (int hh = 0; hh < H; hh++) {
+        const int ho = (h0 + hh) * 32;
+        if (kt == KT_Q2) {
+            /* low nibble of byte e = j & 1 of the column's pair j / 2 */
+            __m128i x = _mm_and_si128(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + (j / 2) * 32 + ho / 2)),
+                                      _mm_set1_epi8(15));
+            x = _mm_shuffle_epi8(x, lh ? _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15)
+                                       : _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+            sc[hh] = _mm256_cvtepu8_epi16(x);
         } else {
-            /* qs group 8h' + 4lh + tt4, bits 2f, 2f+1; Q3_K: hmask group
-             * 4lh + tt4, bit 4h' + f */
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * hp + 4 * lh + tt4) * 64 + ho));
-            u = _mm256_and_si256(bits_to(v, 2 * f, 0), m3);
-            if (kt == KT_Q3) {
-                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q3K_HM + (4 * lh + tt4) * 64 + ho));
-                u = _mm256_or_si256(u, _mm256_and_si256(bits_to(q, 4 * hp + f, 2), m4));
+            sc[hh] = sc_dup_s8(w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + j * 16 + ho / 4);
+        }
+        UNROLL for (int r = 0; r < R; r++) s16[r][hh] = _mm256_setzero_si256();
+    }
+    UNROLL for (int tt4 = 0; tt4 < 4; tt4++) {
+        __m256i u[2];
+        UNROLL for (int hh = 0; hh < H; hh++) {
+            const int ho = (h0 + hh) * 32;
+            if (kt == KT_Q6) {
+                /* ql group 16h' + 8(f & 1) + 4lh + tt4, nibble f >> 1; qh group
+                 * 8h' + 4lh + tt4, bits 2f, 2f+1 */
+                __m256i v = _mm256_loadu_si256((const __m256i *)(w + (16 * hp + 8 * (f & 1) + 4 * lh + tt4) * 64 + ho));
+                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q6K_QH + (8 * hp + 4 * lh + tt4) * 64 + ho));
+                u[hh] = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(v, 4) : v, m15);
+                u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, 2 * f, 4), m48));
+            } else {
+                /* qs group 8h' + 4lh + tt4, bits 2f, 2f+1; Q3_K: hmask group
+                 * 4lh + tt4, bit 4h' + f */
+                __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * hp + 4 * lh + tt4) * 64 + ho));
+                u[hh] = _mm256_and_si256(bits_to(v, 2 * f, 0), m3);
+                if (kt == KT_Q3) {
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q3K_HM + (4 * lh + tt4) * 64 + ho));
+                    u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, 4 * hp + f, 2), m4));
+                }
             }
         }
         UNROLL for (int r = 0; r < R; r++) {
-            __m256i t = _mm256_maddubs_epi16(u, bcast4(as[r].q + 16 * j + 4 * tt4));
-            s16[r] = _mm256_add_epi16(s16[r], t);
+            const __m256i a = bcast4(as[r].q + 16 * j + 4 * tt4);
+            UNROLL for (int hh = 0; hh < H; hh++)
+                s16[r][hh] = _mm256_add_epi16(s16[r][hh], _mm256_maddubs_epi16(u[hh], a));
         }
         if (kt != KT_Q6 ? tt4 == 3 : (tt4 & 1) == 1) {
-            UNROLL for (int r = 0; r < R; r++) {
-                I[r] = _mm256_add_epi32(I[r], _mm256_madd_epi16(s16[r], sc));
-                s16[r] = _mm256_setzero_si256();
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int hh = 0; hh < H; hh++) {
+                I[r][hh] = _mm256_add_epi32(I[r][hh], _mm256_madd_epi16(s16[r][hh], sc[hh]));
+                s16[r][hh] = _mm256_setzero_si256();
             }
         }
     }
@@ -281,19 +294,26 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
     for (int64_t s = 0; s < ns; s++) {
         const uint8_t *w = base + (size_t)s * rec;
         const sprig_mm_kblock *as = J->ak + s * n + r0;   /* row r: as[r] */
-        for (int h = 0; h < 2; h++) {
-            const int ho = h * 32;   /* byte offset of the half in a 64-byte group */
-            __m256i I[KRMAX];
-            UNROLL for (int r = 0; r < R; r++) I[r] = _mm256_setzero_si256();
+        /* halves h0 .. h0+H-1 of the panel in one pass: both for one row of
+         * Q2_K/Q4_K (each activation broadcast serves 16 columns; measured
+         * n = 1 +12%), one at a time otherwise (the other types' decode
+         * temporaries then spill: -5-15%) */
+        const int H = R == 1 && (kt == KT_Q2 || kt == KT_Q4) ? 2 : 1;
+        for (int h0 = 0; h0 < 2; h0 += H) {
+            __m256i I[KRMAX][2];
+            UNROLL for (int r = 0; r < R; r++) I[r][0] = I[r][1] = _mm256_setzero_si256();
             /* one row: sub-blocks fully unrolled (constant shifts and
              * offsets; measured +10-45% at n = 1); more rows: a loop (fully
              * unrolled they measured at about half the speed) */
             if (kt == KT_Q4 || kt == KT_Q5) {
-                if (R == 1) UNROLL for (int j = 0; j < 8; j++) ksub32(w, as, ho, j, R, kt, I);
-                else for (int j = 0; j < 8; j++) ksub32(w, as, ho, j, R, kt, I);
+                if (R == 1) UNROLL for (int j = 0; j < 8; j++) ksub32(w, as, h0, H, j, R, kt, I);
+                else for (int j = 0; j < 8; j++) ksub32(w, as, h0, H, j, R, kt, I);
             } else {
-                if (R == 1) UNROLL for (int j = 0; j < 16; j++) ksub16(w, as, ho, j, R, kt, I);
-                else for (int j = 0; j < 16; j++) ksub16(w, as, ho, j, R, kt, I);
+                if (R == 1) UNROLL for (int j = 0; j < 16; j++) ksub16(w, as, h0, H, j, R, kt, I);
+                else for (int j = 0; j < 16; j++) ksub16(w, as, h0, H, j, R, kt, I);
+            }
+            UNROLL for (int hh = 0; hh < H; hh++) {
+                const int h = h0 + hh;
                 if (kt == KT_Q3 || kt == KT_Q6) {
                     /* I -= off * sum_j sc_j * bsum[j] (off 4 or 32) */
                     const uint8_t *scp = w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + h * 8;
@@ -305,34 +325,35 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
                             C[r] = _mm256_add_epi32(C[r], _mm256_madd_epi16(pr, bcast_pair(as[r].bsum + 2 * k)));
                     }
                     UNROLL for (int r = 0; r < R; r++)
-                        I[r] = _mm256_sub_epi32(I[r], _mm256_slli_epi32(C[r], kt == KT_Q3 ? 2 : 5));
+                        I[r][hh] = _mm256_sub_epi32(I[r][hh], _mm256_slli_epi32(C[r], kt == KT_Q3 ? 2 : 5));
                 }
-            }
-            const __m256 d = kscale(wd, s, nd, 0, h);
-            UNROLL for (int r = 0; r < R; r++)
-                acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[r]), _mm256_mul_ps(d, _mm256_set1_ps(as[r].d)), acc[r][h]);
-            if (nd == 2) {
-                /* M: min pairs (of sub-blocks of 32: Q4_K/Q5_K; of 16: Q2_K) */
-                __m256i M[KRMAX];
-                UNROLL for (int r = 0; r < R; r++) M[r] = _mm256_setzero_si256();
-                const int np = kt == KT_Q2 ? 8 : 4;
-                UNROLL for (int k = 0; k < np; k++) {
-                    __m256i pr;
-                    if (kt == KT_Q2)
-                        pr = _mm256_srli_epi16(
-                            _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + k * 32 + h * 16))), 4);
-                    else
-                        pr = _mm256_cvtepu8_epi16(_mm_loadu_si128(
-                            (const __m128i *)(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M) + k * 32 + h * 16)));
-                    UNROLL for (int r = 0; r < R; r++) {
-                        const int16_t *bs = kt == KT_Q2 ? as[r].bsum : as[r].bsum32;
-                        M[r] = _mm256_add_epi32(M[r], _mm256_madd_epi16(pr, bcast_pair(bs + 2 * k)));
-                    }
-                }
-                const __m256 dm = kscale(wd, s, nd, 1, h);
+                const __m256 d = kscale(wd, s, nd, 0, h);
                 UNROLL for (int r = 0; r < R; r++)
-                    acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), M[r])),
-                                                _mm256_mul_ps(dm, _mm256_set1_ps(as[r].d)), acc[r][h]);
+                    acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[r][hh]), _mm256_mul_ps(d, _mm256_set1_ps(as[r].d)),
+                                                acc[r][h]);
+                if (nd == 2) {
+                    /* M: min pairs (of sub-blocks of 32: Q4_K/Q5_K; of 16: Q2_K) */
+                    __m256i M[KRMAX];
+                    UNROLL for (int r = 0; r < R; r++) M[r] = _mm256_setzero_si256();
+                    const int np = kt == KT_Q2 ? 8 : 4;
+                    UNROLL for (int k = 0; k < np; k++) {
+                        __m256i pr;
+                        if (kt == KT_Q2)
+                            pr = _mm256_srli_epi16(
+                                _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + k * 32 + h * 16))), 4);
+                        else
+                            pr = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                                (const __m128i *)(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M) + k * 32 + h * 16)));
+                        UNROLL for (int r = 0; r < R; r++) {
+                            const int16_t *bs = kt == KT_Q2 ? as[r].bsum : as[r].bsum32;
+                            M[r] = _mm256_add_epi32(M[r], _mm256_madd_epi16(pr, bcast_pair(bs + 2 * k)));
+                        }
+                    }
+                    const __m256 dm = kscale(wd, s, nd, 1, h);
+                    UNROLL for (int r = 0; r < R; r++)
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), M[r])),
+                                                    _mm256_mul_ps(dm, _mm256_set1_ps(as[r].d)), acc[r][h]);
+                }
             }
         }
     }
