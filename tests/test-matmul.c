@@ -412,8 +412,10 @@ static void check_kernels(int type, struct shape sh, bool quick)
         if (!sprig_kernels_force(families[f])) continue;
         sprig_weight w;
         CHECK(sprig_weight_init(&w, "w", type, raw, K, N, NULL) == SPRIG_OK);
-        /* packed (so the family's kernel runs) exactly when it has one */
+        /* packed (so the family's kernel runs) exactly when it has one, and
+         * by this family */
         CHECK((w.packed != NULL) == fam_has(f, type));
+        CHECK(w.kernel == (fam_has(f, type) ? f : SPRIG_KERNELS_REF));
         for (int th = 1; th <= 3; th++) {
             if (f == 0 && th == 2) continue;   /* the reference family is slow; 1 and 3 threads suffice */
             for (int i = 0; i < nn; i++) {
@@ -792,6 +794,79 @@ static void test_kquant_layout(void)
     }
 }
 
+/* The int16 bounds of the SIMD K kernels at their extremes: every unit at
+ * its maximum (all quant bytes 0xff), scales at both ends, activations all
+ * +127, all -127 or +-127 in pairs; a saturating or wrapping step would
+ * differ from the reference's int32 sums. The AVX2 family must have all
+ * five K kernels (so these and the batteries run them, not a fallback). */
+static void test_kquant_extremes(void)
+{
+    const int64_t K = 512, N = 35;
+    const int n = 5;
+    const struct sprig_cpu_features *c = sprig_cpu_features();
+    if (c->avx2 && c->fma && c->f16c)
+        CHECK(fam_has(1, SPRIG_MM_Q2_K) && fam_has(1, SPRIG_MM_Q3_K) && fam_has(1, SPRIG_MM_Q4_K) &&
+              fam_has(1, SPRIG_MM_Q5_K) && fam_has(1, SPRIG_MM_Q6_K));
+    float *x = malloc((size_t)n * K * sizeof(float));
+    for (int64_t i = 0; i < K; i++) {
+        x[i] = 1.0f;
+        x[K + i] = -1.0f;
+        x[2 * K + i] = (i / 2) % 2 ? -1.0f : 1.0f;   /* pairs of equal sign, alternating */
+        x[3 * K + i] = (i / 16) % 2 ? -1.0f : 1.0f;  /* sub-blocks of 16 alternating */
+        x[4 * K + i] = (i / 32) % 3 ? 1.0f : -1.0f;
+    }
+    float *ref = malloc((size_t)n * N * sizeof(float)), *y = malloc((size_t)n * N * sizeof(float));
+    size_t sb = sprig_act_scratch_bytes(n, K);
+    void *scratch = sprig_calloc_aligned(sb, 1);
+    for (int ti = SPRIG_MM_Q2_K; ti <= SPRIG_MM_Q6_K; ti++) {
+        const struct kfacts *kfa = kf(ti);
+        size_t rb;
+        CHECK(sprig_row_bytes(ti, K, &rb));
+        uint8_t *raw = malloc(rb * (size_t)N);
+        for (int64_t o = 0; o < N; o++)
+            for (int64_t s = 0; s < K / 256; s++) {
+                uint8_t *blk = raw + (size_t)o * rb + (size_t)s * kfa->size;
+                memset(blk, 0xff, kfa->size);
+                /* odd rows: scale bytes 0x80 (Q6_K -128, others their high bit) */
+                if (o & 1) {
+                    int so = ti == SPRIG_MM_Q6_K ? 192 : ti == SPRIG_MM_Q3_K ? 96 : ti == SPRIG_MM_Q2_K ? 0 : 4;
+                    int sl = ti == SPRIG_MM_Q6_K ? 16 : ti == SPRIG_MM_Q2_K ? 16 : 12;
+                    memset(blk + so, 0x80, (size_t)sl);
+                }
+                uint16_t d = sprig_f32_to_f16(o % 3 ? 1.0f / 1024 : -1.0f / 512), dm = sprig_f32_to_f16(1.0f / 256);
+                memcpy(blk + kfa->d_off, &d, 2);
+                if (kfa->dmin_off >= 0) memcpy(blk + kfa->dmin_off, &dm, 2);
+            }
+        sprig_weight w0;
+        sprig_kernels_force("reference");
+        CHECK(sprig_weight_init(&w0, "ref", ti, raw, K, N, NULL) == SPRIG_OK);
+        sprig_matmul_ref(&w0, x, n, ref);
+        sprig_weight_free(&w0);
+        for (int f = 1; f < N_FAM; f++) {
+            if (!sprig_kernels_force(families[f]) || !fam_has(f, ti)) continue;
+            sprig_weight w;
+            CHECK(sprig_weight_init(&w, "w", ti, raw, K, N, NULL) == SPRIG_OK);
+            CHECK(w.packed != NULL && w.kernel == f);
+            for (int nn = 1; nn <= n; nn++) {
+                sprig_act a;
+                sprig_act_init(&a, x, nn, K, scratch, sb);
+                const sprig_weight *ws[1] = { &w };
+                float *ys[1] = { y };
+                sprig_matmul(pools[1], &a, 1, ws, ys);
+                CHECKF(memcmp(y, ref, (size_t)nn * N * sizeof(float)) == 0, "%s %s extremes n=%d differ from the reference",
+                       families[f], sprig_type_name(ti), nn);
+            }
+            sprig_weight_free(&w);
+        }
+        sprig_kernels_force("auto");
+        free(raw);
+    }
+    sprig_free_aligned(scratch);
+    free(y);
+    free(ref);
+    free(x);
+}
+
 /* The 256-element activation form: the rule, bsum and bsum32, and every
  * SIMD quantizer (when a family has one) equal to the scalar one. */
 static void test_kquant_act(void)
@@ -824,6 +899,12 @@ static void test_kquant_act(void)
 
     const int n = 5, K = 256 * 21;
     float *xa = make_act(n, K, true);
+    /* whole super-blocks all zero, all subnormal, and of one value repeated */
+    for (int i = 0; i < 256; i++) {
+        xa[3 * 256 + i] = 0.0f;
+        xa[K + 5 * 256 + i] = 1e-39f * (float)(i % 7);
+        xa[2 * K + 7 * 256 + i] = -3.0f;
+    }
     sprig_mm_kblock *r0 = calloc((size_t)n * 21, sizeof *r0), *r1 = calloc((size_t)n * 21, sizeof *r1);
     for (int fi = 1; fi <= 2; fi++) {
         const struct sprig_mm_family *f = family_of(fi);
@@ -891,6 +972,7 @@ int main(void)
     RUN(test_kquant_hand);
     RUN(test_kquant_layout);
     RUN(test_kquant_act);
+    RUN(test_kquant_extremes);
     RUN(test_reference_vs_double);
     RUN(test_kernels);
     RUN(test_fused);

@@ -15,6 +15,10 @@
  *    the whole block (<= 8 * 2*15*127 = 30480, exact), widened once, plus the
  *    -8*sum(a) correction.
  * then acc = fma(cvt(isum), dw * da, acc) per block, as the reference does.
+ *  - K-quants (Q2_K..Q6_K): units (u8) x activations through vpmaddubsw,
+ *    int16 sums per sub-block (bounds in "K-quant tiles"), vpmaddwd with the
+ *    sub-block scales, int32 I and M per super-block, then the two fmaf of
+ *    the contract in matmul.h. One panel x up to 4 rows per tile.
  */
 #include "tensor/matmul-kern.h"
 #include "tensor/types.h"
@@ -100,6 +104,256 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
             UNROLL for (int r = 0; r < R; r++) {
                 __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(aq[b * n + r].d));
                 acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), s, acc[r][h]);
+            }
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
+        store8(yr, p * SPRIG_MM_PANEL, J->n_out, acc[r][0]);
+        store8(yr, p * SPRIG_MM_PANEL + 8, J->n_out, acc[r][1]);
+    }
+}
+
+/* ---------------------------------------------------------------- K-quant tiles (one panel) */
+
+/*
+ * One panel (16 columns, two halves of 8 = two ymm of 8 int32 lanes, one
+ * lane per column holding 4 consecutive raw bytes of it) times R activation
+ * rows, super-block by super-block; per half and row, the exact int32 sums
+ * I and M of the contract in matmul.h, then the same two fmaf as the
+ * reference. Sub-block by sub-block: units u (u8) x broadcast activations
+ * (s8, |a| <= 127) through vpmaddubsw into int16 pairs summed in int16 over
+ * the sub-block's groups of 4, then vpmaddwd with the sub-block scale
+ * (int16, the same in both halves of a lane) into int32. No step ever
+ * saturates or wraps (vpmaddubsw saturates its pair sums; vpaddw wraps):
+ *   type  u max  pair <= 2*u*127  groups per int16 sum  int16 sum bound
+ *   Q2_K    3        762               4 (16 elements)       3048
+ *   Q3_K    7       1778               4                     7112
+ *   Q4_K   15       3810               8 (32 elements)      30480
+ *   Q5_K   31       7874               4 (half a sub-block) 31496
+ *   Q6_K   63      16002               2 (half a sub-block) 32004
+ * all <= 32767. vpmaddwd of such a sum with a scale (|sc| <= 128) is exact
+ * in int32, and the int32 totals are bounded in matmul.c (Q6_K's split
+ * sum sc*(u.a) - 32 * sum sc*bsum: 262e6 and 133e6). The offsets of Q3_K
+ * (4) and Q6_K (32) come in through sum_j sc_j * bsum[j], the mins of
+ * Q2_K/Q4_K/Q5_K as M: scale or min pairs of two adjacent sub-blocks, as
+ * int16 pairs per lane, vpmaddwd against the broadcast bsum pair
+ * (|m * bsum| <= 63 * 4064, |sc * bsum| <= 128 * 2032 per product).
+ */
+
+#define KRMAX 4
+
+enum { KT_Q2, KT_Q3, KT_Q4, KT_Q5, KT_Q6 };
+
+/* 8 columns' bytes p[0..7] as 8 int32 lanes of two equal int16 (u8 or s8). */
+AI __m256i sc_dup_u8(const uint8_t *p)
+{
+    __m128i x = _mm_loadl_epi64((const __m128i *)p);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(x, x));
+}
+AI __m256i sc_dup_s8(const uint8_t *p)
+{
+    __m128i x = _mm_loadl_epi64((const __m128i *)p);
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(x, x));
+}
+/* Two rows of 8 column bytes (sub-blocks j, j+1) as int16 pairs (s8) per lane. */
+AI __m256i sc_pair_s8(const uint8_t *pj, const uint8_t *pj1)
+{
+    __m128i a = _mm_loadl_epi64((const __m128i *)pj), b = _mm_loadl_epi64((const __m128i *)pj1);
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, b));
+}
+AI __m256i bcast_pair(const int16_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+/* Bits (b, b+1, ...) of every byte moved to bit t by a 16-bit shift; callers
+ * mask to the bits that stay inside their byte (|b - t| small enough). */
+AI __m256i bits_to(__m256i v, const int b, const int t)
+{
+    return b > t ? _mm256_srli_epi16(v, b - t) : b < t ? _mm256_slli_epi16(v, t - b) : v;
+}
+
+/* The f16 scales of super-block s, half h: d (e = 0) or dmin (e = 1), 8 floats. */
+AI __m256 kscale(const uint8_t *wd, int64_t s, int nd, int e, int h)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + ((size_t)s * nd + e) * 32 + h * 16)));
+}
+
+/* Q4_K/Q5_K sub-block j (32 elements) of halves h0 .. h0+H-1 of record w:
+ * I[r][hh] += sc_j * (u . a) for rows as[0 .. R-1]. Sub-block j = 2g + hi:
+ * nibble hi of groups 8g .. 8g+7; Q5_K's fifth bit: bit j of the qh group tt. */
+AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const int H, const int j, const int R,
+               const int kt, __m256i I[][2])
+{
+    const __m256i m15 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16);
+    const int g = j / 2, hi = j & 1;
+    __m256i sc[2], s16[KRMAX][2];
+    UNROLL for (int hh = 0; hh < H; hh++) {
+        sc[hh] = sc_dup_u8(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC) + (h0 + hh) * 8 + j * 16);
+        UNROLL for (int r = 0; r < R; r++) s16[r][hh] = _mm256_setzero_si256();
+    }
+    UNROLL for (int tt = 0; tt < 8; tt++) {
+        __m256i u[2];
+        UNROLL for (int hh = 0; hh < H; hh++) {
+            const int ho = (h0 + hh) * 32;
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * g + tt) * 64 + ho));
+            u[hh] = _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m15);
+            if (kt == KT_Q5) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q5K_QH + tt * 64 + ho));
+                u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, j, 4), m16));
+            }
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            const __m256i a = bcast4(as[r].q + 32 * j + 4 * tt);
+            UNROLL for (int hh = 0; hh < H; hh++)
+                s16[r][hh] = _mm256_add_epi16(s16[r][hh], _mm256_maddubs_epi16(u[hh], a));
+        }
+        if (kt == KT_Q5 ? (tt & 3) == 3 : tt == 7) {
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int hh = 0; hh < H; hh++) {
+                I[r][hh] = _mm256_add_epi32(I[r][hh], _mm256_madd_epi16(s16[r][hh], sc[hh]));
+                s16[r][hh] = _mm256_setzero_si256();
+            }
+        }
+    }
+}
+
+/* Q2_K/Q3_K/Q6_K sub-block j (16 elements), likewise: j = 8h' + 2f + lh
+ * holds elements 128h' + 32f + 16lh + 4tt4 + i, tt4 = 0..3. */
+AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const int H, const int j, const int R,
+               const int kt, __m256i I[][2])
+{
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), m15 = _mm256_set1_epi8(15),
+                  m48 = _mm256_set1_epi8(48);
+    const int hp = j / 8, f = (j % 8) / 2, lh = j & 1;
+    __m256i sc[2], s16[KRMAX][2];
+    UNROLL for (int hh = 0; hh < H; hh++) {
+        const int ho = (h0 + hh) * 32;
+        if (kt == KT_Q2) {
+            /* low nibble of byte e = j & 1 of the column's pair j / 2 */
+            __m128i x = _mm_and_si128(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + (j / 2) * 32 + ho / 2)),
+                                      _mm_set1_epi8(15));
+            x = _mm_shuffle_epi8(x, lh ? _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15)
+                                       : _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14));
+            sc[hh] = _mm256_cvtepu8_epi16(x);
+        } else {
+            sc[hh] = sc_dup_s8(w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + j * 16 + ho / 4);
+        }
+        UNROLL for (int r = 0; r < R; r++) s16[r][hh] = _mm256_setzero_si256();
+    }
+    UNROLL for (int tt4 = 0; tt4 < 4; tt4++) {
+        __m256i u[2];
+        UNROLL for (int hh = 0; hh < H; hh++) {
+            const int ho = (h0 + hh) * 32;
+            if (kt == KT_Q6) {
+                /* ql group 16h' + 8(f & 1) + 4lh + tt4, nibble f >> 1; qh group
+                 * 8h' + 4lh + tt4, bits 2f, 2f+1 */
+                __m256i v = _mm256_loadu_si256((const __m256i *)(w + (16 * hp + 8 * (f & 1) + 4 * lh + tt4) * 64 + ho));
+                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q6K_QH + (8 * hp + 4 * lh + tt4) * 64 + ho));
+                u[hh] = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(v, 4) : v, m15);
+                u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, 2 * f, 4), m48));
+            } else {
+                /* qs group 8h' + 4lh + tt4, bits 2f, 2f+1; Q3_K: hmask group
+                 * 4lh + tt4, bit 4h' + f */
+                __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * hp + 4 * lh + tt4) * 64 + ho));
+                u[hh] = _mm256_and_si256(bits_to(v, 2 * f, 0), m3);
+                if (kt == KT_Q3) {
+                    __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q3K_HM + (4 * lh + tt4) * 64 + ho));
+                    u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, 4 * hp + f, 2), m4));
+                }
+            }
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            const __m256i a = bcast4(as[r].q + 16 * j + 4 * tt4);
+            UNROLL for (int hh = 0; hh < H; hh++)
+                s16[r][hh] = _mm256_add_epi16(s16[r][hh], _mm256_maddubs_epi16(u[hh], a));
+        }
+        if (kt != KT_Q6 ? tt4 == 3 : (tt4 & 1) == 1) {
+            UNROLL for (int r = 0; r < R; r++) UNROLL for (int hh = 0; hh < H; hh++) {
+                I[r][hh] = _mm256_add_epi32(I[r][hh], _mm256_madd_epi16(s16[r][hh], sc[hh]));
+                s16[r][hh] = _mm256_setzero_si256();
+            }
+        }
+    }
+}
+
+/* One panel p, rows r0 .. r0+R-1, weight type kt. */
+AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int kt)
+{
+    static const size_t recs[5] = { SPRIG_MM_Q2K_REC, SPRIG_MM_Q3K_REC, SPRIG_MM_Q4K_REC, SPRIG_MM_Q5K_REC,
+                                    SPRIG_MM_Q6K_REC };
+    const size_t rec = recs[kt];
+    const int nd = kt == KT_Q3 || kt == KT_Q6 ? 1 : 2;
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K, n = J->n;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride;
+    const uint8_t *wd = base + (size_t)ns * rec;
+    __m256 acc[KRMAX][2];
+    UNROLL for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+
+    for (int64_t s = 0; s < ns; s++) {
+        const uint8_t *w = base + (size_t)s * rec;
+        const sprig_mm_kblock *as = J->ak + s * n + r0;   /* row r: as[r] */
+        /* halves h0 .. h0+H-1 of the panel in one pass: both for one row of
+         * Q2_K/Q4_K (each activation broadcast serves 16 columns; measured
+         * n = 1 +12%), one at a time otherwise (the other types' decode
+         * temporaries then spill: -5-15%) */
+        const int H = R == 1 && (kt == KT_Q2 || kt == KT_Q4) ? 2 : 1;
+        for (int h0 = 0; h0 < 2; h0 += H) {
+            __m256i I[KRMAX][2];
+            UNROLL for (int r = 0; r < R; r++) I[r][0] = I[r][1] = _mm256_setzero_si256();
+            /* one row: sub-blocks fully unrolled (constant shifts and
+             * offsets; measured +10-45% at n = 1); more rows: a loop (fully
+             * unrolled they measured at about half the speed) */
+            if (kt == KT_Q4 || kt == KT_Q5) {
+                if (R == 1) UNROLL for (int j = 0; j < 8; j++) ksub32(w, as, h0, H, j, R, kt, I);
+                else for (int j = 0; j < 8; j++) ksub32(w, as, h0, H, j, R, kt, I);
+            } else {
+                if (R == 1) UNROLL for (int j = 0; j < 16; j++) ksub16(w, as, h0, H, j, R, kt, I);
+                else for (int j = 0; j < 16; j++) ksub16(w, as, h0, H, j, R, kt, I);
+            }
+            UNROLL for (int hh = 0; hh < H; hh++) {
+                const int h = h0 + hh;
+                if (kt == KT_Q3 || kt == KT_Q6) {
+                    /* I -= off * sum_j sc_j * bsum[j] (off 4 or 32) */
+                    const uint8_t *scp = w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + h * 8;
+                    __m256i C[KRMAX];
+                    UNROLL for (int r = 0; r < R; r++) C[r] = _mm256_setzero_si256();
+                    UNROLL for (int k = 0; k < 8; k++) {
+                        __m256i pr = sc_pair_s8(scp + 2 * k * 16, scp + (2 * k + 1) * 16);
+                        UNROLL for (int r = 0; r < R; r++)
+                            C[r] = _mm256_add_epi32(C[r], _mm256_madd_epi16(pr, bcast_pair(as[r].bsum + 2 * k)));
+                    }
+                    UNROLL for (int r = 0; r < R; r++)
+                        I[r][hh] = _mm256_sub_epi32(I[r][hh], _mm256_slli_epi32(C[r], kt == KT_Q3 ? 2 : 5));
+                }
+                const __m256 d = kscale(wd, s, nd, 0, h);
+                UNROLL for (int r = 0; r < R; r++)
+                    acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[r][hh]), _mm256_mul_ps(d, _mm256_set1_ps(as[r].d)),
+                                                acc[r][h]);
+                if (nd == 2) {
+                    /* M: min pairs (of sub-blocks of 32: Q4_K/Q5_K; of 16: Q2_K) */
+                    __m256i M[KRMAX];
+                    UNROLL for (int r = 0; r < R; r++) M[r] = _mm256_setzero_si256();
+                    const int np = kt == KT_Q2 ? 8 : 4;
+                    UNROLL for (int k = 0; k < np; k++) {
+                        __m256i pr;
+                        if (kt == KT_Q2)
+                            pr = _mm256_srli_epi16(
+                                _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + k * 32 + h * 16))), 4);
+                        else
+                            pr = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                                (const __m128i *)(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M) + k * 32 + h * 16)));
+                        UNROLL for (int r = 0; r < R; r++) {
+                            const int16_t *bs = kt == KT_Q2 ? as[r].bsum : as[r].bsum32;
+                            M[r] = _mm256_add_epi32(M[r], _mm256_madd_epi16(pr, bcast_pair(bs + 2 * k)));
+                        }
+                    }
+                    const __m256 dm = kscale(wd, s, nd, 1, h);
+                    UNROLL for (int r = 0; r < R; r++)
+                        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), M[r])),
+                                                    _mm256_mul_ps(dm, _mm256_set1_ps(as[r].d)), acc[r][h]);
+                }
             }
         }
     }
@@ -203,14 +457,37 @@ static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one,
 
 static const int q_g[QRMAX + 1] = { 0, 1, 1, 1 };
 
+#define KT(NAME, R, KT_) \
+    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0) { ktile(J, p, r0, R, KT_); }
+#define KSET(NAME, KT_) \
+    KT(NAME, 1, KT_) KT(NAME, 2, KT_) KT(NAME, 3, KT_) KT(NAME, 4, KT_) \
+    static const tile_fn NAME##_tab[KRMAX + 1] = { NULL, NAME##_r1, NAME##_r2, NAME##_r3, NAME##_r4 };
+KSET(q2k, KT_Q2)
+KSET(q3k, KT_Q3)
+KSET(q4k, KT_Q4)
+KSET(q5k, KT_Q5)
+KSET(q6k, KT_Q6)
+/* One-panel tiles of up to KRMAX rows (K-quant weights). Measured (Zen 5,
+ * AVX2 forced, 4096 x 2048, one thread): chunks of up to 4 rows beat 2 or 3
+ * by 0-10% from 8 rows up for Q2_K..Q5_K; cutting k into ranges with the
+ * partial sums in y (so a range's weights stay in L1 for every chunk) lost
+ * 15-40%: the activations of a panel's chunks are the bigger stream. */
+static const int k_g[KRMAX + 1] = { 0, 1, 1, 1, 1 };
+
 static int tile_panels(int type, int n)
 {
-    if (n < 1 || type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0) return 1;
+    if (n < 1 || type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0 || (type >= SPRIG_MM_Q2_K && type <= SPRIG_MM_Q6_K))
+        return 1;
     return gstep_of(f_g, RMAX, n);
 }
 
 static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q8_tab, q_g, QRMAX); }
 static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q4_tab, q_g, QRMAX); }
+static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, q2k_tab, k_g, KRMAX); }
+static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRMAX); }
+static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, q4k_tab, k_g, KRMAX); }
+static void k_q5k(const sprig_mm_job *J) { drive(J, q5k_tab, q5k_tab, k_g, KRMAX); }
+static void k_q6k(const sprig_mm_job *J) { drive(J, q6k_tab, q6k_tab, k_g, KRMAX); }
 static void k_f32(const sprig_mm_job *J) { drive(J, f32_big, f32_one, f_g, RMAX); }
 static void k_f16(const sprig_mm_job *J) { drive(J, f16_big, f16_one, f_g, RMAX); }
 static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, RMAX); }
@@ -263,6 +540,54 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
     }
 }
 
+/* The 256-element form (the same rule over 256 floats, matmul.c): q, d and
+ * the sums of q per 16 (bsum) and per 32 (bsum32); pad = 0. */
+static void kquant_row(const float *x, int64_t ns, int64_t stride, sprig_mm_kblock *out)
+{
+    const __m256i absm = _mm256_set1_epi32(0x7fffffff), perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t sb = 0; sb < ns; sb++) {
+        const float *xb = x + sb * SPRIG_MM_QK_K;
+        sprig_mm_kblock *rec = &out[sb * stride];
+        __m256i m = _mm256_setzero_si256();
+        for (int i = 0; i < 32; i++)
+            m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(xb + 8 * i)), absm));
+        __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+        uint32_t amax = (uint32_t)_mm_cvtsi128_si32(m4);
+        float fa, da;
+        memcpy(&fa, &amax, 4);
+        da = fa / 127.0f;
+        memset(rec, 0, sizeof *rec);
+        if (amax >= 0x7f800000u || !(da >= FLT_MIN)) {
+            rec->d = amax >= 0x7f800000u ? NAN : 0.0f;
+            continue;
+        }
+        const __m256 id = _mm256_set1_ps(1.0f / da);
+        for (int k = 0; k < 8; k++) {   /* 32 elements: q, then bsum[2k], bsum[2k+1] */
+            __m256i qi[4];
+            for (int i = 0; i < 4; i++) {
+                __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xb + 32 * k + 8 * i), id);
+                qi[i] = _mm256_cvttps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            }
+            __m256i p8 = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3])), perm);
+            _mm256_storeu_si256((__m256i *)(rec->q + 32 * k), p8);
+            /* lanes: sums of 4 consecutive q; two hadds leave the sum of
+             * lanes 0-3 (elements 0-15) in lane 0 and of 4-7 in lane 4 */
+            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, p8), ones16);
+            s = _mm256_hadd_epi32(s, s);
+            s = _mm256_hadd_epi32(s, s);
+            int lo = _mm256_cvtsi256_si32(s), hi = _mm256_extract_epi32(s, 4);
+            rec->bsum[2 * k] = (int16_t)lo;
+            rec->bsum[2 * k + 1] = (int16_t)hi;
+            rec->bsum32[k] = (int16_t)(lo + hi);
+        }
+        rec->d = da;
+    }
+}
+
 /* ---------------------------------------------------------------- peak loop */
 
 /* 10 named accumulators (they stay in registers). int8: the Q4_0 inner step
@@ -299,7 +624,9 @@ static double peak(bool int8, uint64_t iters)
 const struct sprig_mm_family sprig_mm_family_avx2 = {
     .name = "avx2", .q8_xor = false,
     .f32 = k_f32, .f16 = k_f16, .bf16 = k_bf16, .q8_0 = k_q8, .q4_0 = k_q4,
+    .q2_k = k_q2k, .q3_k = k_q3k, .q4_k = k_q4k, .q5_k = k_q5k, .q6_k = k_q6k,
     .quant = quant_row,
+    .quant_k = kquant_row,
     .peak = peak,
     .tile_panels = tile_panels,
 };
