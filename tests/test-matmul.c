@@ -896,6 +896,16 @@ static void test_kquant_act(void)
     for (int i = 0; i < 256; i++) x[i] = 1e-39f * (float)(i % 5);
     sprig_mm_kquant_block_ref(x, &r);
     CHECK(r.d == 0.0f && r.q[4] == 0);
+    /* llama.cpp's q8_K scale: multiplier 127/amax, d = 1/(127/amax) (not amax/127) */
+    for (int i = 0; i < 256; i++) x[i] = (float)(i - 100) * 0.0123f;
+    sprig_mm_kquant_block_ref(x, &r);
+    {
+        const float amax = 155 * 0.0123f, id = 127.0f / amax;
+        CHECK(r.d == 1.0f / id);
+        int off = 0;
+        for (int i = 0; i < 256; i++) off += r.q[i] != (int)nearbyintf(x[i] * id);
+        CHECK(off == 0);
+    }
 
     const int n = 5, K = 256 * 21;
     float *xa = make_act(n, K, true);

@@ -80,6 +80,18 @@ random-f32  | llama | random | --preset tiny --type f32                         
 random-f16  | llama | random | --preset tiny --type f16                                            | 5e-4 | ties
 random-q8_0 | llama | random | --preset tiny --type q8_0                                           | 1e-2 | ties
 random-q4_0 | llama | random | --preset tiny --type q4_0                                           | 1e-2 | ties
+widened-q4_k_m | llama | widen | --dim 256 --layers 6 --heads 16 --kv-heads 8 --ffn 512 --type q4_k_m | 1.0 | ties
+widened-q5_k_m | llama | widen | --dim 256 --layers 6 --heads 16 --kv-heads 8 --ffn 512 --type q5_k_m | 1.0 | ties
+widened-q6_k | llama | widen | --dim 256 --layers 6 --heads 16 --kv-heads 8 --ffn 512 --type q6_k | 1.0 | ties
+llama3-f16  | llama | random | --vocab-from VOCAB/ggml-vocab-llama-bpe.gguf --rope-scaling llama3 --untied --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 512 --type f16 | 1e-2 | ties
+llama3-q8_0 | llama | random | --vocab-from VOCAB/ggml-vocab-llama-bpe.gguf --rope-scaling llama3 --untied --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 512 --type q8_0 | 1e-2 | ties
+llama3-q4_k_m | llama | random | --vocab-from VOCAB/ggml-vocab-llama-bpe.gguf --rope-scaling llama3 --untied --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 512 --type q4_k_m | 1e-2 | ties
+qwen2-f16   | qwen2 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 512 --type f16 | 1e-2 | ties
+qwen2-q8_0  | qwen2 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 512 --type q8_0 | 1e-2 | ties
+qwen2-q4_k_m | qwen2 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --ffn 512 --type q4_k_m | 1e-2 | ties
+qwen3-f16   | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type f16 | 1e-2 | ties
+qwen3-q8_0  | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q8_0 | 1e-2 | ties
+qwen3-q4_k_m | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q4_k_m | 1e-2 | ties
 '
 QUICK_CASES="stories260K widened-q8_0 random-f16"
 
@@ -102,6 +114,7 @@ printf '%s\n' "$CASES" | while IFS='|' read -r name arch from args tol rule; do
         case " $QUICK_CASES " in *" $name "*) ;; *) continue;; esac
     fi
     archarg=""; [ "$arch" = llama ] || archarg="--arch $arch"
+    args=$(printf '%s' "$args" | sed "s|VOCAB/|$SHARED/models/vocab/|g")
     t0=$(date +%s)
     case $from in
     file) model="$SHARED/models/$args" ;;

@@ -564,7 +564,9 @@ static void kquant_row(const float *x, int64_t ns, int64_t stride, sprig_mm_kblo
             rec->d = amax >= 0x7f800000u ? NAN : 0.0f;
             continue;
         }
-        const __m256 id = _mm256_set1_ps(1.0f / da);
+        const float idf = 127.0f / fa;   /* the 256-element rule (matmul.c): d = 1 / (127/amax) */
+        da = 1.0f / idf;
+        const __m256 id = _mm256_set1_ps(idf);
         for (int k = 0; k < 8; k++) {   /* 32 elements: q, then bsum[2k], bsum[2k+1] */
             __m256i qi[4];
             for (int i = 0; i < 4; i++) {

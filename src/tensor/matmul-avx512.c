@@ -1027,8 +1027,12 @@ static void quant_row_k(const float *x, int64_t ns, int64_t stride, sprig_mm_kbl
             da = NAN;   /* inf or NaN in the block: q = 0 */
         } else {
             da = fa / 127.0f;
-            if (da >= FLT_MIN) id = 1.0f / da;
-            else da = 0.0f;
+            if (da >= FLT_MIN) {   /* the 256-element rule (matmul.c): d = 1 / (127/amax) */
+                id = 127.0f / fa;
+                da = 1.0f / id;
+            } else {
+                da = 0.0f;
+            }
         }
         __m512i v[16];
         const __m512 iv = _mm512_set1_ps(id);

@@ -21,7 +21,9 @@
  *
  * K-quant weights (Q2_K..Q6_K) take the activations in a second form, built
  * once per sprig_act beside the 32-block one: records of 256 floats
- * quantized by the same rule (amax over the 256), with bsum[j] = sum of
+ * quantized by the same rule (amax over the 256) but with llama.cpp's q8_K
+ * scale, kept in F32: q = nearest-even(x * (127 / amax)), d = 1 / (127 / amax)
+ * (one rounding more than amax / 127, as there), with bsum[j] = sum of
  * q[16j..16j+15]. Per super-block of weight row o and activation row r the
  * reference computes two exact int32 sums I and M (contract in matmul.h),
  * then acc = fmaf((float)I, d * da, acc) and, for types with mins,
@@ -589,9 +591,8 @@ void sprig_mm_kquant_block_ref(const float *x, sprig_mm_kblock *out)
     }
     float fa;
     memcpy(&fa, &amax, 4);
-    float da = fa / 127.0f;
-    if (!(da >= FLT_MIN)) return;       /* zero or subnormal: d = 0, q = 0 */
-    float id = 1.0f / da;
+    if (!(fa / 127.0f >= FLT_MIN)) return;   /* zero or subnormal: d = 0, q = 0 */
+    const float id = 127.0f / fa, da = 1.0f / id;   /* llama.cpp's q8_K: iscale 127/amax, d = 1/iscale */
     for (int j = 0; j < 16; j++) {
         int s = 0;
         for (int i = 0; i < 16; i++) {

@@ -20,7 +20,8 @@
  *    SIMD kernel must equal it bit for bit (tests/test-matmul.c checks).
  *  - K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: super-blocks of 256,
  *    n_in % 256 == 0) use activations quantized ONCE per input into records
- *    of 256 (same rule over 256 floats; bsum[j] = sum of q[16j..16j+15]).
+ *    of 256 (same rule over 256 floats, but d = 1 / (127/amax) in F32 as
+ *    llama.cpp's q8_K; bsum[j] = sum of q[16j..16j+15]).
  *    Per super-block, two exact int32 sums over the weight's units u
  *    (llama.cpp's dequantize_row_q*_K element order) and activations a:
  *      Q4_K (8 sub-blocks of 32, 6-bit scale sc_j and min m_j, u in 0..15)
