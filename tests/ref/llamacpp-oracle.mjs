@@ -4,6 +4,7 @@
 // --top-logprobs` against.
 //
 //   node tests/ref/llamacpp-oracle.mjs MODEL.gguf --prompt 1,403,407 [-n 128] [-t 2] [--top 5]
+//        [--follow 29,871,...]
 //
 // llama.cpp is node-llama-cpp's prebuilt CPU binary (pinned in
 // tests/ref/package.json), loaded with no GPU and never built or downloaded.
@@ -12,6 +13,12 @@
 // (temperature 0: llama.cpp's greedy sampler alone, first maximum), EOG
 // tokens are yielded and decoding goes on through them (sprig's
 // --ignore-eos), for exactly n steps.
+//
+// --follow IDS: after step i, evaluate IDS[i] (another engine's token)
+// instead of llama.cpp's own choice, so every step's distribution is
+// llama.cpp's on the SAME text as that engine's; `tokens` still lists
+// llama.cpp's own greedy choice at each step. Where the choices agree at
+// every step this is exactly free-running greedy decoding.
 //
 // Configuration, chosen to compute what sprig computes as closely as
 // llama.cpp can: KV cache in F32 (sprig's default; llama.cpp's default F16
@@ -30,7 +37,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const die = (code, msg) => { console.error(`llamacpp-oracle: ${msg}`); process.exit(code); };
 const args = process.argv.slice(2);
-let model = null, prompt = null, nSteps = 128, threads = 2, top = 5;
+let model = null, prompt = null, follow = null, nSteps = 128, threads = 2, top = 5;
 const int = (flag, v, lo, hi) => {
     const x = Number(v);
     if (!Number.isInteger(x) || x < lo || x > hi) die(2, `${flag}: '${v}' is not an integer in [${lo}, ${hi}]`);
@@ -39,6 +46,7 @@ const int = (flag, v, lo, hi) => {
 for (let i = 0; i < args.length; i++) {
     const a = args[i], v = args[i + 1];
     if (a === "--prompt") { prompt = (v ?? "").split(",").filter((s) => s.length).map((s) => int("--prompt", s, 0, 1 << 30)); i++; }
+    else if (a === "--follow") { follow = (v ?? "").split(",").filter((s) => s.length).map((s) => int("--follow", s, 0, 1 << 30)); i++; }
     else if (a === "-n") { nSteps = int(a, v, 1, 1 << 16); i++; }
     else if (a === "-t") { threads = int(a, v, 1, 256); i++; }
     else if (a === "--top") { top = int(a, v, 1, 100); i++; }
@@ -80,8 +88,12 @@ const ctx = await m.createContext({
 });
 const seq = ctx.getSequence();
 const tokens = [], tops = [];
+if (follow && follow.length < nSteps - 1) die(2, `--follow: ${follow.length} ids for ${nSteps} steps`);
+for (const [i, id] of (follow ?? []).entries())
+    if (nVocab !== undefined && id >= nVocab) die(1, `${model}: --follow id ${id} (index ${i}) is outside the vocabulary of ${nVocab}`);
 const gen = seq.evaluateWithMetadata(prompt, { probabilities: true }, { temperature: 0, yieldEogToken: true });
-for await (const step of gen) {
+for (let r = await gen.next(); !r.done; ) {
+    const step = r.value;
     tokens.push(step.token);
     const row = [];
     for (const [id, p] of step.probabilities) {
@@ -90,6 +102,8 @@ for await (const step of gen) {
     }
     tops.push(row);
     if (tokens.length === nSteps) break;
+    /* the next token evaluated: the followed engine's, else llama.cpp's own */
+    r = await gen.next(follow ? follow[tokens.length - 1] : undefined);
 }
 await gen.return?.();
 if (tokens.length !== nSteps) die(1, `${model}: llama.cpp stopped after ${tokens.length} of ${nSteps} steps`);
