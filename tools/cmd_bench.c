@@ -176,6 +176,7 @@ static int bench_decode(int argc, char **argv)
      * fair bound for a token is the bandwidth of that moment. */
     sprig_bw_probe *probe = sprig_bw_probe_create((size_t)256 << 20);
     int n_ms = 0, rc = probe && logits && ms && gbs && ratio ? 0 : 1;
+    double sum_ms = 0;   /* for the mean: tokens / time, as engines that time a whole run report */
     if (rc) fprintf(stderr, "sprig %s: out of memory\n", C);
     if (!rc) sprig_bw_probe_read(pool, probe);   /* warm the probe's TLB */
     for (int rep = 0; rep < c.reps && !rc; rep++) {
@@ -190,6 +191,7 @@ static int bench_decode(int argc, char **argv)
             double dt = sprig_time_ms() - t0;
             if (i >= 2) {        /* the first tokens warm caches and threads */
                 ms[n_ms] = dt;
+                sum_ms += dt;
                 gbs[n_ms] = bw;
                 ratio[n_ms] = bytes / (dt * 1e-3) / 1e9 / bw;
                 n_ms++;
@@ -205,9 +207,9 @@ static int bench_decode(int argc, char **argv)
         sprig_model_get_info(m, &mi);
         if (c.json) {
             printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
-                   "\"kv_type\":\"%s\",\"tokens\":%d,\"ms_per_token_median\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
+                   "\"kv_type\":\"%s\",\"tokens\":%d,\"ms_per_token_median\":%.4f,\"ms_per_token_mean\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
                    "\"achieved_gb_s\":%.3f,\"measured_read_gb_s\":%.3f,\"bound_tok_s\":%.3f,\"fraction_of_bound\":%.4f}\n",
-                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_type_name(c.kv_type), n_ms, med,
+                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_type_name(c.kv_type), n_ms, med, n_ms ? sum_ms / n_ms : 0,
                    tok_s, bytes, achieved, med_bw, bound, med_ratio);
         } else {
             printf("model            %s (%s, %.1fM params, %s weights)\n", c.model, mi.arch, (double)mi.n_params / 1e6,
