@@ -176,7 +176,7 @@ for m in $models; do
     "$LB" -m "$m" -t "$T" -p 1 -n 0 -r 1 --no-warmup -v -o jsonl >"$OUT/$base.probe.jsonl" 2>"$OUT/$base.probe.err"
     bufs=$(sed -n 's/.*load_tensors: *\([A-Za-z0-9_]*\) model buffer size = *\([0-9.]* MiB\).*/\1 \2/p' "$OUT/$base.probe.err" |
         tr '\n' ',' | sed 's/,$//; s/,/, /g')
-    norep=$(sed -n "s/.*tensor '\([^']*\)' (\([a-z0-9_]*\)) (and \([0-9]*\) others) cannot be used with preferred buffer type CPU_REPACK.*/\3 \2 \1/p" \
+    norep=$(sed -n "s/.*tensor '\([^']*\)' (\([A-Za-z0-9_]*\)) (and \([0-9]*\) others) cannot be used with preferred buffer type CPU_REPACK.*/\3 \2 \1/p" \
         "$OUT/$base.probe.err" | head -1)
     if grep -q 'CPU_REPACK model buffer size' "$OUT/$base.probe.err"; then repack="repacked (CPU_REPACK)"
     else repack="not repacked"; fi
