@@ -37,6 +37,12 @@
 # counted rounds and the spread (max - min) / median across them — on a
 # shared machine, read the spread before the ratio. Ratios are sprig /
 # llama.cpp: for tok/s above 1 means sprig is faster, for T(n) below 1.
+# The load average before and after each model's run is printed: when
+# other processes share the cores, a multi-threaded forward slows down by
+# more than its share of CPU time wherever its threads wait for each other,
+# and by how much differs between engines (llama.cpp's threads meet at a
+# barrier after every graph node); SPRIG_BENCH_THREADS=1 compares the
+# kernels alone.
 #
 # llama.cpp's CPU backend may repack weights at load into an interleaved
 # layout ("CPU_REPACK" extra buffer type: Q4_0, Q4_K, IQ4_NL, ... depending
@@ -188,14 +194,18 @@ for m in $models; do
     kv="$(jstr type_k <"$OUT/$base.probe.jsonl")"
 
     [ $json = 1 ] || echo "llamacpp-compare: $m — warm-up round + $ROUNDS rounds over:$engines" >&2
+    load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+    t0=$(date +%s)
     for r in $(seq 0 "$ROUNDS"); do
         for e in $engines; do run_engine "$e" "$m" "$r"; done
     done
+    load1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+    load="load average ${load0:-?} before, ${load1:-?} after; $(( $(date +%s) - t0 )) s"
 
     kernels=$(sort -u "$OUT/kernels.$base" | tr '\n' ';')
     awk -v engines="$engines" -v ns_list="$NS" -v kernels="$kernels" -v json="$json" -v model="$m" -v mtype="$mtype" \
         -v machine="$machine" -v threads="$T" -v rounds="$ROUNDS" -v inner="$INNER" -v gen="$GEN" -v ctx="$CTX" \
-        -v lbinfo="$lbinfo" -v repack="$repack" -v fa="${fa:-unknown}" -v kv="$kv" -v lbpath="$LB" '
+        -v lbinfo="$lbinfo" -v repack="$repack" -v load="$load" -v ncpu="$(nproc)" -v fa="${fa:-unknown}" -v kv="$kv" -v lbpath="$LB" '
     function sortv(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
     function stat(key,   n, a, i, m) {     # sets MED, SPREAD, CNT, SAMP for key
         n = cnt[key]; CNT = n; SAMP = ""
@@ -219,7 +229,7 @@ for m in $models; do
         }
         if (json) {
             printf "{\"model\":\"%s\",\"model_type\":\"%s\",\"machine\":\"%s\",\"threads\":%d,\"rounds\":%d,\"inner_reps\":%d,", esc(model), esc(mtype), esc(machine), threads, rounds, inner
-            printf "\"decode_tokens\":%d,\"context\":%d,\"kv_type\":\"f16\",\"llamacpp\":{\"path\":\"%s\",\"info\":\"%s\",\"weights\":\"%s\",\"flash_attn\":\"%s\",\"kv_type\":\"%s\"},\"engines\":[", gen, ctx, esc(lbpath), esc(lbinfo), esc(repack), esc(fa), esc(kv)
+            printf "\"load\":\"%s\",\"decode_tokens\":%d,\"context\":%d,\"kv_type\":\"f16\",\"llamacpp\":{\"path\":\"%s\",\"info\":\"%s\",\"weights\":\"%s\",\"flash_attn\":\"%s\",\"kv_type\":\"%s\"},\"engines\":[", esc(load), gen, ctx, esc(lbpath), esc(lbinfo), esc(repack), esc(fa), esc(kv)
             for (i = 1; i <= ne; i++) {
                 e = E[i]
                 printf "%s{\"engine\":\"%s\",\"label\":\"%s\",\"decode\":{\"tok_s\":%.4f,\"spread\":%.4f,\"samples\":[%s]", (i > 1 ? "," : ""), e, esc(lab[e]), dmed[e], dspr[e], dsamp[e]
@@ -241,6 +251,7 @@ for m in $models; do
         printf "machine    %s\n", machine
         printf "threads    %d for every engine; 1 warm-up round discarded + %d rounds, engines alternated in a fixed order each round,\n", threads, rounds
         printf "           each run a fresh process; medians over the rounds, spread = (max - min) / median across them\n"
+        printf "           %s (%d CPUs: a load above that means other work shared the cores)\n", load, ncpu
         printf "llama.cpp  %s; flash attention: %s; KV %s\n", lbinfo, fa, kv
         printf "           weights: %s\n", repack
         printf "sprig      KV f16; kernels per SPRIG_KERNELS as listed\n"
