@@ -42,7 +42,10 @@
 # more than its share of CPU time wherever its threads wait for each other,
 # and by how much differs between engines (llama.cpp's threads meet at a
 # barrier after every graph node); SPRIG_BENCH_THREADS=1 compares the
-# kernels alone.
+# kernels alone. LLAMA_BENCH_ENV="NAME=VALUE ..." sets environment variables
+# for every llama-bench run (e.g. OMP_WAIT_POLICY=passive for an OpenMP
+# build: its threads then sleep at a barrier instead of spinning first);
+# the table shows it.
 #
 # llama.cpp's CPU backend may repack weights at load into an interleaved
 # layout ("CPU_REPACK" extra buffer type: Q4_0, Q4_K, IQ4_NL, ... depending
@@ -64,7 +67,8 @@
 # LLAMA_BENCH the script says so and exits 3.
 #
 # Output: the table on stdout; --json prints one JSON object per model, one
-# per line, instead. Raw samples and every process's output go to $OUT
+# per line, instead; --report prints them again from the samples in $OUT
+# without running anything (same settings). Raw samples and every process's output go to $OUT
 # (default build/llamacpp-compare).
 set -u
 SPRIG=${SPRIG_BIN:-./sprig}
@@ -76,14 +80,23 @@ CTX=${CTX:-64}
 NS=${NS:-1,2,4,8,16,32}
 OUT=${OUT:-build/llamacpp-compare}
 LB=${LLAMA_BENCH:-}
+LBENV=${LLAMA_BENCH_ENV:-}
+case "$LBENV" in *[!A-Za-z0-9_=.,:/\ -]*) echo "llamacpp-compare: LLAMA_BENCH_ENV: want NAME=VALUE words" >&2; exit 2 ;; esac
+# llama-bench with $LLAMA_BENCH_ENV in its environment
+lb() {
+    # shellcheck disable=SC2086
+    env $LBENV "$LB" "$@"
+}
 
 json=0
+report=0
 models=""
 for a in "$@"; do
     case "$a" in
     --json) json=1 ;;
+    --report) report=1 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    -*) echo "llamacpp-compare: unknown option '$a' (--json, --help)" >&2; exit 2 ;;
+    -*) echo "llamacpp-compare: unknown option '$a' (--json, --report, --help)" >&2; exit 2 ;;
     *) models="$models $a" ;;
     esac
 done
@@ -153,12 +166,12 @@ run_engine() {
         else echo "llamacpp-compare: $e forward failed (round $r): $(head -c 300 "$raw.fwd.err")" >&2; fi
         ;;
     llama.cpp)
-        if "$LB" -m "$m" -t "$T" -p 0 -n "$GEN" -r 1 -o jsonl >"$raw.dec" 2>"$raw.dec.err"; then
+        if lb -m "$m" -t "$T" -p 0 -n "$GEN" -r 1 -o jsonl >"$raw.dec" 2>"$raw.dec.err"; then
             cp "$raw.dec" "$OUT/llamacpp-last.$base.jsonl"
             ns=$(sed -n 's/.*"samples_ns": *\[ *\([0-9, ]*\)\].*/\1/p' "$raw.dec" | tr ',' '\n' | median)
             awk -v r="$r" -v g="$GEN" -v ns="$ns" 'BEGIN { if (ns > 0) printf "%s llama.cpp dec %s %.6f\n", r, g, g / (ns * 1e-9) }' >>"$S"
         else echo "llamacpp-compare: llama.cpp decode failed (round $r): $(tail -c 300 "$raw.dec.err")" >&2; fi
-        if "$LB" -m "$m" -t "$T" -d "$CTX" -p "$NS" -n 0 -r "$INNER" -o jsonl >"$raw.fwd" 2>"$raw.fwd.err"; then
+        if lb -m "$m" -t "$T" -d "$CTX" -p "$NS" -n 0 -r "$INNER" -o jsonl >"$raw.fwd" 2>"$raw.fwd.err"; then
             while IFS= read -r line; do
                 n=$(printf '%s\n' "$line" | jnum n_prompt)
                 ns=$(printf '%s\n' "$line" | sed -n 's/.*"samples_ns": *\[ *\([0-9, ]*\)\].*/\1/p' | tr ',' '\n' | median)
@@ -175,11 +188,13 @@ for m in $models; do
     if [ ! -f "$m" ]; then echo "llamacpp-compare: $m: no such file" >&2; rc=1; continue; fi
     base=$(basename "$m" .gguf)
     S="$OUT/$base.samples"
-    : >"$S"
-    : >"$OUT/kernels.$base"
+    if [ $report = 0 ]; then
+        : >"$S"
+        : >"$OUT/kernels.$base"
 
     # llama.cpp's load: which buffer types hold the weights (repacked or not), flash attention.
-    "$LB" -m "$m" -t "$T" -p 1 -n 0 -r 1 --no-warmup -v -o jsonl >"$OUT/$base.probe.jsonl" 2>"$OUT/$base.probe.err"
+    lb -m "$m" -t "$T" -p 1 -n 0 -r 1 --no-warmup -v -o jsonl >"$OUT/$base.probe.jsonl" 2>"$OUT/$base.probe.err"
+    fi
     bufs=$(sed -n 's/.*load_tensors: *\([A-Za-z0-9_]*\) model buffer size = *\([0-9.]* MiB\).*/\1 \2/p' "$OUT/$base.probe.err" |
         tr '\n' ',' | sed 's/,$//; s/,/, /g')
     norep=$(sed -n "s/.*tensor '\([^']*\)' (\([A-Za-z0-9_]*\)) (and \([0-9]*\) others) cannot be used with preferred buffer type CPU_REPACK.*/\3 \2 \1/p" \
@@ -189,11 +204,15 @@ for m in $models; do
     [ -n "$norep" ] && repack="$repack; $(echo "$norep" | awk '{ printf "%d tensors have no repacked layout (first: %s, %s)", $1 + 1, $3, $2 }')"
     repack="$repack; buffers: ${bufs:-unknown}"
     fa=$(sed -n 's/.*Flash Attention \([a-z]*\).*/\1/p' "$OUT/$base.probe.err" | head -1)
-    lbinfo="build $(jstr build_commit <"$OUT/$base.probe.jsonl"), $(jstr backends <"$OUT/$base.probe.jsonl") backend${lbflags:+ ($lbflags)}"
+    lbinfo="build $(jstr build_commit <"$OUT/$base.probe.jsonl"), $(jstr backends <"$OUT/$base.probe.jsonl") backend${lbflags:+ ($lbflags)}${LBENV:+, environment $LBENV}"
     mtype=$(jstr model_type <"$OUT/$base.probe.jsonl")
     kv="$(jstr type_k <"$OUT/$base.probe.jsonl")"
 
-    [ $json = 1 ] || echo "llamacpp-compare: $m — warm-up round + $ROUNDS rounds over:$engines" >&2
+    [ $json = 1 ] || [ $report = 1 ] || echo "llamacpp-compare: $m — warm-up round + $ROUNDS rounds over:$engines" >&2
+    if [ $report = 1 ]; then
+        [ -s "$S" ] || { echo "llamacpp-compare: --report: no samples in $S" >&2; rc=1; continue; }
+        load=$(cat "$OUT/$base.load" 2>/dev/null)
+    else
     load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
     t0=$(date +%s)
     for r in $(seq 0 "$ROUNDS"); do
@@ -201,19 +220,22 @@ for m in $models; do
     done
     load1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
     load="load average ${load0:-?} before, ${load1:-?} after; $(( $(date +%s) - t0 )) s"
+    echo "$load" >"$OUT/$base.load"
+    fi
 
     kernels=$(sort -u "$OUT/kernels.$base" | tr '\n' ';')
     awk -v engines="$engines" -v ns_list="$NS" -v kernels="$kernels" -v json="$json" -v model="$m" -v mtype="$mtype" \
         -v machine="$machine" -v threads="$T" -v rounds="$ROUNDS" -v inner="$INNER" -v gen="$GEN" -v ctx="$CTX" \
         -v lbinfo="$lbinfo" -v repack="$repack" -v load="$load" -v ncpu="$(nproc)" -v fa="${fa:-unknown}" -v kv="$kv" -v lbpath="$LB" '
     function sortv(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
-    function stat(key,   n, a, i, m) {     # sets MED, SPREAD, CNT, SAMP for key
+    function stat(key,   n, a, i, m) {     # sets MED, SPREAD, MIN, MAX, CNT, SAMP for key
         n = cnt[key]; CNT = n; SAMP = ""
-        if (n == 0) { MED = 0; SPREAD = 0; return }
+        if (n == 0) { MED = 0; SPREAD = 0; MIN = 0; MAX = 0; return }
         for (i = 1; i <= n; i++) { a[i] = val[key, i]; SAMP = SAMP (i > 1 ? "," : "") sprintf("%.4f", a[i]) }
         sortv(a, n)
         MED = n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
         SPREAD = MED > 0 ? (a[n] - a[1]) / MED : 0
+        MIN = a[1]; MAX = a[n]
     }
     function esc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return s }
     $1 > 0 { k = $2 SUBSEP $3 SUBSEP $4; val[k, ++cnt[k]] = $5 }
@@ -224,22 +246,22 @@ for m in $models; do
         for (i = 1; i <= ne; i++) if (!(E[i] in lab)) lab[E[i]] = E[i] ~ /^sprig-/ ? "sprig " substr(E[i], 7) : E[i]
         L = "llama.cpp"
         for (i = 1; i <= ne; i++) {
-            e = E[i]; stat(e SUBSEP "dec" SUBSEP gen); dmed[e] = MED; dspr[e] = SPREAD; dcnt[e] = CNT; dsamp[e] = SAMP
-            for (j = 1; j <= nn; j++) { stat(e SUBSEP "fwd" SUBSEP N[j]); fmed[e, j] = MED; fspr[e, j] = SPREAD; fcnt[e, j] = CNT; fsamp[e, j] = SAMP }
+            e = E[i]; stat(e SUBSEP "dec" SUBSEP gen); dmed[e] = MED; dspr[e] = SPREAD; dbest[e] = MAX; dcnt[e] = CNT; dsamp[e] = SAMP
+            for (j = 1; j <= nn; j++) { stat(e SUBSEP "fwd" SUBSEP N[j]); fmed[e, j] = MED; fspr[e, j] = SPREAD; fbest[e, j] = MIN; fcnt[e, j] = CNT; fsamp[e, j] = SAMP }
         }
         if (json) {
             printf "{\"model\":\"%s\",\"model_type\":\"%s\",\"machine\":\"%s\",\"threads\":%d,\"rounds\":%d,\"inner_reps\":%d,", esc(model), esc(mtype), esc(machine), threads, rounds, inner
             printf "\"load\":\"%s\",\"decode_tokens\":%d,\"context\":%d,\"kv_type\":\"f16\",\"llamacpp\":{\"path\":\"%s\",\"info\":\"%s\",\"weights\":\"%s\",\"flash_attn\":\"%s\",\"kv_type\":\"%s\"},\"engines\":[", esc(load), gen, ctx, esc(lbpath), esc(lbinfo), esc(repack), esc(fa), esc(kv)
             for (i = 1; i <= ne; i++) {
                 e = E[i]
-                printf "%s{\"engine\":\"%s\",\"label\":\"%s\",\"decode\":{\"tok_s\":%.4f,\"spread\":%.4f,\"samples\":[%s]", (i > 1 ? "," : ""), e, esc(lab[e]), dmed[e], dspr[e], dsamp[e]
-                if (e != L && dmed[L] > 0) printf ",\"vs_llamacpp\":%.4f", dmed[e] / dmed[L]
+                printf "%s{\"engine\":\"%s\",\"label\":\"%s\",\"decode\":{\"tok_s\":%.4f,\"best_tok_s\":%.4f,\"spread\":%.4f,\"samples\":[%s]", (i > 1 ? "," : ""), e, esc(lab[e]), dmed[e], dbest[e], dspr[e], dsamp[e]
+                if (e != L && dmed[L] > 0) printf ",\"vs_llamacpp\":%.4f,\"best_vs_llamacpp\":%.4f", dmed[e] / dmed[L], dbest[e] / dbest[L]
                 printf "},\"forward\":["
                 for (j = 1; j <= nn; j++) {
                     t1 = fmed[e, 1] / N[1]; for (jj = 1; jj <= nn; jj++) if (N[jj] == 1) t1 = fmed[e, jj]
                     rt = (t1 > 0) ? fmed[e, j] / t1 : 0
-                    printf "%s{\"n\":%d,\"ms\":%.4f,\"ratio_t1\":%.4f,\"spread\":%.4f,\"samples\":[%s]", (j > 1 ? "," : ""), N[j], fmed[e, j], rt, fspr[e, j], fsamp[e, j]
-                    if (e != L && fmed[L, j] > 0) printf ",\"vs_llamacpp\":%.4f", fmed[e, j] / fmed[L, j]
+                    printf "%s{\"n\":%d,\"ms\":%.4f,\"ratio_t1\":%.4f,\"best_ms\":%.4f,\"spread\":%.4f,\"samples\":[%s]", (j > 1 ? "," : ""), N[j], fmed[e, j], rt, fbest[e, j], fspr[e, j], fsamp[e, j]
+                    if (e != L && fmed[L, j] > 0) printf ",\"vs_llamacpp\":%.4f,\"best_vs_llamacpp\":%.4f", fmed[e, j] / fmed[L, j], fbest[e, j] / fbest[L, j]
                     printf "}"
                 }
                 printf "]}"
@@ -256,11 +278,12 @@ for m in $models; do
         printf "           weights: %s\n", repack
         printf "sprig      KV f16; kernels per SPRIG_KERNELS as listed\n"
         printf "\ndecode: %d tokens from an empty context, tok/s = tokens / time\n", gen
-        printf "%-22s %10s %8s %6s %16s\n", "engine", "tok/s", "spread", "runs", "sprig/llama.cpp"
+        printf "%-22s %10s %8s %6s %16s %10s %16s\n", "engine", "tok/s", "spread", "runs", "sprig/llama.cpp", "best", "best sprig/l.cpp"
         for (i = 1; i <= ne; i++) {
             e = E[i]
             vs = (e != L && dmed[L] > 0) ? sprintf("%.3fx", dmed[e] / dmed[L]) : "-"
-            printf "%-22s %10.2f %7.1f%% %6d %16s\n", lab[e], dmed[e], 100 * dspr[e], dcnt[e], vs
+            vb = (e != L && dbest[L] > 0) ? sprintf("%.3fx", dbest[e] / dbest[L]) : "-"
+            printf "%-22s %10.2f %7.1f%% %6d %16s %10.2f %16s\n", lab[e], dmed[e], 100 * dspr[e], dcnt[e], vs, dbest[e], vb
         }
         printf "\nforward of n new tokens on %d tokens of context, logits of the last token: T(n) ms median, T(n)/T(1), spread\n", ctx
         printf "%4s", "n"
@@ -279,6 +302,20 @@ for m in $models; do
             }
             printf " |"
             for (i = 1; i <= ne; i++) if (E[i] != L) { vs = (fmed[L, j] > 0) ? sprintf("%.3fx", fmed[E[i], j] / fmed[L, j]) : "-"; printf " %12s", vs }
+            printf "\n"
+        }
+        printf "\nthe same, best round (fastest of the %d: the least disturbed by other work): T(n) ms, T(n)/T(1)\n%4s", rounds, "n"
+        for (i = 1; i <= ne; i++) printf " | %-18s", lab[E[i]]
+        printf " | T(n) sprig/llama.cpp\n"
+        for (j = 1; j <= nn; j++) {
+            printf "%4d", N[j]
+            for (i = 1; i <= ne; i++) {
+                e = E[i]; t1 = fbest[e, 1] / N[1]; for (jj = 1; jj <= nn; jj++) if (N[jj] == 1) t1 = fbest[e, jj]
+                rt = (t1 > 0) ? fbest[e, j] / t1 : 0
+                printf " | %9.3f %8.3f", fbest[e, j], rt
+            }
+            printf " |"
+            for (i = 1; i <= ne; i++) if (E[i] != L) { vs = (fbest[L, j] > 0) ? sprintf("%.3fx", fbest[E[i], j] / fbest[L, j]) : "-"; printf " %12s", vs }
             printf "\n"
         }
         printf "\n"
