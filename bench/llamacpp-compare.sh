@@ -194,6 +194,8 @@ for m in $models; do
 
     # llama.cpp's load: which buffer types hold the weights (repacked or not), flash attention.
     lb -m "$m" -t "$T" -p 1 -n 0 -r 1 --no-warmup -v -o jsonl >"$OUT/$base.probe.jsonl" 2>"$OUT/$base.probe.err"
+    elif [ ! -s "$S" ] || [ ! -f "$OUT/$base.probe.err" ]; then
+        echo "llamacpp-compare: --report: no samples for $m in $OUT" >&2; rc=1; continue
     fi
     bufs=$(sed -n 's/.*load_tensors: *\([A-Za-z0-9_]*\) model buffer size = *\([0-9.]* MiB\).*/\1 \2/p' "$OUT/$base.probe.err" |
         tr '\n' ',' | sed 's/,$//; s/,/, /g')
@@ -210,7 +212,6 @@ for m in $models; do
 
     [ $json = 1 ] || [ $report = 1 ] || echo "llamacpp-compare: $m — warm-up round + $ROUNDS rounds over:$engines" >&2
     if [ $report = 1 ]; then
-        [ -s "$S" ] || { echo "llamacpp-compare: --report: no samples in $S" >&2; rc=1; continue; }
         load=$(cat "$OUT/$base.load" 2>/dev/null)
     else
     load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)

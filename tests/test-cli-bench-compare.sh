@@ -88,6 +88,13 @@ if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/j"
     check "--json parses as JSON" [ $? -eq 0 ]
 fi
+check "--json has the best round" has '"best_ms":' "$TMP/j"
+sh bench/llamacpp-compare.sh --report "$MODEL" >"$TMP/again" 2>"$TMP/err"; rc=$?
+check "--report exits 0 (rc $rc: $(head -c 200 "$TMP/err"))" [ $rc -eq 0 ]
+check "--report prints the same llama.cpp rows from the saved samples" \
+    sh -c "grep -E '^   4 \|.*\| +8\.000 +4\.000 ' '$TMP/again' >/dev/null && grep -q 'best round' '$TMP/again'"
+OUT="$TMP/empty" sh bench/llamacpp-compare.sh --report "$MODEL" >/dev/null 2>"$TMP/bad"; rc=$?
+check "--report without samples exits 1 saying so (rc $rc)" sh -c "[ $rc -eq 1 ] && grep -q 'no samples' '$TMP/bad'"
 NS=1,x sh bench/llamacpp-compare.sh "$MODEL" >/dev/null 2>"$TMP/bad"; rc=$?
 check "compare with a bad NS exits 2 (rc $rc)" [ $rc -eq 2 ]
 
