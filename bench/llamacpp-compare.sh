@@ -305,7 +305,7 @@ for m in $models; do
             for (i = 1; i <= ne; i++) if (E[i] != L) { vs = (fmed[L, j] > 0) ? sprintf("%.3fx", fmed[E[i], j] / fmed[L, j]) : "-"; printf " %12s", vs }
             printf "\n"
         }
-        printf "\nthe same, best round (fastest of the %d: the least disturbed by other work): T(n) ms, T(n)/T(1)\n%4s", rounds, "n"
+        printf "\nthe same, best round: each T(n) the fastest of its %d rounds (the least disturbed by other work; rounds may differ per n): T(n) ms, T(n)/T(1)\n%4s", rounds, "n"
         for (i = 1; i <= ne; i++) printf " | %-18s", lab[E[i]]
         printf " | T(n) sprig/llama.cpp\n"
         for (j = 1; j <= nn; j++) {
