@@ -4,6 +4,10 @@
 #   1. decode speed against the memory roofline, and T(n)/T(1) of batched
 #      forwards, on a synthetic llama-1b shaped model (Q8_0, then F16),
 #      generated once into $SPRIG_BENCH_MODELS (default models/, git-ignored);
+#      then, when $LLAMA_BENCH names a llama-bench binary, decode tok/s and
+#      T(n)/T(1) against llama.cpp on the same Q8_0 file and on any GGUFs in
+#      $SPRIG_COMPARE_MODELS (bench/llamacpp-compare.sh); skipped with a
+#      message otherwise;
 #   2. speculative decoding on the real stories260K model with each drafter:
 #      plain, chain, tree and tree+branches alternated;
 #   3. the same on a bandwidth-bound target: stories260K widened into the
@@ -41,6 +45,14 @@ if [ "${SPRIG_BENCH_QUICK:-0}" = 0 ]; then
         echo; echo "== batched forward T(n)/T(1) (llama-1b $ty, $T threads, context 64)"
         "$SPRIG" bench forward -m "$MODELS/llama-1b-$ty.gguf" -t "$T" --reps 5
     done
+    if [ -n "${LLAMA_BENCH:-}" ]; then
+        echo; echo "== sprig vs llama.cpp (llama-bench): decode and T(n)/T(1), same GGUF, alternated, $T threads"
+        # shellcheck disable=SC2086
+        SPRIG_BIN="$SPRIG" SPRIG_BENCH_THREADS="$T" sh bench/llamacpp-compare.sh "$MODELS/llama-1b-q8_0.gguf" \
+            ${SPRIG_COMPARE_MODELS:-} || true
+    else
+        echo; echo "== sprig vs llama.cpp: skipped (LLAMA_BENCH unset; bench/llamacpp-compare.sh says how to build llama-bench)"
+    fi
 fi
 
 for d in "--draft $M/stories-draft.gguf" "--mtp $M/stories-mtp.gguf" "--draft-ngram"; do

@@ -7,7 +7,10 @@
  *   forward  T(n)/T(1) of one batched forward of n tokens at a context of
  *            64: the cost of verifying n draft nodes relative to decoding
  *            one token; with the arithmetic rate, its share of the measured
- *            peak, and the bandwidth reached
+ *            peak, and the bandwidth reached. Every row's logits by default
+ *            (what a verify needs); --logits last computes only the last
+ *            row's, as a prompt chunk does (what other engines' prompt
+ *            benchmarks time)
  *   spec     plain, chain, tree and tree-with-branches sessions alternated
  *            (A B C D A B C D ..., the first round discarded): median tok/s,
  *            emitted per verify, acceptance and the ratios
@@ -67,6 +70,7 @@ struct common {
     int threads;
     bool json;
     int reps;
+    int kv_type;                /* SPRIG_TYPE_F32 (the default) or SPRIG_TYPE_F16 */
 };
 
 /* Parse the flags every bench shares; returns 1 consumed-with-value, 0 consumed, -1 not ours, -2 error. */
@@ -93,6 +97,16 @@ missing:
     return -2;
 }
 
+/* --kv-type for the benches that own a forward context (decode, forward); same returns as common_flag. */
+static int kv_flag(const char *cmd, struct common *c, const char *a, const char *val)
+{
+    if (strcmp(a, "--kv-type")) return -1;
+    if (val && !strcmp(val, "f32")) c->kv_type = SPRIG_TYPE_F32;
+    else if (val && !strcmp(val, "f16")) c->kv_type = SPRIG_TYPE_F16;
+    else { fprintf(stderr, "sprig %s: --kv-type: want f32 or f16\n", cmd); return -2; }
+    return 1;
+}
+
 static int weight_type_of(const sprig_model *m) { return m->layers[0].wq.type; }
 
 /* Load the model and make a pool and a forward context; prints and returns false on failure. */
@@ -103,7 +117,7 @@ static bool open_all(const char *cmd, const struct common *c, int n_ctx, int n_b
     *m = NULL;
     *pool = NULL;
     *ctx = NULL;
-    struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = n_batch };
+    struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = n_batch, .kv_type = c->kv_type };
     if (sprig_model_load(c->model, m, &err) || !(*pool = sprig_pool_create(c->threads, &err)) ||
         sprig_ctx_create(*m, *pool, &cp, ctx, &err)) {
         fprintf(stderr, "sprig %s: %s\n", cmd, err.msg);
@@ -131,6 +145,7 @@ static int bench_decode(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int r = common_flag(C, &c, argv[i], val);
+        if (r == -1) r = kv_flag(C, &c, argv[i], val);
         if (r == -2) return 2;
         if (r >= 0) { i += r; continue; }
         if (!strcmp(argv[i], "-n")) {
@@ -138,7 +153,7 @@ static int bench_decode(int argc, char **argv)
             n_tok = v;
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--reps R] [--json]\n");
+            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--reps R] [--kv-type f32|f16] [--json]\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
@@ -161,6 +176,7 @@ static int bench_decode(int argc, char **argv)
      * fair bound for a token is the bandwidth of that moment. */
     sprig_bw_probe *probe = sprig_bw_probe_create((size_t)256 << 20);
     int n_ms = 0, rc = probe && logits && ms && gbs && ratio ? 0 : 1;
+    double sum_ms = 0;   /* for the mean: tokens / time, as engines that time a whole run report */
     if (rc) fprintf(stderr, "sprig %s: out of memory\n", C);
     if (!rc) sprig_bw_probe_read(pool, probe);   /* warm the probe's TLB */
     for (int rep = 0; rep < c.reps && !rc; rep++) {
@@ -175,6 +191,7 @@ static int bench_decode(int argc, char **argv)
             double dt = sprig_time_ms() - t0;
             if (i >= 2) {        /* the first tokens warm caches and threads */
                 ms[n_ms] = dt;
+                sum_ms += dt;
                 gbs[n_ms] = bw;
                 ratio[n_ms] = bytes / (dt * 1e-3) / 1e9 / bw;
                 n_ms++;
@@ -190,9 +207,9 @@ static int bench_decode(int argc, char **argv)
         sprig_model_get_info(m, &mi);
         if (c.json) {
             printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
-                   "\"tokens\":%d,\"ms_per_token_median\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
+                   "\"kv_type\":\"%s\",\"tokens\":%d,\"ms_per_token_median\":%.4f,\"ms_per_token_mean\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
                    "\"achieved_gb_s\":%.3f,\"measured_read_gb_s\":%.3f,\"bound_tok_s\":%.3f,\"fraction_of_bound\":%.4f}\n",
-                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, n_ms, med,
+                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_type_name(c.kv_type), n_ms, med, n_ms ? sum_ms / n_ms : 0,
                    tok_s, bytes, achieved, med_bw, bound, med_ratio);
         } else {
             printf("model            %s (%s, %.1fM params, %s weights)\n", c.model, mi.arch, (double)mi.n_params / 1e6,
@@ -223,20 +240,27 @@ static int bench_forward(int argc, char **argv)
     struct common c = { .threads = 0, .reps = 7 };
     int ns[MAX_NS] = { 1, 2, 4, 8, 16, 32, 64 }, n_ns = 7;
     long long ctx_len = 64, v;
+    bool last_only = false;
     for (int i = 1; i < argc; i++) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int r = common_flag(C, &c, argv[i], val);
+        if (r == -1) r = kv_flag(C, &c, argv[i], val);
         if (r == -2) return 2;
         if (r >= 0) { i += r; continue; }
         if (!strcmp(argv[i], "--ctx")) {
             if (!val || !cli_parse_int(C, "--ctx", val, 1, 1 << 20, &v)) return 2;
             ctx_len = v;
             i++;
+        } else if (!strcmp(argv[i], "--logits")) {
+            if (val && (!strcmp(val, "last") || !strcmp(val, "all"))) last_only = !strcmp(val, "last");
+            else { fprintf(stderr, "sprig %s: --logits: want last or all\n", C); return 2; }
+            i++;
         } else if (!strcmp(argv[i], "--ns")) {
             if (!val || !parse_ns(val, ns, &n_ns)) { fprintf(stderr, "sprig %s: --ns: want a list like 1,2,4,8\n", C); return 2; }
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: sprig bench forward -m FILE [-t N] [--ctx 64] [--ns 1,2,4,8,16,32,64] [--reps R] [--json]\n");
+            printf("usage: sprig bench forward -m FILE [-t N] [--ctx 64] [--ns 1,2,4,8,16,32,64] [--logits all|last]\n"
+                   "                           [--kv-type f32|f16] [--reps R] [--json]\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
@@ -268,7 +292,7 @@ static int bench_forward(int argc, char **argv)
             int n = ns[(j + (rep < 0 ? 0 : rep)) % n_ns];      /* rotate the order each rep */
             int jj = (j + (rep < 0 ? 0 : rep)) % n_ns;
             double t0 = sprig_time_ms();
-            struct sprig_fwd f = { .n = n, .tokens = toks + ctx_len, .n_out = n, .logits = logits };
+            struct sprig_fwd f = { .n = n, .tokens = toks + ctx_len, .n_out = last_only ? 1 : n, .logits = logits };
             if (sprig_forward(ctx, &f, &err) || sprig_kv_trim(sprig_ctx_kv(ctx), n, &err)) { rc = 1; break; }
             double dt = sprig_time_ms() - t0;
             if (rep >= 0) t[(size_t)jj * c.reps + rep] = dt;
@@ -279,12 +303,13 @@ static int bench_forward(int argc, char **argv)
     double peak = rc ? 0 : sprig_measure_peak_gops(pool, wt);
     double bw = rc ? 0 : sprig_measure_read_bandwidth(pool, 0);
     /* matmul work per token: every matrix the forward multiplies (2 ops per weight) */
-    double ops_tok = 0;
+    double ops_tok = 0, ops_head = 0;     /* the output head's share: n rows, or 1 with --logits last */
     {
         const struct sprig_hparams *hp = &m->hp;
         double qd = (double)hp->n_head * hp->head_dim, kvd = (double)hp->n_kv_head * hp->head_dim;
         ops_tok = 2.0 * hp->n_layer * ((double)hp->dim * (qd + 2 * kvd) + qd * hp->dim + 3.0 * hp->dim * hp->n_ff)
                 + 2.0 * hp->dim * hp->n_vocab;
+        ops_head = 2.0 * hp->dim * hp->n_vocab;
     }
     double med[MAX_NS] = { 0 };
     for (int j = 0; j < n_ns && !rc; j++) med[j] = median(t + (size_t)j * c.reps, c.reps);
@@ -297,10 +322,11 @@ static int bench_forward(int argc, char **argv)
     if (!rc) {
         if (c.json) {
             printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
-                   "\"ctx\":%lld,\"reps\":%d,\"peak_gops\":%.2f,\"measured_read_gb_s\":%.3f,\"rows\":[",
-                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, ctx_len, c.reps, peak, bw);
+                   "\"ctx\":%lld,\"logits\":\"%s\",\"kv_type\":\"%s\",\"reps\":%d,\"peak_gops\":%.2f,\"measured_read_gb_s\":%.3f,\"rows\":[",
+                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, ctx_len,
+                   last_only ? "last" : "all", sprig_type_name(c.kv_type), c.reps, peak, bw);
             for (int j = 0; j < n_ns; j++) {
-                double gops = ops_tok * ns[j] / (med[j] * 1e-3) / 1e9;
+                double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
                 printf("%s{\"n\":%d,\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"gb_s\":%.3f}", j ? "," : "",
                        ns[j], med[j], med[j] / t1, gops, peak > 0 ? gops / peak : 0, bytes / (med[j] * 1e-3) / 1e9);
             }
@@ -308,12 +334,13 @@ static int bench_forward(int argc, char **argv)
         } else {
             printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s\n", c.model, mi.arch,
                    (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels);
-            printf("context    %lld tokens of history; medians of %d alternated reps after a warm-up\n", ctx_len, c.reps);
+            printf("context    %lld tokens of history (%s KV); logits of %s; medians of %d alternated reps after a warm-up\n",
+                   ctx_len, sprig_type_name(c.kv_type), last_only ? "the last row only" : "every row", c.reps);
             printf("peak       %.1f G ops/s measured (%s); read bandwidth %.2f GB/s measured\n", peak,
                    wt == SPRIG_TYPE_Q8_0 || wt == SPRIG_TYPE_Q4_0 ? "int8 dot" : "fp32 fma", bw);
             printf("%6s %10s %8s %10s %8s %8s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "GB/s");
             for (int j = 0; j < n_ns; j++) {
-                double gops = ops_tok * ns[j] / (med[j] * 1e-3) / 1e9;
+                double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
                 printf("%6d %10.3f %8.3f %10.1f %7.1f%% %8.2f\n", ns[j], med[j], med[j] / t1, gops,
                        peak > 0 ? 100 * gops / peak : 0, bytes / (med[j] * 1e-3) / 1e9);
             }
