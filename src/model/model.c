@@ -150,7 +150,7 @@ static int64_t dim_value(const struct sprig_hparams *hp, enum sprig_dim d)
     return -1;
 }
 
-static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base, sprig_error *err)
+static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base, bool *used, sprig_error *err)
 {
     const char *path = sprig_gguf_path(m->gguf);
     char name[128];
@@ -161,6 +161,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         if (s->required) return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor '%s'", path, name);
         return SPRIG_OK;
     }
+    used[t - sprig_gguf_tensor_at(m->gguf, 0)] = true;
     int64_t e0 = dim_value(&m->hp, s->ne0), e1 = dim_value(&m->hp, s->ne1);
     int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
     bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
@@ -213,6 +214,7 @@ void sprig_model_free(sprig_model *m)
             free(L->bq);
             free(L->bk);
             free(L->bv);
+            free(L->bo);
             free(L->q_norm);
             free(L->k_norm);
             sprig_weight_free(&L->wq);
@@ -243,6 +245,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
     }
     m->gguf = g;
+    bool *used = NULL;   /* [n_tensors]: bound by the architecture's table */
     sprig_status st;
     const char *arch;
     size_t arch_len;
@@ -276,16 +279,28 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     }
 
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
-    if (!m->layers) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
+    used = calloc((size_t)sprig_gguf_n_tensors(g) + 1, sizeof *used);
+    if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
     for (int i = 0; i < m->arch->n_tensors; i++) {
         const struct sprig_tensor_spec *s = &m->arch->tensors[i];
         if (!s->per_layer) {
-            if ((st = bind_tensor(m, s, 0, m, err))) goto fail;
+            if ((st = bind_tensor(m, s, 0, m, used, err))) goto fail;
             continue;
         }
         for (int l = 0; l < m->hp.n_layer; l++)
-            if ((st = bind_tensor(m, s, l, &m->layers[l], err))) goto fail;
+            if ((st = bind_tensor(m, s, l, &m->layers[l], used, err))) goto fail;
     }
+    /* llama.cpp refuses a file with a tensor its architecture does not load
+     * ("wrong number of tensors"); sprig does the same, naming it */
+    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++)
+        if (!used[i]) {
+            st = sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' is not one architecture '%s' uses (%d layers); "
+                           "sprig refuses it rather than ignore it", path, sprig_gguf_tensor_at(g, i)->name, m->arch->name,
+                           m->hp.n_layer);
+            goto fail;
+        }
+    free(used);
+    used = NULL;
     if (m->rope_freqs)   /* divisors of the RoPE frequencies: finite and positive */
         for (int i = 0; i < m->hp.n_rot / 2; i++)
             if (!(m->rope_freqs[i] > 0 && m->rope_freqs[i] < 1e30f)) {
@@ -302,6 +317,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     *out = m;
     return SPRIG_OK;
 fail:
+    free(used);
     sprig_model_free(m);
     return st;
 }
