@@ -22,6 +22,7 @@
 #include "test.h"
 #include "gguf.h"
 #include "mkmodel.h"
+#include "quant_mix.h"
 #include "model/model.h"
 #include "model/arch.h"
 #include "tensor/ops.h"
@@ -474,6 +475,37 @@ static void test_llama_output_bias(void)
     expect_changed("attn_output.bias");
 }
 
+/* A weight the matmul layer refuses (a type without a kernel in this build,
+ * or a packed copy that does not fit) is refused naming the file too (the
+ * fuzzer found the matmul layer's message alone). Every K-quant file type
+ * either loads and runs or says which file. */
+static void test_weight_refusal_names_the_file(void)
+{
+    static const char *types[] = { "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k" };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        struct sprig_mkmodel_params p = shape("llama");
+        p.dim = 256;
+        p.ffn = 256;
+        p.n_heads = 2;
+        p.n_kv_heads = 1;
+        p.n_layers = 1;
+        p.ftype = sprig_ftype_find(types[i]);
+        CHECK(p.ftype != NULL);
+        if (!p.ftype) continue;
+        p.type = p.ftype->type;
+        char name[64];
+        snprintf(name, sizeof name, "k-%s.gguf", types[i]);
+        const char *path = write_model(name, &p);
+        sprig_error err = { 0 };
+        sprig_model *m = NULL;
+        sprig_status st = sprig_model_load(path, &m, &err);
+        CHECKF(st == SPRIG_OK || (!m && strstr(err.msg, path) == err.msg), "%s: status %d, message '%s' names the file first",
+               types[i], st, err.msg);
+        fprintf(stderr, "  %s: %s\n", types[i], st == SPRIG_OK ? "loads" : err.msg);
+        sprig_model_free(m);
+    }
+}
+
 static void expect_refused(const char *src, const char *name, const struct edit *e, sprig_status want, const char *n1, const char *n2)
 {
     const char *path = write_variant(src, name, e);
@@ -551,6 +583,7 @@ int main(void)
     RUN(test_qwen2_biases);
     RUN(test_qwen3_norms);
     RUN(test_llama_output_bias);
+    RUN(test_weight_refusal_names_the_file);
     RUN(test_broken_files_are_refused_by_name);
     return test_summary("test-arch");
 }

@@ -198,7 +198,10 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     sprig_status st = sprig_weight_init(w, name, t->type, t->data, e0, e1, err);
-    if (st) return st;
+    if (st) {   /* the matmul layer names the weight; the file is named here */
+        sprig_err_prefix(err, "%s", path);
+        return st;
+    }
     m->weight_bytes += t->nbytes;
     return SPRIG_OK;
 }
@@ -311,7 +314,10 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     if (!m->output.raw) {
         m->tied_output = true;
         if ((st = sprig_weight_init(&m->output, "output.weight (tied to token_embd.weight)", m->tok_embd.type,
-                                    m->tok_embd.raw, m->tok_embd.n_in, m->tok_embd.n_out, err))) goto fail;
+                                    m->tok_embd.raw, m->tok_embd.n_in, m->tok_embd.n_out, err))) {
+            sprig_err_prefix(err, "%s", path);
+            goto fail;
+        }
         m->weight_bytes += m->tok_embd.row_bytes * (size_t)m->tok_embd.n_out;
     }
     *out = m;
