@@ -506,6 +506,28 @@ static void test_weight_refusal_names_the_file(void)
     }
 }
 
+/* A head larger than the attention kernels take is refused at load, naming
+ * the file (it loaded, and the first forward aborted in the attention) */
+static void test_head_dim_bound(void)
+{
+    struct sprig_mkmodel_params p = shape("llama");
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.n_layers = 1;
+    p.head_dim = 512;
+    const char *path = write_model("hd512.gguf", &p);
+    copy_to_corpus(path, "hd512.gguf");
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    CHECK(sprig_model_load(path, &m, &err) == SPRIG_E_UNSUPPORTED && !m);
+    CHECKF(strstr(err.msg, path) == err.msg && strstr(err.msg, "head dimension 512"), "message '%s'", err.msg);
+    p.head_dim = 256;   /* the largest that runs */
+    path = write_model("hd256.gguf", &p);
+    char msg[512];
+    int nv = 0;
+    CHECKF(sprig_logits(path, var_l, &nv, msg, sizeof msg), "head dimension 256 runs: %s", msg);
+}
+
 static void expect_refused(const char *src, const char *name, const struct edit *e, sprig_status want, const char *n1, const char *n2)
 {
     const char *path = write_variant(src, name, e);
@@ -584,6 +606,7 @@ int main(void)
     RUN(test_qwen3_norms);
     RUN(test_llama_output_bias);
     RUN(test_weight_refusal_names_the_file);
+    RUN(test_head_dim_bound);
     RUN(test_broken_files_are_refused_by_name);
     return test_summary("test-arch");
 }

@@ -7,6 +7,7 @@
 #include "model/arch.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "tensor/attention.h"
 #include "tensor/ops.h"
 
 #include <limits.h>
@@ -126,6 +127,9 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
                          path, key, (long long)vlen, hp->head_dim);
     if (hp->head_dim % 2)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: head dimension %d is odd; RoPE needs pairs", path, hp->head_dim);
+    if (hp->head_dim > SPRIG_ATTN_MAX_HD)   /* else the forward's attention would refuse it on every call */
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: head dimension %d (%s.attention.key_length, else embedding_length / "
+                         "head_count) is larger than the %d sprig's attention takes", path, hp->head_dim, a->name, SPRIG_ATTN_MAX_HD);
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
     if (hp->n_rot % 2 || hp->n_rot > hp->head_dim)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.rope.dimension_count = %d must be even and at most the head dimension %d",
