@@ -5,35 +5,45 @@
  * Every input is parsed with sprig_gguf_open_memory (no copy, so ASan sees
  * any read outside the buffer) and handed to sprig_model_load_gguf (which
  * owns the GGUF from then on, also on failure). Every refusal must carry an
- * error naming the file. When a model loads, a small context (16 slots,
- * batch 4, one thread; for a quarter of the inputs the default
- * context, sized from the file's context length) is created and two forwards run: a batch of two
- * tokens, then one more token over the cache; token ids come from the input
- * bytes, clamped into the vocabulary. The logits of every row must be
- * written (NaN is fine: hostile weights may hold anything); a forward that
- * refuses must name why.
+ * error naming the file. When a model loads, a context is created (16
+ * slots, batch 4, one thread; for a quarter of the inputs the default
+ * context, sized from the file's context length, as `sprig run` makes it)
+ * and two forwards run: a batch of two tokens, then one more token over the
+ * cache; token ids come from the input bytes, clamped into the vocabulary.
+ * Every argument is valid, so both forwards must succeed and write every
+ * logit of every wanted row (NaN is fine: hostile weights may hold
+ * anything).
  *
  * Not part of the default build. Build (from the repository root; the whole
  * library, SIMD kernels included, is compiled with the fuzzer's
- * instrumentation into build-fuzz/):
+ * instrumentation into build-fuzz/; clang 14's __builtin_cpu_supports does
+ * not know "bmi2", so tensor/attention.c is compiled by cc first, without
+ * instrumentation, and make keeps that object):
+ *   mkdir -p build-fuzz/src/tensor build
+ *   cc -std=c11 -D_GNU_SOURCE -O1 -g -ffp-contract=off -fno-math-errno -Iinclude -Isrc -pthread \
+ *       -c -o build-fuzz/src/tensor/attention.o src/tensor/attention.c
  *   make -j2 BUILD=build-fuzz CC=clang-14 OPT=-O1 WERROR= \
  *       EXTRA_CFLAGS='-fsanitize=fuzzer-no-link,address,undefined' build-fuzz/libsprig.a
  *   clang-14 -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
  *       fuzz/fuzz-model.c build-fuzz/libsprig.a -lpcre2-8 -ljansson -lm -pthread -o build/fuzz-model
- * Seeds (tiny files of every arch and weight type; dims of 256 keep the
- * K-quants K; --vocab 260 keeps them small):
+ * Seeds: tiny files of every arch and weight type (K-quants need rows of
+ * 256 to stay K; --vocab 260 keeps them small, 16-450 KB), Llama 3
+ * rope_freqs, and the broken files tests/test-arch writes:
  *   mkdir -p build/fuzz-model-corpus && cd build/fuzz-model-corpus
- *   for a in llama qwen2 qwen3; do for t in f32 f16 q8_0 q4_0 q4_k_m q6_k q5_k_m q2_k q3_k_m; do
- *     ../../sprig mkmodel --arch $a --type $t --dim 256 --heads 2 --kv-heads 1 --ffn 256 --layers 1 \
- *         --vocab 260 --ctx 64 -q -o $a-$t.gguf; done; done
+ *   for a in llama qwen2 qwen3; do
+ *     for t in f32 f16 q8_0 q4_0; do ../../sprig mkmodel --arch $a --type $t --dim 32 --heads 2 \
+ *         --kv-heads 1 --ffn 32 --layers 1 --vocab 260 --ctx 64 -q -o $a-$t.gguf; done
+ *     for t in q4_k_m q6_k q5_k_m q2_k q3_k_m; do ../../sprig mkmodel --arch $a --type $t --dim 256 \
+ *         --heads 2 --kv-heads 1 --ffn 256 --layers 1 --vocab 260 --ctx 64 -q -o $a-$t.gguf; done
+ *   done
  *   ../../sprig mkmodel --rope-scaling llama3 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 1 \
  *       --vocab 260 -q -o llama3-rope.gguf
- *   cd ../.. && SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-model-corpus ./build/tests/test-arch    # broken files
- *   SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-model-corpus ./build/tests/test-model-load
- * Run:
- *   ./build/fuzz-model -max_len=400000 -rss_limit_mb=2048 -max_total_time=600 build/fuzz-model-corpus
- * (-rss_limit_mb: a small hostile file must not make the loader or the
- * context allocate gigabytes.)
+ *   cd ../.. && SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-model-corpus ./build/tests/test-arch
+ * Run (UBSan reports stop the run; -rss_limit_mb also bounds one malloc, so
+ * a small hostile file that makes the loader or the context allocate
+ * gigabytes is reported):
+ *   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./build/fuzz-model -max_len=460000 \
+ *       -rss_limit_mb=2048 -timeout=30 -max_total_time=600 build/fuzz-model-corpus
  */
 #include "model/model.h"
 #include "base/pool.h"
