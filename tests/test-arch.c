@@ -10,15 +10,19 @@
  * 2. Each optional piece changes the output (the path ran): qwen2 biases
  *    zeroed, qwen3 q/k norms set to one, rope_freqs dropped, linear scaling
  *    added — each differs from the original, and the reference follows.
+ *    llama's optional attn_output.bias is added and checked the same way.
  * 3. Broken variants are refused naming the tensor or key: a rope_freqs of
  *    the wrong length or with a zero factor, a missing q/k norm (qwen3) or
  *    bias (qwen2), a wrong-shaped bias or norm, YaRN scaling, a value head
- *    size unlike the key head size. With SPRIG_FUZZ_CORPUS set, the broken
+ *    size unlike the key head size, a tensor the architecture does not load
+ *    (an unknown name, a layer past block_count, attn_output.bias in qwen2),
+ *    a wrong-shaped attn_output.bias. With SPRIG_FUZZ_CORPUS set, the broken
  *    files are also copied there (seeds for fuzz/fuzz-gguf.c).
  */
 #include "test.h"
 #include "gguf.h"
 #include "mkmodel.h"
+#include "quant_mix.h"
 #include "model/model.h"
 #include "model/arch.h"
 #include "tensor/ops.h"
@@ -145,7 +149,7 @@ static bool ref_forward(const struct ref *r, const int32_t *tok, const int32_t *
         const float *wg = layer_f32(g, "blk.%d.ffn_gate.weight", l, (int64_t)D * F), *wu = layer_f32(g, "blk.%d.ffn_up.weight", l, (int64_t)D * F);
         const float *wd = layer_f32(g, "blk.%d.ffn_down.weight", l, (int64_t)F * D);
         const float *bq = layer_f32(g, "blk.%d.attn_q.bias", l, Q), *bk = layer_f32(g, "blk.%d.attn_k.bias", l, KV);
-        const float *bv = layer_f32(g, "blk.%d.attn_v.bias", l, KV);
+        const float *bv = layer_f32(g, "blk.%d.attn_v.bias", l, KV), *bo = layer_f32(g, "blk.%d.attn_output.bias", l, D);
         const float *qn = layer_f32(g, "blk.%d.attn_q_norm.weight", l, r->hd), *kn = layer_f32(g, "blk.%d.attn_k_norm.weight", l, r->hd);
         if (!an || !wq || !wk || !wv || !wo || !fn || !wg || !wu || !wd) { ok = false; break; }
         for (int i = 0; i < n; i++) {   /* q, k, v of every row */
@@ -186,6 +190,7 @@ static bool ref_forward(const struct ref *r, const int32_t *tok, const int32_t *
             }
             double *xi = x + (size_t)i * D;
             mv(t, wo, att, D, Q);
+            for (int e = 0; bo && e < D; e++) t[e] += bo[e];
             for (int e = 0; e < D; e++) xi[e] += t[e];
             memcpy(xn, xi, (size_t)D * sizeof(double));
             rmsnorm(xn, fn, D, r->eps);
@@ -305,6 +310,8 @@ static const char *write_model(const char *name, const struct sprig_mkmodel_para
 struct edit {
     const char *drop_tensor, *zero_tensor, *ones_tensor, *resize_tensor;
     int64_t resize_ne0;
+    const char *add_tensor;   /* an F32 vector of add_ne0 values 0.05 * ((j % 7) - 3) */
+    int64_t add_ne0;
     const char *drop_kv;
     const char *set_kv, *set_str;
     float set_f32;
@@ -355,6 +362,11 @@ static const char *write_variant(const char *src, const char *name, const struct
             continue;
         }
         CHECK(sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK);
+    }
+    if (e->add_tensor) {
+        int64_t ne[1] = { e->add_ne0 };
+        for (int64_t j = 0; j < ne[0] && j < (int64_t)(sizeof fill / sizeof fill[0]); j++) fill[j] = 0.05f * (float)(j % 7 - 3);
+        CHECK(sprig_gguf_w_tensor(w, e->add_tensor, SPRIG_TYPE_F32, 1, ne, fill, &err) == SPRIG_OK);
     }
     const char *path = test_tmpfile(name);
     CHECKF(sprig_gguf_writer_write(w, path, &err) == SPRIG_OK, "%s", err.msg);
@@ -445,6 +457,77 @@ static void test_qwen3_norms(void)
     check_against_reference("qwen3 untied, head size 16", write_model("qwen3-untied.gguf", &p), var_l);
 }
 
+/* llama's optional attn_output.bias [dim]: added to the output projection
+ * before the residual add, as llama.cpp does */
+static void test_llama_output_bias(void)
+{
+    struct sprig_mkmodel_params p = shape("llama");
+    const char *path = write_model("llama-nobo.gguf", &p);
+    check_against_reference("llama", path, base_l);
+    const char *bo = write_variant(path, "llama-bo.gguf", &(struct edit){ .add_tensor = "blk.1.attn_output.bias", .add_ne0 = 64 });
+    sprig_model *m = NULL;
+    CHECK(sprig_model_load(bo, &m, NULL) == SPRIG_OK);
+    if (m) {
+        CHECK(!m->layers[0].bo && m->layers[1].bo && m->layers[1].bo[1] == 0.05f * -2);
+        sprig_model_free(m);
+    }
+    check_against_reference("llama + attn_output.bias", bo, var_l);
+    expect_changed("attn_output.bias");
+}
+
+/* A weight the matmul layer refuses (a type without a kernel in this build,
+ * or a packed copy that does not fit) is refused naming the file too (the
+ * fuzzer found the matmul layer's message alone). Every K-quant file type
+ * either loads and runs or says which file. */
+static void test_weight_refusal_names_the_file(void)
+{
+    static const char *types[] = { "q2_k", "q3_k_m", "q4_k_m", "q5_k_m", "q6_k" };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        struct sprig_mkmodel_params p = shape("llama");
+        p.dim = 256;
+        p.ffn = 256;
+        p.n_heads = 2;
+        p.n_kv_heads = 1;
+        p.n_layers = 1;
+        p.ftype = sprig_ftype_find(types[i]);
+        CHECK(p.ftype != NULL);
+        if (!p.ftype) continue;
+        p.type = p.ftype->type;
+        char name[64];
+        snprintf(name, sizeof name, "k-%s.gguf", types[i]);
+        const char *path = write_model(name, &p);
+        sprig_error err = { 0 };
+        sprig_model *m = NULL;
+        sprig_status st = sprig_model_load(path, &m, &err);
+        CHECKF(st == SPRIG_OK || (!m && strstr(err.msg, path) == err.msg), "%s: status %d, message '%s' names the file first",
+               types[i], st, err.msg);
+        fprintf(stderr, "  %s: %s\n", types[i], st == SPRIG_OK ? "loads" : err.msg);
+        sprig_model_free(m);
+    }
+}
+
+/* A head larger than the attention kernels take is refused at load, naming
+ * the file (it loaded, and the first forward aborted in the attention) */
+static void test_head_dim_bound(void)
+{
+    struct sprig_mkmodel_params p = shape("llama");
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.n_layers = 1;
+    p.head_dim = 512;
+    const char *path = write_model("hd512.gguf", &p);
+    copy_to_corpus(path, "hd512.gguf");
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    CHECK(sprig_model_load(path, &m, &err) == SPRIG_E_UNSUPPORTED && !m);
+    CHECKF(strstr(err.msg, path) == err.msg && strstr(err.msg, "head dimension 512"), "message '%s'", err.msg);
+    p.head_dim = 256;   /* the largest that runs */
+    path = write_model("hd256.gguf", &p);
+    char msg[512];
+    int nv = 0;
+    CHECKF(sprig_logits(path, var_l, &nv, msg, sizeof msg), "head dimension 256 runs: %s", msg);
+}
+
 static void expect_refused(const char *src, const char *name, const struct edit *e, sprig_status want, const char *n1, const char *n2)
 {
     const char *path = write_variant(src, name, e);
@@ -464,7 +547,8 @@ static void test_broken_files_are_refused_by_name(void)
 {
     struct sprig_mkmodel_params p = shape("llama");
     p.rope_scaling = SPRIG_MKMODEL_ROPE_LLAMA3;
-    const char *l3 = write_model("b-llama3.gguf", &p);
+    char l3[1024];   /* test_tmpfile names live in a ring of 8 */
+    snprintf(l3, sizeof l3, "%s", write_model("b-llama3.gguf", &p));
     expect_refused(l3, "rope-freqs-len.gguf", &(struct edit){ .resize_tensor = "rope_freqs", .resize_ne0 = 9 }, SPRIG_E_FORMAT,
                    "tensor 'rope_freqs.weight' has shape [9", "expected [8]");
     expect_refused(l3, "rope-freqs-zero.gguf", &(struct edit){ .zero_tensor = "rope_freqs" }, SPRIG_E_FORMAT, "rope_freqs.weight",
@@ -480,8 +564,20 @@ static void test_broken_files_are_refused_by_name(void)
     expect_refused(l3, "klen.gguf", &(struct edit){ .set_kv = "llama.attention.key_length", .set_u32 = 32, .set_is_u32 = true },
                    SPRIG_E_FORMAT, "blk.0.attn_q.weight", "expected [64, 128]");
 
+    /* a tensor the architecture does not load is refused by name, as
+     * llama.cpp refuses it ("wrong number of tensors") */
+    expect_refused(l3, "extra-tensor.gguf", &(struct edit){ .add_tensor = "blk.0.ffn_gate.bias", .add_ne0 = 96 },
+                   SPRIG_E_UNSUPPORTED, "tensor 'blk.0.ffn_gate.bias' is not one architecture 'llama' uses", NULL);
+    expect_refused(l3, "extra-layer.gguf", &(struct edit){ .add_tensor = "blk.2.attn_norm.weight", .add_ne0 = 64 },
+                   SPRIG_E_UNSUPPORTED, "tensor 'blk.2.attn_norm.weight' is not one", "(2 layers)");
+    expect_refused(l3, "bo-shape.gguf", &(struct edit){ .add_tensor = "blk.0.attn_output.bias", .add_ne0 = 128 },
+                   SPRIG_E_FORMAT, "tensor 'blk.0.attn_output.bias' has shape [128", "expected [64]");
+
     p = shape("qwen2");
-    const char *q2 = write_model("b-qwen2.gguf", &p);
+    char q2[1024];   /* test_tmpfile names live in a ring of 8 */
+    snprintf(q2, sizeof q2, "%s", write_model("b-qwen2.gguf", &p));
+    expect_refused(q2, "q2-bo.gguf", &(struct edit){ .add_tensor = "blk.0.attn_output.bias", .add_ne0 = 64 },
+                   SPRIG_E_UNSUPPORTED, "tensor 'blk.0.attn_output.bias' is not one architecture 'qwen2' uses", NULL);
     expect_refused(q2, "no-bias.gguf", &(struct edit){ .drop_tensor = "blk.1.attn_k.bias" }, SPRIG_E_FORMAT,
                    "missing tensor 'blk.1.attn_k.bias'", NULL);
     expect_refused(q2, "bias-shape.gguf", &(struct edit){ .resize_tensor = "blk.0.attn_q.bias", .resize_ne0 = 32 }, SPRIG_E_FORMAT,
@@ -491,7 +587,8 @@ static void test_broken_files_are_refused_by_name(void)
 
     p = shape("qwen3");
     p.head_dim = 32;
-    const char *q3 = write_model("b-qwen3.gguf", &p);
+    char q3[1024];   /* test_tmpfile names live in a ring of 8 */
+    snprintf(q3, sizeof q3, "%s", write_model("b-qwen3.gguf", &p));
     expect_refused(q3, "no-qnorm.gguf", &(struct edit){ .drop_tensor = "blk.1.attn_q_norm" }, SPRIG_E_FORMAT,
                    "missing tensor 'blk.1.attn_q_norm.weight'", NULL);
     expect_refused(q3, "knorm-shape.gguf", &(struct edit){ .resize_tensor = "blk.0.attn_k_norm", .resize_ne0 = 16 }, SPRIG_E_FORMAT,
@@ -507,6 +604,9 @@ int main(void)
     RUN(test_llama3_rope_freqs);
     RUN(test_qwen2_biases);
     RUN(test_qwen3_norms);
+    RUN(test_llama_output_bias);
+    RUN(test_weight_refusal_names_the_file);
+    RUN(test_head_dim_bound);
     RUN(test_broken_files_are_refused_by_name);
     return test_summary("test-arch");
 }

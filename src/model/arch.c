@@ -6,7 +6,9 @@
  * llama:  token_embd, output_norm, optional output (tied to token_embd when
  *         absent), optional rope_freqs [n_rot/2] (Llama 3.x frequency
  *         divisors), and per block attn_norm, attn_q/k/v/output, ffn_norm,
- *         ffn_gate/up/down; optional attn_q/k/v.bias. NORM RoPE pairing.
+ *         ffn_gate/up/down; optional attn_q/k/v.bias and attn_output.bias
+ *         [dim] (added to the output projection before the residual add).
+ *         NORM RoPE pairing.
  * qwen2:  llama's tensors without rope_freqs, attn_q/k/v.bias required
  *         (Qwen 2 / 2.5 always have them). NEOX pairing.
  * qwen3:  llama's tensors without rope_freqs, plus attn_q_norm and
@@ -14,6 +16,10 @@
  *         RoPE); biases optional as in llama.cpp. NEOX pairing. Its head
  *         size comes from qwen3.attention.key_length (128 for 0.6B, whose
  *         16 heads then span 2048 > dim 1024).
+ * A tensor of the file that its row does not name is refused (llama.cpp:
+ * "wrong number of tensors"), so nothing a file holds is silently ignored;
+ * that is also why qwen2/qwen3 have no attn_output.bias row (llama.cpp does
+ * not load one for them).
  * Every row runs the shared batched forward (model/llama.c), which applies
  * whichever optional pieces a layer bound.
  */
@@ -53,6 +59,7 @@ static const struct sprig_tensor_spec llama_tensors[] = {
     COMMON_TENSORS,
     G("rope_freqs.weight", false, SPRIG_BIND_NORM, SPRIG_D_ROT_HALF, SPRIG_D_NONE, rope_freqs),
     QKV_BIASES(LO),
+    LO("blk.%d.attn_output.bias", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, bo),
 };
 
 static const struct sprig_tensor_spec qwen2_tensors[] = {

@@ -9,6 +9,7 @@
 #include "base/mem.h"
 #include "tensor/attention.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,8 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     if (kv_type != SPRIG_TYPE_F32 && kv_type != SPRIG_TYPE_F16)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "kv type: %s is not supported (f32, f16)", sprig_type_name(kv_type));
     if (n_batch > n_ctx) n_batch = n_ctx;
+    if ((int64_t)n_batch * n_ctx > INT32_MAX)   /* the attention's score indices are int32 */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch %d x n_ctx %d exceeds %d", n_batch, n_ctx, INT32_MAX);
 
     sprig_ctx *c = calloc(1, sizeof *c);
     if (!c) return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory");

@@ -10,7 +10,7 @@
  *     NEOX for qwen2/qwen3; frequencies scaled by the file's linear factor
  *     and divided by rope_freqs when present: Llama 3)
  *   append k, v to the cache; attention of q over the cache (causal or mask)
- *   x += att Wo^T
+ *   x += att Wo^T (+ bo when the layer has attn_output.bias: llama)
  *   xn = RMSNorm(x) * ffn_norm
  *   x += (silu(xn Wgate^T) * (xn Wup^T)) Wdown^T  (gate/up fused)
  * then the final norm and the output projection for the wanted rows only.
@@ -160,6 +160,8 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         float *wo_out[1] = { c->tmp };
         const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
         sprig_matmul_then(pool, &act, 1, wo, wo_out, 2, gu);
+        if (L->bo)   /* tmp[n][dim] += bo[dim], before the residual add (llama's optional attn_output.bias) */
+            for (int i = 0; i < n; i++) sprig_add_inplace(c->tmp + (size_t)i * dim, L->bo, dim);
         struct rowwise an = { .op = RW_ADD_NORM, .n = n, .dim = dim, .x = c->x, .xn = c->xn, .add = c->tmp,
                               .w = L->ffn_norm, .eps = hp->eps };
         rowwise(pool, &an);

@@ -7,6 +7,7 @@
 #include "model/arch.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "tensor/attention.h"
 #include "tensor/ops.h"
 
 #include <limits.h>
@@ -126,6 +127,9 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
                          path, key, (long long)vlen, hp->head_dim);
     if (hp->head_dim % 2)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: head dimension %d is odd; RoPE needs pairs", path, hp->head_dim);
+    if (hp->head_dim > SPRIG_ATTN_MAX_HD)   /* else the forward's attention would refuse it on every call */
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: head dimension %d (%s.attention.key_length, else embedding_length / "
+                         "head_count) is larger than the %d sprig's attention takes", path, hp->head_dim, a->name, SPRIG_ATTN_MAX_HD);
     if (hp->n_rot < 0) hp->n_rot = hp->head_dim;
     if (hp->n_rot % 2 || hp->n_rot > hp->head_dim)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.rope.dimension_count = %d must be even and at most the head dimension %d",
@@ -150,7 +154,7 @@ static int64_t dim_value(const struct sprig_hparams *hp, enum sprig_dim d)
     return -1;
 }
 
-static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base, sprig_error *err)
+static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base, bool *used, sprig_error *err)
 {
     const char *path = sprig_gguf_path(m->gguf);
     char name[128];
@@ -161,6 +165,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         if (s->required) return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor '%s'", path, name);
         return SPRIG_OK;
     }
+    used[t - sprig_gguf_tensor_at(m->gguf, 0)] = true;
     int64_t e0 = dim_value(&m->hp, s->ne0), e1 = dim_value(&m->hp, s->ne1);
     int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
     bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
@@ -197,7 +202,10 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     sprig_status st = sprig_weight_init(w, name, t->type, t->data, e0, e1, err);
-    if (st) return st;
+    if (st) {   /* the matmul layer names the weight; the file is named here */
+        sprig_err_prefix(err, "%s", path);
+        return st;
+    }
     m->weight_bytes += t->nbytes;
     return SPRIG_OK;
 }
@@ -213,6 +221,7 @@ void sprig_model_free(sprig_model *m)
             free(L->bq);
             free(L->bk);
             free(L->bv);
+            free(L->bo);
             free(L->q_norm);
             free(L->k_norm);
             sprig_weight_free(&L->wq);
@@ -243,6 +252,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
     }
     m->gguf = g;
+    bool *used = NULL;   /* [n_tensors]: bound by the architecture's table */
     sprig_status st;
     const char *arch;
     size_t arch_len;
@@ -276,16 +286,28 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     }
 
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
-    if (!m->layers) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
+    used = calloc((size_t)sprig_gguf_n_tensors(g) + 1, sizeof *used);
+    if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
     for (int i = 0; i < m->arch->n_tensors; i++) {
         const struct sprig_tensor_spec *s = &m->arch->tensors[i];
         if (!s->per_layer) {
-            if ((st = bind_tensor(m, s, 0, m, err))) goto fail;
+            if ((st = bind_tensor(m, s, 0, m, used, err))) goto fail;
             continue;
         }
         for (int l = 0; l < m->hp.n_layer; l++)
-            if ((st = bind_tensor(m, s, l, &m->layers[l], err))) goto fail;
+            if ((st = bind_tensor(m, s, l, &m->layers[l], used, err))) goto fail;
     }
+    /* llama.cpp refuses a file with a tensor its architecture does not load
+     * ("wrong number of tensors"); sprig does the same, naming it */
+    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++)
+        if (!used[i]) {
+            st = sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' is not one architecture '%s' uses (%d layers); "
+                           "sprig refuses it rather than ignore it", path, sprig_gguf_tensor_at(g, i)->name, m->arch->name,
+                           m->hp.n_layer);
+            goto fail;
+        }
+    free(used);
+    used = NULL;
     if (m->rope_freqs)   /* divisors of the RoPE frequencies: finite and positive */
         for (int i = 0; i < m->hp.n_rot / 2; i++)
             if (!(m->rope_freqs[i] > 0 && m->rope_freqs[i] < 1e30f)) {
@@ -296,12 +318,16 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     if (!m->output.raw) {
         m->tied_output = true;
         if ((st = sprig_weight_init(&m->output, "output.weight (tied to token_embd.weight)", m->tok_embd.type,
-                                    m->tok_embd.raw, m->tok_embd.n_in, m->tok_embd.n_out, err))) goto fail;
+                                    m->tok_embd.raw, m->tok_embd.n_in, m->tok_embd.n_out, err))) {
+            sprig_err_prefix(err, "%s", path);
+            goto fail;
+        }
         m->weight_bytes += m->tok_embd.row_bytes * (size_t)m->tok_embd.n_out;
     }
     *out = m;
     return SPRIG_OK;
 fail:
+    free(used);
     sprig_model_free(m);
     return st;
 }

@@ -54,6 +54,7 @@ struct sprig_layer {
     float       *q_norm;      /* [head_dim] per-head RMSNorm of q before RoPE, or NULL (qwen3) */
     float       *k_norm;      /* [head_dim] the same for k, or NULL */
     sprig_weight wo;          /* n_head*head_dim -> dim */
+    float       *bo;          /* [dim] output-projection bias or NULL (llama's optional attn_output.bias) */
     float       *ffn_norm;    /* [dim] */
     sprig_weight w_gate;      /* dim -> n_ff */
     sprig_weight w_up;        /* dim -> n_ff */
