@@ -3,7 +3,8 @@
  * of stories260K.gguf (missing and misshapen tensors, unsupported types,
  * missing or absurd hyper-parameters, broken tokenizer keys, an unknown
  * architecture) must each fail with a message naming the key or tensor and
- * never crash; a model without output.weight runs tied to token_embd.
+ * never crash; a model without output.weight runs tied to token_embd; a
+ * layer retyped to Q4_1, Q5_0 or Q5_1 (llama-quantize's fallbacks) loads.
  */
 #include "test.h"
 #include "gguf.h"
