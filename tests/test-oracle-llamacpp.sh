@@ -41,6 +41,9 @@
 #           yet pinned down). Why stories260K's figures are 100x the random
 #           models' (relative to their logits' spread) is not measured.
 #   K-quants (to come): llama.cpp's Q8_K activations, measure then set.
+#   Q4_1/Q5_0/Q5_1 (llama-quantize's fallbacks for rows of 160, sprig's
+#           reference kernels): fallback-q4_k_m (Q5_0) 6.8e-3 and
+#           fallback-q5_k_m (Q5_1) 7.2e-3 -> 3e-2; random-q4_1 2.2e-3 -> 1e-2.
 # Every non-F32 row is `ties`: with differences of that size, 128 steps of
 # stories-like text always meet some step whose top-2 are closer than the
 # noise (measured: F16 widened gap 4.5e-3 < Δ 7.2e-3; BF16 diverged at
@@ -93,6 +96,9 @@ qwen2-q4_k_m | qwen2 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 2
 qwen3-f16   | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type f16 | 1e-2 | ties
 qwen3-q8_0  | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q8_0 | 3e-2 | ties
 qwen3-q4_k_m | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q4_k_m | 3e-2 | ties
+fallback-q4_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --layers 2 --type q4_k_m | 3e-2 | ties
+fallback-q5_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --layers 2 --type q5_k_m | 3e-2 | ties
+random-q4_1 | llama | random | --preset tiny --type q4_1                                           | 1e-2 | ties
 '
 QUICK_CASES="stories260K widened-q8_0 random-f16"
 
