@@ -2,7 +2,7 @@
  * tests/test-matmul — the matmul kernels against the plain-C reference, bit
  * for bit, and the reference against a double-precision dot product.
  *
- * Every type (F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K) x every kernel family this CPU has
+ * Every type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) x every kernel family this CPU has
  * (reference, avx2, avx512) x batch sizes 1..64 x thread counts 1, 2, 3, on
  * shapes whose n_out is not a multiple of the 16-column panel and (for float
  * types) whose n_in is not a multiple of 16. Activations include all-zero,
@@ -12,7 +12,9 @@
  * dequantizer written here from llama.cpp's element order (checked against
  * values llama.cpp's own dequantize_row_q*_K printed for fixed blocks), a
  * hand-computed product per type, and the packed layout read back as
- * matmul-kern.h documents it.
+ * matmul-kern.h documents it. Q4_1/Q5_0/Q5_1 (no SIMD kernels: the
+ * reference runs for every family): a hand-computed product per type from
+ * blocks built here in llama.cpp's layout.
  */
 #include "test.h"
 
@@ -24,6 +26,7 @@
 #include <float.h>
 
 static const int types[] = { SPRIG_TYPE_F32, SPRIG_TYPE_F16, SPRIG_TYPE_BF16, SPRIG_TYPE_Q8_0, SPRIG_TYPE_Q4_0,
+                             SPRIG_TYPE_Q4_1, SPRIG_TYPE_Q5_0, SPRIG_TYPE_Q5_1,
                              SPRIG_MM_Q2_K,   SPRIG_MM_Q3_K,   SPRIG_MM_Q4_K,    SPRIG_MM_Q5_K,   SPRIG_MM_Q6_K };
 #define N_TYPES ((int)(sizeof types / sizeof types[0]))
 static const char *const families[] = { "reference", "avx2", "avx512" };
@@ -48,7 +51,13 @@ static float frand(void) { return (float)((double)(next_u64() >> 11) * (2.0 / 90
 static sprig_pool *pools[4];
 
 static bool is_k(int type) { return type >= SPRIG_MM_Q2_K && type <= SPRIG_MM_Q6_K; }
-static bool is_quant(int type) { return type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0 || is_k(type); }
+/* the 32-block types */
+static bool is_q32(int type)
+{
+    return type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0 || type == SPRIG_TYPE_Q4_1 || type == SPRIG_TYPE_Q5_0 ||
+           type == SPRIG_TYPE_Q5_1;
+}
+static bool is_quant(int type) { return is_q32(type) || is_k(type); }
 
 /* ------------------------------------------------------------------ K-quant dequantizer (test side) */
 
@@ -254,6 +263,14 @@ static void test_reference_vs_double(void)
             } else {
                 sprig_weight_row_f32(&w, o, wr);
                 for (int64_t k = 0; k < K; k++) wm[k] = fabsf(wr[k]);
+                if (type == SPRIG_TYPE_Q4_1 || type == SPRIG_TYPE_Q5_1) {
+                    /* |d*u| + |m|: the two parts are summed apart */
+                    const size_t bsz = sprig_type_traits(type)->type_size;
+                    for (int64_t k = 0; k < K; k++) {
+                        float m = h2f((const uint8_t *)raw + (size_t)o * w.row_bytes + (size_t)(k / 32) * bsz + 2);
+                        wm[k] = fabsf(wr[k] - m) + fabsf(m);
+                    }
+                }
             }
             for (int r = 0; r < n; r++) {
                 const float *xr = x + (size_t)r * K;
@@ -387,6 +404,9 @@ static bool fam_has(int f, int type)
     case SPRIG_MM_Q4_K: return m->q4_k != NULL;
     case SPRIG_MM_Q5_K: return m->q5_k != NULL;
     case SPRIG_MM_Q6_K: return m->q6_k != NULL;
+    case SPRIG_TYPE_Q4_1: return m->q4_1 != NULL;
+    case SPRIG_TYPE_Q5_0: return m->q5_0 != NULL;
+    case SPRIG_TYPE_Q5_1: return m->q5_1 != NULL;
     default: return true;
     }
 }
@@ -456,7 +476,7 @@ static void test_kernels(void)
     bool quick = test_quick();
     for (int ti = 0; ti < N_TYPES; ti++) {
         int type = types[ti];
-        bool quant = type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0;
+        bool quant = is_q32(type);
         /* d: k long enough that tiles run over several k ranges (see the kernels) */
         struct shape a = { quant ? 96 : 100, 172 }, b = { quant ? 256 : 64, 513 }, c = { 32, 1 },
                      d = { quant ? 1280 : 300, 40 };
@@ -931,6 +951,85 @@ static void test_kquant_act(void)
     free(xa);
 }
 
+/* ------------------------------------------------------------------ Q4_1 / Q5_0 / Q5_1 by hand */
+
+/* One block of each type built here from codes u[32] in llama.cpp's layout
+ * (qs[j]: low nibble element j, high nibble element j + 16; qh bit j:
+ * element j's fifth bit), times activations that quantize exactly (amax
+ * 127: da = 1, q = x), against the product computed by hand in double;
+ * every term is exact, so the float result must equal it. Two blocks per
+ * row, two rows, and the same through the threaded driver. */
+static void q32_block(int type, const uint8_t u[32], float d, float m, uint8_t *blk)
+{
+    uint16_t hd = sprig_f32_to_f16(d), hm = sprig_f32_to_f16(m);
+    memcpy(blk, &hd, 2);
+    size_t qs = 2;
+    if (type != SPRIG_TYPE_Q5_0) { memcpy(blk + 2, &hm, 2); qs = 4; }
+    if (type != SPRIG_TYPE_Q4_1) {
+        uint32_t h = 0;
+        for (int j = 0; j < 32; j++) h |= (uint32_t)(u[j] >> 4) << j;
+        for (int i = 0; i < 4; i++) blk[qs + i] = (uint8_t)(h >> (8 * i));
+        qs += 4;
+    }
+    for (int j = 0; j < 16; j++) blk[qs + j] = (uint8_t)((u[j] & 15) | (u[j + 16] & 15) << 4);
+}
+
+static void test_q32_hand(void)
+{
+    const int tys[3] = { SPRIG_TYPE_Q4_1, SPRIG_TYPE_Q5_0, SPRIG_TYPE_Q5_1 };
+    for (int ti = 0; ti < 3; ti++) {
+        const int type = tys[ti], umax = type == SPRIG_TYPE_Q4_1 ? 15 : 31;
+        const size_t bsz = sprig_type_traits(type)->type_size;
+        enum { K = 64, N = 3, R = 2 };
+        uint8_t raw[N * 2 * 24];
+        double want[R][N];
+        float x[R][K];
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++) x[r][k] = k == 5 + r || k == 40 ? 127.0f : (float)((k * 7 + r * 3) % 41 - 20);
+        for (int o = 0; o < N; o++) {
+            const float d = 0.25f * (float)(o + 1), m = -0.5f * (float)o - 1.0f;
+            double v[K];
+            for (int b = 0; b < 2; b++) {
+                uint8_t u[32];
+                for (int j = 0; j < 32; j++) u[j] = (uint8_t)((j * 5 + o * 3 + b * 11) % (umax + 1));
+                q32_block(type, u, d, m, raw + (size_t)(o * 2 + b) * bsz);
+                for (int j = 0; j < 32; j++)
+                    v[32 * b + j] = type == SPRIG_TYPE_Q5_0 ? (double)d * (u[j] - 16) : (double)d * u[j] + m;
+            }
+            /* the type table's dequantizer reads the same values */
+            float deq[K];
+            sprig_type_traits(type)->to_f32(raw + (size_t)o * 2 * bsz, deq, K);
+            for (int k = 0; k < K; k++)
+                CHECKF(deq[k] == (float)v[k], "%s o=%d k=%d: %g vs %g", sprig_type_name(type), o, k, deq[k], v[k]);
+            for (int r = 0; r < R; r++) {
+                want[r][o] = 0;
+                for (int k = 0; k < K; k++) want[r][o] += v[k] * x[r][k];
+            }
+        }
+        sprig_weight w;
+        CHECK(sprig_weight_init(&w, "hand", type, raw, K, N, NULL) == SPRIG_OK);
+        CHECK(w.packed == NULL);   /* no family packs these: the reference runs */
+        float y[R][N];
+        sprig_matmul_ref(&w, &x[0][0], R, &y[0][0]);
+        for (int r = 0; r < R; r++)
+            for (int o = 0; o < N; o++)
+                CHECKF(y[r][o] == (float)want[r][o], "%s r=%d o=%d: %.9g want %.9g", sprig_type_name(type), r, o,
+                       y[r][o], want[r][o]);
+        /* the same through the threaded driver */
+        size_t sb = sprig_act_scratch_bytes(R, K);
+        void *scratch = sprig_calloc_aligned(sb, 1);
+        sprig_act a;
+        sprig_act_init(&a, &x[0][0], R, K, scratch, sb);
+        float y2[R][N];
+        const sprig_weight *ws[1] = { &w };
+        float *ys[1] = { &y2[0][0] };
+        sprig_matmul(pools[2], &a, 1, ws, ys);
+        CHECK(memcmp(y, y2, sizeof y) == 0);
+        sprig_free_aligned(scratch);
+        sprig_weight_free(&w);
+    }
+}
+
 /* ------------------------------------------------------------------ bad input, misc */
 
 static void test_bad_input(void)
@@ -938,8 +1037,8 @@ static void test_bad_input(void)
     sprig_weight w;
     sprig_error e;
     uint8_t buf[34 * 4] = { 0 };
-    CHECK(sprig_weight_init(&w, "blk.0.q", 3 /* q4_1 */, buf, 32, 1, &e) == SPRIG_E_UNSUPPORTED);
-    CHECK(strstr(e.msg, "blk.0.q") && strstr(e.msg, "q4_1"));
+    CHECK(sprig_weight_init(&w, "blk.0.q", 9 /* q8_1 */, buf, 32, 1, &e) == SPRIG_E_UNSUPPORTED);
+    CHECK(strstr(e.msg, "blk.0.q") && strstr(e.msg, "q8_1"));
     CHECK(sprig_weight_init(&w, "blk.0.k", SPRIG_TYPE_Q8_0, buf, 48, 1, &e) == SPRIG_E_FORMAT);
     CHECK(strstr(e.msg, "blk.0.k") && strstr(e.msg, "48"));
     CHECK(sprig_weight_init(&w, "blk.1.ffn_down", SPRIG_MM_Q4_K, buf, 128, 1, &e) == SPRIG_E_FORMAT);
@@ -980,6 +1079,7 @@ int main(void)
     RUN(test_quant_block);
     RUN(test_kquant_golden);
     RUN(test_kquant_hand);
+    RUN(test_q32_hand);
     RUN(test_kquant_layout);
     RUN(test_kquant_act);
     RUN(test_kquant_extremes);

@@ -3,7 +3,8 @@
  * of stories260K.gguf (missing and misshapen tensors, unsupported types,
  * missing or absurd hyper-parameters, broken tokenizer keys, an unknown
  * architecture) must each fail with a message naming the key or tensor and
- * never crash; a model without output.weight runs tied to token_embd.
+ * never crash; a model without output.weight runs tied to token_embd; a
+ * layer retyped to Q4_1, Q5_0 or Q5_1 (llama-quantize's fallbacks) loads.
  */
 #include "test.h"
 #include "gguf.h"
@@ -75,6 +76,20 @@ static void expect_fail(const char *name, const struct edit *e, sprig_status wan
     sprig_model_free(m);
 }
 
+/* llama-quantize's 32-block fallback types load (their matmul is the reference). */
+static void test_fallback_types_load(void)
+{
+    const int tys[3] = { SPRIG_TYPE_Q4_1, SPRIG_TYPE_Q5_0, SPRIG_TYPE_Q5_1 };
+    for (int i = 0; i < 3; i++) {
+        const char *path = write_variant("q5.gguf", &(struct edit){ .retype_tensor = "blk.1.attn_q.weight", .type = tys[i] });
+        if (!path) return;
+        sprig_error err = { 0 };
+        sprig_model *m = NULL;
+        CHECKF(sprig_model_load(path, &m, &err) == SPRIG_OK, "%s: %s", sprig_type_name(tys[i]), err.msg);
+        sprig_model_free(m);
+    }
+}
+
 static void test_broken_variants_fail_by_name(void)
 {
     expect_fail("no-ffn-up.gguf", &(struct edit){ .drop_tensor = "blk.3.ffn_up.weight" }, SPRIG_E_FORMAT, "missing tensor 'blk.3.ffn_up.weight'");
@@ -84,7 +99,6 @@ static void test_broken_variants_fail_by_name(void)
                 SPRIG_E_FORMAT, "tensor 'blk.0.attn_k.weight' has shape [64, 64");
     expect_fail("ffn-shape.gguf", &(struct edit){ .reshape_tensor = "blk.4.ffn_down.weight", .ne0 = 64, .ne1 = 172 },
                 SPRIG_E_FORMAT, "blk.4.ffn_down.weight");
-    expect_fail("q5.gguf", &(struct edit){ .retype_tensor = "blk.1.attn_q.weight", .type = 6 }, SPRIG_E_UNSUPPORTED, "q5_0");
     /* known ggml types sprig has no conversions for: refused by name, with the tensor */
     expect_fail("mxfp4.gguf", &(struct edit){ .retype_tensor = "blk.1.attn_q.weight", .type = 39 }, SPRIG_E_UNSUPPORTED,
                 "tensor 'blk.1.attn_q.weight' has type mxfp4, which sprig cannot compute");
@@ -153,6 +167,7 @@ static void test_context_params_are_checked(void)
 
 int main(void)
 {
+    RUN(test_fallback_types_load);
     RUN(test_broken_variants_fail_by_name);
     RUN(test_tied_output_equals_separate);
     RUN(test_context_params_are_checked);

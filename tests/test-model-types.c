@@ -1,39 +1,48 @@
 /*
  * tests/test-model-types.c — the exactness speculation relies on, for every
- * weight type (F32, F16, BF16, Q8_0, Q4_0) on a synthetic model whose dims
+ * weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) on a synthetic model whose dims
  * exercise the kernels' tails: every row of a batched forward is
  * bit-identical to the same token decoded alone, for 1, 2 and 3 threads, and
  * a tree forward (ancestor mask, depth positions) followed by a KV gather
  * equals plain decoding of the accepted path. Also the reference kernels
- * (SPRIG_NO_SIMD path) against the SIMD ones end to end.
+ * (SPRIG_NO_SIMD path) against the SIMD ones end to end. A Q4_K_M file whose
+ * rows of 160 take llama-quantize's Q5_0 fallback runs, batch-independent,
+ * close to its F32 twin.
  */
 #include "test.h"
 #include "mkmodel.h"
+#include "quant_mix.h"
 #include "model/model.h"
 #include "tensor/ops.h"
 
-static const int types[] = { SPRIG_TYPE_F32, SPRIG_TYPE_F16, SPRIG_TYPE_BF16, SPRIG_TYPE_Q8_0, SPRIG_TYPE_Q4_0 };
+static const int types[] = { SPRIG_TYPE_F32,  SPRIG_TYPE_F16,  SPRIG_TYPE_BF16, SPRIG_TYPE_Q8_0,
+                             SPRIG_TYPE_Q4_0, SPRIG_TYPE_Q4_1, SPRIG_TYPE_Q5_0, SPRIG_TYPE_Q5_1 };
 
-static sprig_model *make(int type)
+/* ftype: a llama.cpp file type (NULL: every weight of `type`). */
+static sprig_model *make_shape(int type, const char *ftype, int dim, int heads, int kv_heads, int ffn)
 {
     struct sprig_mkmodel_params p;
     sprig_error err = { 0 };
     CHECK(sprig_mkmodel_preset("tiny", &p, &err) == SPRIG_OK);
-    p.dim = 96;          /* 6 x 16: tails in the column blocking, 3 x 32 quant blocks */
-    p.n_heads = 6;
-    p.n_kv_heads = 2;
-    p.ffn = 160;
+    p.dim = dim;
+    p.n_heads = heads;
+    p.n_kv_heads = kv_heads;
+    p.ffn = ffn;
     p.n_layers = 2;
     p.type = type;
     p.seed = 11;
+    if (ftype) p.ftype = sprig_ftype_find(ftype);
     char name[64];
-    snprintf(name, sizeof name, "tiny-%s.gguf", sprig_type_name(type));
+    snprintf(name, sizeof name, "tiny-%s-%d.gguf", ftype ? ftype : sprig_type_name(type), dim);
     const char *path = test_tmpfile(name);
     CHECKF(sprig_mkmodel_write(&p, path, &err) == SPRIG_OK, "%s", err.msg);
     sprig_model *m = NULL;
     CHECKF(sprig_model_load(path, &m, &err) == SPRIG_OK, "%s", err.msg);
     return m;
 }
+
+/* dim 96 = 6 x 16: tails in the column blocking, 3 x 32 quant blocks */
+static sprig_model *make(int type) { return make_shape(type, NULL, 96, 6, 2, 160); }
 
 static sprig_ctx *ctx_for(const sprig_model *m, sprig_pool *pool)
 {
@@ -134,7 +143,7 @@ static void test_types_agree_with_f32(void)
     sprig_ctx *c = ctx_for(ref, NULL);
     CHECK(sprig_prefill(c, toks, 6, lr, NULL, &err) == SPRIG_OK);
     sprig_ctx_free(c);
-    static const double tol[] = { 0, 2e-3, 2e-2, 3e-2, 1.5e-1 };
+    static const double tol[] = { 0, 2e-3, 2e-2, 3e-2, 1.5e-1, 1.5e-1, 8e-2, 8e-2 };
     for (size_t i = 1; i < sizeof types / sizeof types[0]; i++) {
         sprig_model *m = make(types[i]);
         if (!m) continue;
@@ -152,9 +161,50 @@ static void test_types_agree_with_f32(void)
     sprig_model_free(ref);
 }
 
+/* The Q4_K_M file of a model with rows of 160 (Q5_0 fallback for the
+ * attention and embeddings, K types where 256 divides): it runs, every
+ * logit is finite, batched rows equal sequential ones, and the logits stay
+ * close to the F32 twin of the same shape. */
+static void test_q4_k_m_fallback(void)
+{
+    sprig_model *ref = make_shape(SPRIG_TYPE_F32, NULL, 160, 5, 1, 256);
+    sprig_model *m = make_shape(SPRIG_TYPE_Q4_K, "q4_k_m", 160, 5, 1, 256);
+    if (!ref || !m) { sprig_model_free(ref); sprig_model_free(m); return; }
+    CHECK(m->layers[0].wq.type == SPRIG_TYPE_Q5_0);   /* the fallback is what runs */
+    sprig_error err;
+    sprig_pool *pool = sprig_pool_create(3, &err);
+    batched_equals_sequential(m, NULL, SPRIG_TYPE_Q5_0);
+    batched_equals_sequential(m, pool, SPRIG_TYPE_Q5_0);
+    int V = ref->hp.n_vocab;
+    int32_t toks[6] = { 1, 70, 71, 72, 73, 74 };
+    float *lr = malloc(sizeof(float) * V), *lq = malloc(sizeof(float) * V);
+    sprig_ctx *c = ctx_for(ref, NULL);
+    CHECK(sprig_prefill(c, toks, 6, lr, NULL, &err) == SPRIG_OK);
+    sprig_ctx_free(c);
+    c = ctx_for(m, pool);
+    CHECK(sprig_prefill(c, toks, 6, lq, NULL, &err) == SPRIG_OK);
+    sprig_ctx_free(c);
+    double md = 0, mag = 0;
+    int nonfinite = 0;
+    for (int k = 0; k < V; k++) {
+        nonfinite += !isfinite(lq[k]);
+        md = fmax(md, fabs((double)lq[k] - lr[k]));
+        mag = fmax(mag, fabs((double)lr[k]));
+    }
+    CHECK_EQ_INT(nonfinite, 0);
+    CHECKF(md <= 1.5e-1 * (mag > 1 ? mag : 1), "q4_k_m fallback: max |logit - f32| = %g (max |logit| %g)", md, mag);
+    fprintf(stderr, "  q4_k_m (q5_0 fallback) vs f32: max |logit diff| %.3g (max |logit| %.3g)\n", md, mag);
+    free(lr);
+    free(lq);
+    sprig_pool_free(pool);
+    sprig_model_free(m);
+    sprig_model_free(ref);
+}
+
 int main(void)
 {
     RUN(test_every_type_is_batch_independent);
     RUN(test_types_agree_with_f32);
+    RUN(test_q4_k_m_fallback);
     return test_summary("test-model-types");
 }

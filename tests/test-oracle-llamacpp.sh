@@ -38,6 +38,9 @@
 #   Q4_0  widened 5.7e-6 (!), random 2.5e-3 -> 1.0 / 1e-2.
 #   Q4_K  widened 0.54 (in the tail: candidates near logprob -7), Q5_K
 #   3.6e-2, Q6_K 0.24 -> 1.0; Q4_K_M random 4.1e-3..1.2e-2 -> 3e-2.
+#   Q4_1/Q5_0/Q5_1 (llama-quantize's fallbacks for rows of 160, sprig's
+#         reference kernels): fallback-q4_k_m (Q5_0) 6.8e-3 and
+#         fallback-q5_k_m (Q5_1) 7.2e-3 -> 3e-2; random-q4_1 2.2e-3 -> 1e-2.
 # The widened stories260K rows (a real model embedded in a bigger shape:
 # peaked, real text) carry the long exact token runs — every one of them
 # matches all 128 tokens; their 1.0 tolerance is loose because stories260K's
@@ -91,6 +94,9 @@ qwen3-f16   | qwen3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-
 qwen3-q8_0  | qwen3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q8_0 | 3e-2 | ties
 qwen3-q4_k_m | qwen3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q4_k_m | 3e-2 | ties
 qwen3-vocab-q4_k_m | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 128 --ffn 512 --type q4_k_m | 3e-2 | ties
+fallback-q4_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --layers 2 --type q4_k_m | 3e-2 | ties
+fallback-q5_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --layers 2 --type q5_k_m | 3e-2 | ties
+random-q4_1 | llama | random | --preset tiny --type q4_1                                           | 1e-2 | ties
 '
 QUICK_CASES="stories260K widened-q8_0 random-f16"
 

@@ -160,6 +160,9 @@ struct sprig_mm_family {
     /* K-quants; NULL: weights of that type are not packed for this family
      * and run the plain-C reference on their raw rows. */
     sprig_mm_kernel_fn q2_k, q3_k, q4_k, q5_k, q6_k;
+    /* Q4_1, Q5_0, Q5_1 (llama-quantize's fallbacks for rows that are not
+     * multiples of 256); NULL as above. */
+    sprig_mm_kernel_fn q4_1, q5_0, q5_1;
     sprig_mm_quant_fn quant;
     sprig_mm_kquant_fn quant_k;  /* NULL: the scalar rule */
     sprig_mm_peak_fn peak;

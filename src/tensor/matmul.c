@@ -18,6 +18,18 @@
  * Products of a quantized weight block and an activation block are exact
  * int32 sums; each block then adds acc = fmaf((float)isum, dw * d, acc) in
  * block order. Float weights add acc = fmaf(w, x, acc) in k order.
+ * Q4_1, Q5_0 and Q5_1 weights (llama-quantize's fallbacks where rows are
+ * not multiples of 256) take the same records: per block an exact int32
+ * isum = sum u * a over the unsigned codes u (Q4_1 0..15, Q5_0/Q5_1 0..31,
+ * llama.cpp's dequantize_row_q4_1/q5_0/q5_1 element order) and
+ * sa = sum a = -c8 / 128, then
+ *   Q5_0 (value d * (u - 16)):  acc = fmaf((float)(isum - 16 * sa), dw * da, acc)
+ *   Q4_1/Q5_1 (value d * u + m): acc = fmaf((float)isum, dw * da, acc);
+ *                                acc = fmaf((float)sa, m * da, acc)
+ * block by block (|isum| <= 32 * 31 * 127, exact in float). llama.cpp's
+ * q4_1/q5_1 dot takes q8_1 activations carrying s = d * sum a; this is the
+ * same quantity from the records here. No SIMD family has kernels for
+ * these three: their weights run this reference on the raw rows.
  *
  * K-quant weights (Q2_K..Q6_K) take the activations in a second form, built
  * once per sprig_act beside the 32-block one: records of 256 floats
@@ -193,6 +205,9 @@ static const struct mm_type mm_types[] = {
     { SPRIG_TYPE_BF16, ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(bf16), NULL },
     { SPRIG_TYPE_Q8_0, ACT_Q32,   0,                  SLOT(q8_0), NULL },
     { SPRIG_TYPE_Q4_0, ACT_Q32,   0,                  SLOT(q4_0), NULL },
+    { SPRIG_TYPE_Q4_1, ACT_Q32,   0,                  SLOT(q4_1), NULL },
+    { SPRIG_TYPE_Q5_0, ACT_Q32,   0,                  SLOT(q5_0), NULL },
+    { SPRIG_TYPE_Q5_1, ACT_Q32,   0,                  SLOT(q5_1), NULL },
     { SPRIG_MM_Q2_K,   ACT_Q256,  0,                  SLOT(q2_k), &kq_q2k },
     { SPRIG_MM_Q3_K,   ACT_Q256,  0,                  SLOT(q3_k), &kq_q3k },
     { SPRIG_MM_Q4_K,   ACT_Q256,  0,                  SLOT(q4_k), &kq_q4k },
@@ -220,6 +235,7 @@ size_t sprig_mm_panel_bytes(int type, int64_t n_in)
         size_t ns = k / SPRIG_MM_QK_K;
         return ns * t->kq->rec + round64(ns * (size_t)t->kq->nd * SPRIG_MM_PANEL * 2);
     }
+    if (type != SPRIG_TYPE_Q8_0 && type != SPRIG_TYPE_Q4_0) return 0;   /* no packed layout */
     size_t qs = type == SPRIG_TYPE_Q8_0 ? nb * 512 : nb * 256;
     return qs + round64(nb * SPRIG_MM_PANEL * 2);
 }
@@ -490,7 +506,7 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
     const struct mm_type *t = mm_type(type);
     if (!t)
         return sprig_err(err, SPRIG_E_UNSUPPORTED, "weight '%s': type %s (%d) has no matmul kernel "
-                         "(supported: f32, f16, bf16, q8_0, q4_0, q2_k, q3_k, q4_k, q5_k, q6_k)", name, sprig_type_name(type), type);
+                         "(supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k)", name, sprig_type_name(type), type);
     if (!raw) return sprig_err(err, SPRIG_E_INVALID_ARG, "weight '%s': no data", name);
     if (n_in <= 0 || n_out <= 0 || n_in > MM_MAX_DIM || n_out > MM_MAX_DIM)
         return sprig_err(err, SPRIG_E_UNSUPPORTED, "weight '%s': shape [%lld, %lld] out of range (1..%lld)", name,
@@ -740,23 +756,51 @@ static float wf(int type, const void *row, int64_t k)
     }
 }
 
-/* acc += block b of raw row `row` . quantized activation block (q, d). */
-static float ref_block(int type, const uint8_t *row, int64_t b, const int8_t *q, float d, float acc)
+/* The unsigned codes u[32] of a Q4_1/Q5_0/Q5_1 block in llama.cpp's element
+ * order: low nibbles of qs are elements 0..15, high nibbles 16..31; bit j
+ * of the little-endian qh word is element j's fifth bit (qh NULL: none). */
+static void unpack_u32(const uint8_t *qs, const uint8_t *qh, uint8_t u[32])
+{
+    const uint32_t h = qh ? (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24 : 0;
+    for (int j = 0; j < 16; j++) {
+        u[j] = (uint8_t)((qs[j] & 15) | ((h >> j) & 1) << 4);
+        u[j + 16] = (uint8_t)((qs[j] >> 4) | ((h >> (j + 16)) & 1) << 4);
+    }
+}
+
+/* acc += block b of raw row `row` . quantized activation block a. */
+static float ref_block(int type, const uint8_t *row, int64_t b, const sprig_mm_qblock *a, float acc)
 {
     int32_t is;
     sprig_f16 wd;
     if (type == SPRIG_TYPE_Q8_0) {
         sprig_block_q8_0 blk;
         memcpy(&blk, row + b * sizeof blk, sizeof blk);
-        is = isum_q8_0(&blk, q);
+        is = isum_q8_0(&blk, a->q);
         wd = blk.d;
-    } else {
+    } else if (type == SPRIG_TYPE_Q4_0) {
         sprig_block_q4_0 blk;
         memcpy(&blk, row + b * sizeof blk, sizeof blk);
-        is = isum_q4_0(&blk, q);
+        is = isum_q4_0(&blk, a->q);
         wd = blk.d;
+    } else {
+        /* Q4_1 / Q5_0 / Q5_1: isum = sum u * a over the unsigned codes, and
+         * sum a = -c8 / 128 (the contract in matmul.h) */
+        const int32_t sa = -a->c8 / 128;
+        const size_t bsz = sprig_type_traits(type)->type_size;
+        const uint8_t *blk = row + (size_t)b * bsz;
+        uint8_t u[32];
+        if (type == SPRIG_TYPE_Q4_1) unpack_u32(blk + offsetof(sprig_block_q4_1, qs), NULL, u);
+        else if (type == SPRIG_TYPE_Q5_0) unpack_u32(blk + offsetof(sprig_block_q5_0, qs), blk + offsetof(sprig_block_q5_0, qh), u);
+        else unpack_u32(blk + offsetof(sprig_block_q5_1, qs), blk + offsetof(sprig_block_q5_1, qh), u);
+        int32_t s = 0;
+        for (int j = 0; j < SPRIG_QK; j++) s += (int32_t)u[j] * a->q[j];
+        const float dw = f16_at(blk);
+        if (type == SPRIG_TYPE_Q5_0) return fmaf((float)(s - 16 * sa), dw * a->d, acc);
+        acc = fmaf((float)s, dw * a->d, acc);
+        return fmaf((float)sa, f16_at(blk + 2) * a->d, acc);   /* m follows d */
     }
-    return fmaf((float)is, sprig_f16_to_f32(wd) * d, acc);
+    return fmaf((float)is, sprig_f16_to_f32(wd) * a->d, acc);
 }
 
 /* acc += K-quant super-block `blk` . activation record a (the contract in matmul.h). */
@@ -793,7 +837,7 @@ static void ref_cols(const sprig_weight *w, int n, const float *x, const sprig_m
                 for (int64_t s = 0; s < K / SPRIG_MM_QK_K; s++) acc = ref_ksuper(t->kq, row + s * bsz, &ak[s * n + r], acc);
             } else if (quant) {
                 for (int64_t b = 0; b < nb; b++)
-                    acc = ref_block(w->type, row, b, aq[b * n + r].q, aq[b * n + r].d, acc);
+                    acc = ref_block(w->type, row, b, &aq[b * n + r], acc);
             } else {
                 const float *xr = x + (int64_t)r * K;
                 for (int64_t k = 0; k < K; k++) acc = fmaf(wf(w->type, row, k), xr[k], acc);
@@ -836,7 +880,7 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y)
             sprig_mm_qblock qb;
             sprig_mm_quant_block_ref(x + (int64_t)r * K + b * SPRIG_QK, &qb);
             for (int64_t o = 0; o < N; o++)
-                yr[o] = ref_block(w->type, (const uint8_t *)w->raw + (size_t)o * w->row_bytes, b, qb.q, qb.d, yr[o]);
+                yr[o] = ref_block(w->type, (const uint8_t *)w->raw + (size_t)o * w->row_bytes, b, &qb, yr[o]);
         }
     }
 }

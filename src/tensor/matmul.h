@@ -18,6 +18,11 @@
  *    exact int32 dot per block, then acc = fmaf((float)isum, dw * da, acc)
  *    block by block. The plain-C reference computes exactly this, so every
  *    SIMD kernel must equal it bit for bit (tests/test-matmul.c checks).
+ *    Q4_1/Q5_0/Q5_1 weights take the same activation blocks: an exact int32
+ *    isum of the unsigned codes u times q, then Q5_0 adds
+ *    fmaf((float)(isum - 16 * sum q), dw * da, acc) and Q4_1/Q5_1 add
+ *    fmaf((float)isum, dw * da, acc), then fmaf((float)sum q, m * da, acc)
+ *    (details in matmul.c); they run the reference on the raw rows.
  *  - K-quant weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: super-blocks of 256,
  *    n_in % 256 == 0) use activations quantized ONCE per input into records
  *    of 256 (same rule over 256 floats, but d = 1 / (127/amax) in F32 as
@@ -62,7 +67,7 @@
 
 /* A weight matrix prepared for the kernels. */
 typedef struct sprig_weight {
-    int      type;         /* storage type: F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K */
+    int      type;         /* storage type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K */
     int64_t  n_in;         /* K = ne[0] */
     int64_t  n_out;        /* N = ne[1] */
     const void *raw;       /* GGUF rows (usually a view into the mmap): row o at raw + o*row_bytes */
