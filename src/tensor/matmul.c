@@ -557,15 +557,22 @@ void sprig_weight_row_f32(const sprig_weight *w, int64_t o, float *out)
 
 /* ---------------------------------------------------------------- activations */
 
-void sprig_mm_quant_block_ref(const float *x, sprig_mm_qblock *out)
+/* max |x[j]| over n floats, on the bit patterns (inf and NaN above every finite value) */
+static uint32_t amax_bits(const float *x, int n)
 {
     uint32_t amax = 0;
-    for (int j = 0; j < SPRIG_QK; j++) {
+    for (int j = 0; j < n; j++) {
         uint32_t u;
         memcpy(&u, &x[j], 4);
         u &= 0x7fffffffu;
         if (u > amax) amax = u;
     }
+    return amax;
+}
+
+void sprig_mm_quant_block_ref(const float *x, sprig_mm_qblock *out)
+{
+    const uint32_t amax = amax_bits(x, SPRIG_QK);
     memset(out, 0, sizeof *out);
     if (amax >= 0x7f800000u) {          /* inf or NaN in the block */
         out->d = NAN;
@@ -593,13 +600,7 @@ static void quant_row_ref(const float *x, int64_t nb, int64_t stride, sprig_mm_q
 
 void sprig_mm_kquant_block_ref(const float *x, sprig_mm_kblock *out)
 {
-    uint32_t amax = 0;
-    for (int j = 0; j < SPRIG_MM_QK_K; j++) {
-        uint32_t u;
-        memcpy(&u, &x[j], 4);
-        u &= 0x7fffffffu;
-        if (u > amax) amax = u;
-    }
+    const uint32_t amax = amax_bits(x, SPRIG_MM_QK_K);
     memset(out, 0, sizeof *out);
     if (amax >= 0x7f800000u) {          /* inf or NaN in the block */
         out->d = NAN;

@@ -237,20 +237,29 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
     return scale;
 }
 
+/* The largest |x[i]| (first on ties) and, in *max, that x[i] with its sign. */
+static float absmax_signed(int n, const float *x, float *max)
+{
+    float amax = 0;
+    *max = 0;
+    for (int i = 0; i < n; i++) {
+        float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            *max = x[i];
+        }
+    }
+    return amax;
+}
+
 /* Symmetric scale for n values quantized to -nmax..nmax-1 (stored + nmax in
  * L), weights x^2: the value of largest magnitude maps to -nmax, then 18
  * nearby scales (nmax +- 0.1 .. 0.9) are tried and the best least-squares
  * fit kept. */
 static float fit_scale_sym(int n, int nmax, const float *x, int8_t *L)
 {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float max;
+    const float amax = absmax_signed(n, x, &max);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
@@ -290,14 +299,8 @@ static float fit_scale_sym(int n, int nmax, const float *x, int8_t *L)
  * levels + nmax. */
 static float fit_scale_q3(int n, int nmax, const float *x, int8_t *L)
 {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float max;
+    const float amax = absmax_signed(n, x, &max);
     if (amax < GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
