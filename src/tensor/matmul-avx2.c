@@ -34,6 +34,16 @@
 #define RMAX 4
 #define QRMAX 3
 #define GMAX 4
+#ifndef QRUN
+#define QRUN 6
+#endif
+#ifndef QHMAX
+#define QHMAX 6
+#endif
+/* Pins a running sum in a register at this point: without it GCC
+ * reassociates the integer sums of a block into a tree and spills the
+ * partial products (measured: every tile of 3+ rows spilled). */
+#define PIN(v) __asm__("" : "+x"(v))
 
 AI __m256i bcast4(const int8_t *p)
 {
@@ -112,6 +122,60 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
         store8(yr, p * SPRIG_MM_PANEL, J->n_out, acc[r][0]);
         store8(yr, p * SPRIG_MM_PANEL + 8, J->n_out, acc[r][1]);
     }
+}
+
+/* Half a panel (8 columns, h) x R rows, Q8_0 or Q4_0: acc[R] + ia[R] + the
+ * weight, |w| (Q8_0) or the nibbles, a temporary and ones: 2R + 4 <= 16. */
+AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R, const bool q4)
+{
+    const int64_t nb = J->n_in / SPRIG_QK;
+    const size_t qsb = q4 ? 256 : 512;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride + h * 32;
+    const uint8_t *wd = J->packed + (size_t)p * J->pstride + (size_t)nb * qsb + h * 16;
+    const sprig_mm_qblock *aq = J->aq + r0;
+    const int64_t n = J->n;
+    const __m256i ones = _mm256_set1_epi16(1);
+
+    __m256 acc[QHMAX];
+    UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qb = base + (size_t)b * qsb;
+        const sprig_mm_qblock *ab = aq + b * n;
+        __m256i ia[QHMAX];
+        if (!q4) {
+            UNROLL for (int j = 0; j < 8; j++) {
+                const __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64));
+                const __m256i aw = _mm256_abs_epi8(w);
+                UNROLL for (int r = 0; r < R; r++) {
+                    __m256i t = _mm256_sign_epi8(bcast4(ab[r].q + j * 4), w);
+                    t = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, t), ones);
+                    ia[r] = j ? _mm256_add_epi32(ia[r], t) : t;
+                    PIN(ia[r]);
+                }
+            }
+        } else {
+            const __m256i m4 = _mm256_set1_epi8(15);
+            __m256i s16[QHMAX];
+            UNROLL for (int t = 0; t < 4; t++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qb + t * 64));
+                const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                UNROLL for (int r = 0; r < R; r++) {
+                    const int8_t *a = ab[r].q + t * 4;
+                    __m256i x = _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(a)), _mm256_maddubs_epi16(hi, bcast4(a + 16)));
+                    s16[r] = t ? _mm256_add_epi16(s16[r], x) : x;
+                    PIN(s16[r]);
+                }
+            }
+            UNROLL for (int r = 0; r < R; r++)
+                ia[r] = _mm256_add_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(ab[r].c4));
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + b * 32)));
+        UNROLL for (int r = 0; r < R; r++)
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), _mm256_mul_ps(dw, _mm256_broadcast_ss(&ab[r].d)), acc[r]);
+    }
+    UNROLL for (int r = 0; r < R; r++)
+        store8(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL + h * 8, J->n_out, acc[r]);
 }
 
 /* ---------------------------------------------------------------- K-quant tiles (one panel) */
@@ -411,10 +475,14 @@ typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
 #define FT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { ftile(J, p, r0, R, G, TY); }
 
-QT(q8, 1, false) QT(q8, 2, false) QT(q8, 3, false)
-QT(q4, 1, true) QT(q4, 2, true) QT(q4, 3, true)
-static const tile_fn q8_tab[QRMAX + 1] = { NULL, q8_r1, q8_r2, q8_r3 };
-static const tile_fn q4_tab[QRMAX + 1] = { NULL, q4_r1, q4_r2, q4_r3 };
+QT(q8, 1, false)
+QT(q4, 1, true)
+#define QH(NAME, R, Q4) \
+    static void NAME##_h##R(const sprig_mm_job *J, int64_t p, int r0) { qhalf(J, p, 0, r0, R, Q4); qhalf(J, p, 1, r0, R, Q4); }
+QH(q8, 2, false) QH(q8, 3, false) QH(q8, 4, false) QH(q8, 5, false) QH(q8, 6, false)
+QH(q4, 2, true) QH(q4, 3, true) QH(q4, 4, true) QH(q4, 5, true) QH(q4, 6, true)
+static const tile_fn q8_tab[QHMAX + 1] = { NULL, q8_r1, q8_h2, q8_h3, q8_h4, q8_h5, q8_h6 };
+static const tile_fn q4_tab[QHMAX + 1] = { NULL, q4_r1, q4_h2, q4_h3, q4_h4, q4_h5, q4_h6 };
 
 /* Panels per float tile for R rows: 2*R*G accumulators + R broadcasts + 1 weight <= 16. */
 static const int f_g[RMAX + 1] = { 0, 4, 2, 1, 1 };
@@ -455,7 +523,7 @@ static void drive(const sprig_mm_job *J, const tile_fn *big, const tile_fn *one,
     }
 }
 
-static const int q_g[QRMAX + 1] = { 0, 1, 1, 1 };
+static const int q_g[QHMAX + 1] = { 0, 1, 1, 1, 1, 1, 1 };
 
 #define KT(NAME, R, KT_) \
     static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0) { ktile(J, p, r0, R, KT_); }
@@ -481,8 +549,8 @@ static int tile_panels(int type, int n)
     return gstep_of(f_g, RMAX, n);
 }
 
-static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q8_tab, q_g, QRMAX); }
-static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q4_tab, q_g, QRMAX); }
+static void k_q8(const sprig_mm_job *J) { drive(J, q8_tab, q8_tab, q_g, QRUN); }
+static void k_q4(const sprig_mm_job *J) { drive(J, q4_tab, q4_tab, q_g, QRUN); }
 static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, q2k_tab, k_g, KRMAX); }
 static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRMAX); }
 static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, q4k_tab, k_g, KRMAX); }
