@@ -109,6 +109,14 @@ static int kv_flag(const char *cmd, struct common *c, const char *a, const char 
 
 static int weight_type_of(const sprig_model *m) { return m->layers[0].wq.type; }
 
+/* The kernel's own ceiling line (sprig_measure_ceiling_gops). */
+static void print_ceiling(int type, double ceil, int rows, double peak)
+{
+    if (ceil > 0)
+        printf("ceiling    %.1f G ops/s measured: the exact %s kernel from L1 (best at %d rows), %.0f%% of peak\n", ceil,
+               sprig_type_name(type), rows, peak > 0 ? 100 * ceil / peak : 0);
+}
+
 /* Load the model and make a pool and a forward context; prints and returns false on failure. */
 static bool open_all(const char *cmd, const struct common *c, int n_ctx, int n_batch, sprig_model **m, sprig_pool **pool,
                      sprig_ctx **ctx)
@@ -301,6 +309,8 @@ static int bench_forward(int argc, char **argv)
     if (rc) fprintf(stderr, "sprig %s: %s\n", C, err.msg);
     int wt = weight_type_of(m);
     double peak = rc ? 0 : sprig_measure_peak_gops(pool, wt);
+    int crows = 0;
+    double ceil = rc ? 0 : sprig_measure_ceiling_gops(pool, wt, &crows);
     double bw = rc ? 0 : sprig_measure_read_bandwidth(pool, 0);
     /* matmul work per token: every matrix the forward multiplies (2 ops per weight) */
     double ops_tok = 0, ops_head = 0;     /* the output head's share: n rows, or 1 with --logits last */
@@ -322,13 +332,15 @@ static int bench_forward(int argc, char **argv)
     if (!rc) {
         if (c.json) {
             printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
-                   "\"ctx\":%lld,\"logits\":\"%s\",\"kv_type\":\"%s\",\"reps\":%d,\"peak_gops\":%.2f,\"measured_read_gb_s\":%.3f,\"rows\":[",
+                   "\"ctx\":%lld,\"logits\":\"%s\",\"kv_type\":\"%s\",\"reps\":%d,\"peak_gops\":%.2f,\"ceiling_gops\":%.2f,\"ceiling_rows\":%d,"
+                   "\"measured_read_gb_s\":%.3f,\"rows\":[",
                    c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, ctx_len,
-                   last_only ? "last" : "all", sprig_type_name(c.kv_type), c.reps, peak, bw);
+                   last_only ? "last" : "all", sprig_type_name(c.kv_type), c.reps, peak, ceil, crows, bw);
             for (int j = 0; j < n_ns; j++) {
                 double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
-                printf("%s{\"n\":%d,\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"gb_s\":%.3f}", j ? "," : "",
-                       ns[j], med[j], med[j] / t1, gops, peak > 0 ? gops / peak : 0, bytes / (med[j] * 1e-3) / 1e9);
+                printf("%s{\"n\":%d,\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
+                       j ? "," : "", ns[j], med[j], med[j] / t1, gops, peak > 0 ? gops / peak : 0, ceil > 0 ? gops / ceil : 0,
+                       bytes / (med[j] * 1e-3) / 1e9);
             }
             printf("]}\n");
         } else {
@@ -338,11 +350,12 @@ static int bench_forward(int argc, char **argv)
                    ctx_len, sprig_type_name(c.kv_type), last_only ? "the last row only" : "every row", c.reps);
             printf("peak       %.1f G ops/s measured (%s); read bandwidth %.2f GB/s measured\n", peak,
                    wt == SPRIG_TYPE_Q8_0 || wt == SPRIG_TYPE_Q4_0 ? "int8 dot" : "fp32 fma", bw);
-            printf("%6s %10s %8s %10s %8s %8s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "GB/s");
+            print_ceiling(wt, ceil, crows, peak);
+            printf("%6s %10s %8s %10s %8s %8s %8s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s");
             for (int j = 0; j < n_ns; j++) {
                 double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
-                printf("%6d %10.3f %8.3f %10.1f %7.1f%% %8.2f\n", ns[j], med[j], med[j] / t1, gops,
-                       peak > 0 ? 100 * gops / peak : 0, bytes / (med[j] * 1e-3) / 1e9);
+                printf("%6d %10.3f %8.3f %10.1f %7.1f%% %7.1f%% %8.2f\n", ns[j], med[j], med[j] / t1, gops,
+                       peak > 0 ? 100 * gops / peak : 0, ceil > 0 ? 100 * gops / ceil : 0, bytes / (med[j] * 1e-3) / 1e9);
             }
         }
     }
@@ -491,25 +504,29 @@ static int bench_matmul(int argc, char **argv)
         sprig_pool_free(pool);
         return 1;
     }
+    int crows = 0;
     double peak = sprig_measure_peak_gops(pool, type), bw = info.read_gbs;
+    double ceil = sprig_measure_ceiling_gops(pool, type, &crows);
     size_t wbytes = info.weight_bytes;
     double t1 = out[0].sec_median / ns[0];
     for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = out[j].sec_median;
     if (c.json) {
         printf("{\"bench\":\"matmul\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"peak_gops\":%.2f,"
-               "\"paired_read_gb_s\":%.3f,\"weight_bytes\":%zu,\"rows\":[", sprig_type_name(type), k, n, sprig_pool_size(pool),
-               sprig_kernels_name(), peak, bw, wbytes);
+               "\"ceiling_gops\":%.2f,\"ceiling_rows\":%d,\"paired_read_gb_s\":%.3f,\"weight_bytes\":%zu,\"rows\":[", sprig_type_name(type), k, n,
+               sprig_pool_size(pool), sprig_kernels_name(), peak, ceil, crows, bw, wbytes);
         for (int j = 0; j < n_ns; j++)
-            printf("%s{\"n\":%d,\"us\":%.3f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"gb_s\":%.3f}", j ? "," : "", out[j].n,
-                   out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops, peak > 0 ? out[j].gops / peak : 0, out[j].gbs);
+            printf("%s{\"n\":%d,\"us\":%.3f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
+                   j ? "," : "", out[j].n, out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops, peak > 0 ? out[j].gops / peak : 0,
+                   ceil > 0 ? out[j].gops / ceil : 0, out[j].gbs);
         printf("]}\n");
     } else {
         printf("matmul %s %lldx%lld (n_in x n_out), %d threads, kernels %s; peak %.1f G ops/s, paired DRAM read %.2f GB/s\n", sprig_type_name(type),
                k, n, sprig_pool_size(pool), sprig_kernels_name(), peak, bw);
-        printf("%6s %10s %9s %10s %8s %8s\n", "n", "us", "T(n)/T(1)", "G ops/s", "of peak", "GB/s");
+        print_ceiling(type, ceil, crows, peak);
+        printf("%6s %10s %9s %10s %8s %8s %8s\n", "n", "us", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s");
         for (int j = 0; j < n_ns; j++)
-            printf("%6d %10.1f %9.3f %10.1f %7.1f%% %8.2f\n", out[j].n, out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops,
-                   peak > 0 ? 100 * out[j].gops / peak : 0, out[j].gbs);
+            printf("%6d %10.1f %9.3f %10.1f %7.1f%% %7.1f%% %8.2f\n", out[j].n, out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops,
+                   peak > 0 ? 100 * out[j].gops / peak : 0, ceil > 0 ? 100 * out[j].gops / ceil : 0, out[j].gbs);
     }
     sprig_pool_free(pool);
     return 0;

@@ -126,7 +126,7 @@ double sprig_measure_peak_gops(sprig_pool *pool, int type)
     case SPRIG_TYPE_F32: case SPRIG_TYPE_F16: case SPRIG_TYPE_BF16: int8 = false; break;
     default: return -1;
     }
-    const struct sprig_mm_family *f = sprig_mm_family_best();
+    const struct sprig_mm_family *f = sprig_mm_family_current();
     if (!f || !f->peak) return -1;
     int nth = sprig_pool_size(pool);
     struct peak_ctx *c = calloc(1, sizeof *c);
@@ -219,6 +219,114 @@ static void *make_raw(int type, int64_t n_in, int64_t n_out, size_t *rb)
     }
     free(row);
     return raw;
+}
+
+/* ---------------------------------------------------------------- ceiling */
+
+/* The family's kernel for a weight type (table, not switch). */
+static const struct { int type; size_t off; } kern_of[] = {
+    { SPRIG_TYPE_F32, offsetof(struct sprig_mm_family, f32) },
+    { SPRIG_TYPE_F16, offsetof(struct sprig_mm_family, f16) },
+    { SPRIG_TYPE_BF16, offsetof(struct sprig_mm_family, bf16) },
+    { SPRIG_TYPE_Q8_0, offsetof(struct sprig_mm_family, q8_0) },
+    { SPRIG_TYPE_Q4_0, offsetof(struct sprig_mm_family, q4_0) },
+    { SPRIG_MM_Q2_K, offsetof(struct sprig_mm_family, q2_k) },
+    { SPRIG_MM_Q3_K, offsetof(struct sprig_mm_family, q3_k) },
+    { SPRIG_MM_Q4_K, offsetof(struct sprig_mm_family, q4_k) },
+    { SPRIG_MM_Q5_K, offsetof(struct sprig_mm_family, q5_k) },
+    { SPRIG_MM_Q6_K, offsetof(struct sprig_mm_family, q6_k) },
+};
+
+#define CEIL_IN 512      /* 16 blocks of 32, 2 super-blocks of 256 */
+#define CEIL_PANELS 2
+#define CEIL_ROWS 8
+
+struct ceil_ctx {
+    sprig_mm_kernel_fn fn;
+    sprig_mm_job job;            /* y per thread below */
+    uint64_t iters;
+    float *y[256];
+    double ops[256];
+};
+
+static void ceil_task(void *ctx, int ith, int nth)
+{
+    struct ceil_ctx *c = ctx;
+    SPRIG_UNUSED(nth);
+    sprig_mm_job j = c->job;
+    j.y = c->y[ith & 255];
+    for (uint64_t i = 0; i < c->iters; i++) c->fn(&j);
+    c->ops[ith & 255] = 2.0 * (double)c->iters * (double)j.n * (double)j.n_in * (double)j.n_out;
+}
+
+double sprig_measure_ceiling_gops(sprig_pool *pool, int type, int *rows)
+{
+    const struct sprig_mm_family *f = sprig_mm_family_current();
+    sprig_mm_kernel_fn fn = NULL;
+    for (size_t i = 0; f && i < sizeof kern_of / sizeof kern_of[0]; i++)
+        if (kern_of[i].type == type) memcpy(&fn, (const char *)f + kern_of[i].off, sizeof fn);
+    if (!fn) return -1;
+    const int64_t n_in = CEIL_IN, n_out = CEIL_PANELS * SPRIG_MM_PANEL;
+    const int nth = sprig_pool_size(pool);
+    size_t rb;
+    void *raw = make_raw(type, n_in, n_out, &rb);
+    struct ceil_ctx *c = calloc(1, sizeof *c);
+    float *x = malloc((size_t)CEIL_ROWS * n_in * sizeof(float));
+    sprig_mm_qblock *aq = sprig_calloc_aligned((size_t)CEIL_ROWS * (n_in / 32), sizeof *aq);
+    sprig_mm_kblock *ak = sprig_calloc_aligned((size_t)CEIL_ROWS * (n_in / SPRIG_MM_QK_K), sizeof *ak);
+    sprig_weight w;
+    bool have_w = raw && sprig_weight_init(&w, "ceiling", type, raw, n_in, n_out, NULL) == SPRIG_OK;
+    double best = -1;
+    bool ok = have_w && w.packed && c && x && aq && ak;
+    for (int t = 0; ok && t < nth && t < 256; t++)
+        ok = (c->y[t] = sprig_calloc_aligned((size_t)CEIL_ROWS * n_out, sizeof(float))) != NULL;
+    if (ok) {
+        for (int64_t i = 0; i < CEIL_ROWS * n_in; i++) x[i] = (float)((int)(i * 2654435761u % 2001) - 1000) * 1e-3f;
+        for (int r = 0; r < CEIL_ROWS; r++) {   /* block-major records, as matmul.c lays them out */
+            for (int64_t b = 0; b < n_in / 32; b++) sprig_mm_quant_block_ref(x + r * n_in + b * 32, &aq[b * CEIL_ROWS + r]);
+            for (int64_t b = 0; b < n_in / SPRIG_MM_QK_K; b++)
+                sprig_mm_kquant_block_ref(x + r * n_in + b * SPRIG_MM_QK_K, &ak[b * CEIL_ROWS + r]);
+        }
+        c->fn = fn;
+        c->job = (sprig_mm_job){ .type = type, .n_in = n_in, .n_out = n_out, .packed = w.packed,
+                                 .pstride = sprig_mm_panel_bytes(type, n_in), .x = x, .aq = aq, .ak = ak,
+                                 .p0 = 0, .p1 = CEIL_PANELS };
+        /* every row count a tile takes, 1..CEIL_ROWS: the best one is the
+         * ceiling; ~0.05 s per count after a calibration on one thread */
+        for (int n = 1; n <= CEIL_ROWS; n++) {
+            c->job.n = n;
+            c->job.y = c->y[0];
+            c->iters = 64;
+            for (;;) {
+                uint64_t t0 = sprig_time_ns();
+                for (uint64_t i = 0; i < c->iters; i++) fn(&c->job);
+                double dt = (double)(sprig_time_ns() - t0) * 1e-9;
+                if (dt > 0.005 || c->iters >= ((uint64_t)1 << 30)) {
+                    c->iters = (uint64_t)((double)c->iters * 0.05 / (dt > 1e-9 ? dt : 1e-9)) + 1;
+                    break;
+                }
+                c->iters *= 4;
+            }
+            for (int run = 0; run < 2; run++) {
+                uint64_t t0 = sprig_time_ns();
+                sprig_pool_run(pool, ceil_task, c, nth);
+                double dt = (double)(sprig_time_ns() - t0) * 1e-9, ops = 0;
+                for (int i = 0; i < nth && i < 256; i++) ops += c->ops[i];
+                if (ops / dt * 1e-9 > best) {
+                    best = ops / dt * 1e-9;
+                    if (rows) *rows = n;
+                }
+            }
+        }
+    }
+    for (int t = 0; c && t < nth && t < 256; t++) sprig_free_aligned(c->y[t]);
+    if (have_w) sprig_weight_free(&w);
+    sprig_free_aligned(raw);
+    sprig_free_aligned(aq);
+    sprig_free_aligned(ak);
+    free(x);
+    free(c);
+    return best;
 }
 
 /* Anonymous mapping advised to use huge pages (as packed weights are). */

@@ -8,8 +8,11 @@
  * them:
  *   - read bandwidth: all threads stream a buffer much larger than the L3,
  *     best of a few passes;
- *   - peak: a register-only loop of the kernels' instruction (vpdpbusd, or
- *     vfmadd for float weights) on all threads;
+ *   - peak: a register-only loop of the kernels' instruction (vpdpbusd or
+ *     vpmaddubsw, or vfmadd for float weights) on all threads;
+ *   - ceiling: the exact kernel itself from L1 (what its instruction mix
+ *     allows: AVX2's exact int8 dot needs two multiply-port ops per 32
+ *     products, so it cannot pass half the int8 peak);
  *   - matmul timing: one shape, several batch sizes, alternated call by call
  *     over enough packed copies of the weight that every call reads it from
  *     DRAM (as a forward pass over a whole model does); medians reported,
@@ -40,6 +43,14 @@ void            sprig_bw_probe_free(sprig_bw_probe *b);
  * int8 dot products for Q8_0/Q4_0, fp32 FMA for F32/F16/BF16, with the best
  * kernel family of the CPU; negative for other types or without SIMD. */
 double sprig_measure_peak_gops(sprig_pool *pool, int type);
+
+/* The ceiling of the exact kernel for `type` (current family) in G ops/s on
+ * all pool threads: the family's own kernel on a weight and activations
+ * that stay in L1 (512 x 32, 1..8 rows), best row count (to *rows when not
+ * NULL). Memory costs nothing there, so this is what the kernel's
+ * instructions allow: the block dot's own ceiling, which the matmul from
+ * DRAM is measured against. Negative without a SIMD kernel for the type. */
+double sprig_measure_ceiling_gops(sprig_pool *pool, int type, int *rows);
 
 typedef struct sprig_bench_mm {
     int     n;              /* batch rows */
