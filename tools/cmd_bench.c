@@ -15,6 +15,8 @@
  *            (A B C D A B C D ..., the first round discarded): median tok/s,
  *            emitted per verify, acceptance and the ratios
  *   matmul   the kernel alone: one weight shape, batch sizes alternated
+ *   attention  the tree-attention kernel alone: n queries of a random draft
+ *            tree over a history, from DRAM and (its ceiling) from cache
  *   tokenize encode and decode speed of a GGUF's tokenizer on 1 MiB of
  *            English or mixed-script text (tools/bench_tokenize.c)
  *
@@ -27,6 +29,7 @@
 #include "base/pool.h"
 #include "base/timer.h"
 #include "model/model.h"
+#include "tensor/attention.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "tensor/roofline.h"
@@ -532,15 +535,89 @@ static int bench_matmul(int argc, char **argv)
     return 0;
 }
 
+static int bench_attention(int argc, char **argv)
+{
+    const char *C = "bench attention";
+    struct common c = { .threads = 0, .reps = 21 };
+    long long heads = 32, kv_heads = 8, hd = 64, ctx = 2048;
+    sprig_bench_attn_shape sh = { .kv_type = SPRIG_TYPE_F16 };
+    int ns[MAX_NS] = { 1, 2, 4, 8, 16, 32, 64 }, n_ns = 7;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = common_flag(C, &c, a, val);
+        if (r == -2) return 2;
+        if (r >= 0) { i += r; continue; }
+        if (!strcmp(a, "--heads") && val) { if (!cli_parse_int(C, a, val, 1, 1024, &heads)) return 2; i++; }
+        else if (!strcmp(a, "--kv-heads") && val) { if (!cli_parse_int(C, a, val, 1, 1024, &kv_heads)) return 2; i++; }
+        else if (!strcmp(a, "--hd") && val) { if (!cli_parse_int(C, a, val, 1, 256, &hd)) return 2; i++; }
+        else if (!strcmp(a, "--ctx") && val) { if (!cli_parse_int(C, a, val, 1, 1 << 20, &ctx)) return 2; i++; }
+        else if (!strcmp(a, "--kv-type") && val) {
+            if (!strcmp(val, "f16")) sh.kv_type = SPRIG_TYPE_F16;
+            else if (!strcmp(val, "f32")) sh.kv_type = SPRIG_TYPE_F32;
+            else { fprintf(stderr, "sprig %s: --kv-type: '%s' is not f32 or f16\n", C, val); return 2; }
+            i++;
+        } else if (!strcmp(a, "--ns") && val) {
+            if (!parse_ns(val, ns, &n_ns)) { fprintf(stderr, "sprig %s: --ns: want a list like 1,2,4\n", C); return 2; }
+            i++;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: sprig bench attention [--heads 32] [--kv-heads 8] [--hd 64] [--ctx 2048] [--kv-type f16|f32]\n"
+                   "                             [--ns 1,2,4,...] [-t N] [--reps R] [--json]\n");
+            return 0;
+        } else { fprintf(stderr, "sprig %s: unknown or incomplete option '%s'\n", C, a); return 2; }
+    }
+    if (heads % kv_heads) { fprintf(stderr, "sprig %s: --heads %lld is not a multiple of --kv-heads %lld\n", C, heads, kv_heads); return 2; }
+    sh.n_head = (int)heads;
+    sh.n_kv_head = (int)kv_heads;
+    sh.hd = (int)hd;
+    sh.ctx = (int)ctx;
+    sprig_error err = { 0 };
+    sprig_pool *pool = sprig_pool_create(c.threads, &err);
+    if (!pool) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
+    sprig_bench_attn out[MAX_NS];
+    if (sprig_bench_attention_ns(pool, &sh, ns, n_ns, c.reps, out, &err)) {
+        fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+        sprig_pool_free(pool);
+        return 1;
+    }
+    double peak = sprig_measure_peak_gops(pool, SPRIG_TYPE_F32);
+    double t1 = out[0].sec_median / ns[0];
+    for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = out[j].sec_median;
+    if (c.json) {
+        printf("{\"bench\":\"attention\",\"heads\":%d,\"kv_heads\":%d,\"hd\":%d,\"ctx\":%d,\"kv_type\":\"%s\",\"threads\":%d,"
+               "\"kernel\":\"%s\",\"fma_peak_gflops\":%.2f,\"rows\":[", sh.n_head, sh.n_kv_head, sh.hd, sh.ctx,
+               sprig_type_name(sh.kv_type), sprig_pool_size(pool), sprig_attention_kernel(), peak);
+        for (int j = 0; j < n_ns; j++)
+            printf("%s{\"n\":%d,\"us\":%.3f,\"ratio\":%.4f,\"gflops\":%.3f,\"fraction_of_peak\":%.4f,\"ceiling_gflops\":%.3f,"
+                   "\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}", j ? "," : "", out[j].n, out[j].sec_median * 1e6,
+                   out[j].sec_median / t1, out[j].gflops, peak > 0 ? out[j].gflops / peak : 0, out[j].gflops_cached,
+                   out[j].gflops_cached > 0 ? out[j].gflops / out[j].gflops_cached : 0, out[j].gbs);
+        printf("]}\n");
+    } else {
+        printf("attention  %d heads (%d kv) x hd %d, %d keys of %s history + a random tree of n nodes, %d threads, kernel %s\n",
+               sh.n_head, sh.n_kv_head, sh.hd, sh.ctx, sprig_type_name(sh.kv_type), sprig_pool_size(pool),
+               sprig_attention_kernel());
+        printf("peak       %.1f G flop/s measured (fp32 fma); ceiling: the same tree on a %d-key history that stays in cache\n",
+               peak, 128);
+        printf("%6s %10s %9s %10s %8s %10s %8s %8s\n", "n", "us", "T(n)/T(1)", "G flop/s", "of peak", "ceiling", "of ceil", "GB/s");
+        for (int j = 0; j < n_ns; j++)
+            printf("%6d %10.1f %9.3f %10.1f %7.1f%% %10.1f %7.1f%% %8.2f\n", out[j].n, out[j].sec_median * 1e6,
+                   out[j].sec_median / t1, out[j].gflops, peak > 0 ? 100 * out[j].gflops / peak : 0, out[j].gflops_cached,
+                   out[j].gflops_cached > 0 ? 100 * out[j].gflops / out[j].gflops_cached : 0, out[j].gbs);
+    }
+    sprig_pool_free(pool);
+    return 0;
+}
+
 int sprig_cmd_bench(int argc, char **argv)
 {
     static const struct { const char *name; int (*fn)(int, char **); } subs[] = {
         { "decode", bench_decode }, { "forward", bench_forward }, { "spec", bench_spec }, { "matmul", bench_matmul },
+        { "attention", bench_attention },
         { "tokenize", sprig_bench_tokenize },
     };
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: sprig bench decode|forward|spec|matmul|tokenize [options] [--json]   ('sprig bench <what> --help')\n");
+        fprintf(f, "usage: sprig bench decode|forward|spec|matmul|attention|tokenize [options] [--json]   ('sprig bench <what> --help')\n");
         return argc < 2 ? 2 : 0;
     }
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)

@@ -31,7 +31,10 @@
 #define AI static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
 
-#define RMAX 4
+#define RMAX 6
+#ifndef FRUN
+#define FRUN 6
+#endif
 #define QRMAX 3
 #define GMAX 4
 #ifndef QRUN
@@ -502,11 +505,14 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
         acc[r][g][0] = acc[r][g][1] = _mm256_setzero_ps();
 
     for (int64_t k = 0; k < K; k++) {
-        __m256 xv[RMAX];
-        UNROLL for (int r = 0; r < R; r++) xv[r] = _mm256_broadcast_ss(x + r * K + k);
-        UNROLL for (int g = 0; g < G; g++) UNROLL for (int h = 0; h < 2; h++) {
-            __m256 w = loadw(type, base + g * ps + k * kb + h * hb);
-            UNROLL for (int r = 0; r < R; r++) acc[r][g][h] = _mm256_fmadd_ps(w, xv[r], acc[r][g][h]);
+        __m256 w[GMAX][2];
+        UNROLL for (int g = 0; g < G; g++) UNROLL for (int h = 0; h < 2; h++)
+            w[g][h] = loadw(type, base + g * ps + k * kb + h * hb);
+        /* one broadcast live at a time: 2*R*G sums + 2*G weights + 1 */
+        UNROLL for (int r = 0; r < R; r++) {
+            const __m256 xv = _mm256_broadcast_ss(x + r * K + k);
+            UNROLL for (int g = 0; g < G; g++) UNROLL for (int h = 0; h < 2; h++)
+                acc[r][g][h] = _mm256_fmadd_ps(w[g][h], xv, acc[r][g][h]);
         }
     }
     UNROLL for (int r = 0; r < R; r++) {
@@ -540,13 +546,15 @@ static const rtile_fn q8_tab[QHMAX + 1] = { NULL, NULL, q8_h2, q8_h3, q8_h4, q8_
 static const rtile_fn q4_tab[QHMAX + 1] = { NULL, NULL, q4_h2, q4_h3, q4_h4, q4_h5, q4_h6 };
 
 /* Panels per float tile for R rows: 2*R*G accumulators + R broadcasts + 1 weight <= 16. */
-static const int f_g[RMAX + 1] = { 0, 4, 2, 1, 1 };
+static const int f_g[RMAX + 1] = { 0, 4, 2, 1, 1, 1, 1 };
 
 #define FSET(NAME, TY) \
     FT(NAME, 1, 4, TY) FT(NAME, 2, 2, TY) FT(NAME, 1, 1, TY) FT(NAME, 2, 1, TY) FT(NAME, 3, 1, TY) \
-    FT(NAME, 4, 1, TY) \
-    static const tile_fn NAME##_big[RMAX + 1] = { NULL, NAME##_r1_g4, NAME##_r2_g2, NAME##_r3_g1, NAME##_r4_g1 }; \
-    static const tile_fn NAME##_one[RMAX + 1] = { NULL, NAME##_r1_g1, NAME##_r2_g1, NAME##_r3_g1, NAME##_r4_g1 };
+    FT(NAME, 4, 1, TY) FT(NAME, 5, 1, TY) FT(NAME, 6, 1, TY) \
+    static const tile_fn NAME##_big[RMAX + 1] = { NULL, NAME##_r1_g4, NAME##_r2_g2, NAME##_r3_g1, NAME##_r4_g1, \
+                                                  NAME##_r5_g1, NAME##_r6_g1 }; \
+    static const tile_fn NAME##_one[RMAX + 1] = { NULL, NAME##_r1_g1, NAME##_r2_g1, NAME##_r3_g1, NAME##_r4_g1, \
+                                                  NAME##_r5_g1, NAME##_r6_g1 };
 
 FSET(f32, SPRIG_TYPE_F32)
 FSET(f16, SPRIG_TYPE_F16)
@@ -600,7 +608,7 @@ static int tile_panels(int type, int n)
 {
     if (n < 1 || type == SPRIG_TYPE_Q8_0 || type == SPRIG_TYPE_Q4_0 || (type >= SPRIG_MM_Q2_K && type <= SPRIG_MM_Q6_K))
         return 1;
-    return gstep_of(f_g, RMAX, n);
+    return gstep_of(f_g, FRUN, n);
 }
 
 /* Q8_0/Q4_0: one row on whole panels; more rows in chunks of up to QRUN,
@@ -628,9 +636,9 @@ static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRUN)
 static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, q4k_tab, k_g, KRUN); }
 static void k_q5k(const sprig_mm_job *J) { drive(J, q5k_tab, q5k_tab, k_g, KRUN); }
 static void k_q6k(const sprig_mm_job *J) { drive(J, q6k_tab, q6k_tab, k_g, KRUN); }
-static void k_f32(const sprig_mm_job *J) { drive(J, f32_big, f32_one, f_g, RMAX); }
-static void k_f16(const sprig_mm_job *J) { drive(J, f16_big, f16_one, f_g, RMAX); }
-static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, RMAX); }
+static void k_f32(const sprig_mm_job *J) { drive(J, f32_big, f32_one, f_g, FRUN); }
+static void k_f16(const sprig_mm_job *J) { drive(J, f16_big, f16_one, f_g, FRUN); }
+static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, FRUN); }
 
 /* ---------------------------------------------------------------- activation quantizer */
 

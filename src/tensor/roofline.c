@@ -12,6 +12,8 @@
  */
 #include "tensor/roofline.h"
 
+#include "tensor/attention.h"
+
 #include "base/mem.h"
 #include "base/timer.h"
 #include "tensor/matmul-kern.h"
@@ -224,21 +226,23 @@ static void *make_raw(int type, int64_t n_in, int64_t n_out, size_t *rb)
 /* ---------------------------------------------------------------- ceiling */
 
 /* The family's kernel for a weight type (table, not switch). */
-static const struct { int type; size_t off; } kern_of[] = {
-    { SPRIG_TYPE_F32, offsetof(struct sprig_mm_family, f32) },
-    { SPRIG_TYPE_F16, offsetof(struct sprig_mm_family, f16) },
-    { SPRIG_TYPE_BF16, offsetof(struct sprig_mm_family, bf16) },
-    { SPRIG_TYPE_Q8_0, offsetof(struct sprig_mm_family, q8_0) },
-    { SPRIG_TYPE_Q4_0, offsetof(struct sprig_mm_family, q4_0) },
-    { SPRIG_MM_Q2_K, offsetof(struct sprig_mm_family, q2_k) },
-    { SPRIG_MM_Q3_K, offsetof(struct sprig_mm_family, q3_k) },
-    { SPRIG_MM_Q4_K, offsetof(struct sprig_mm_family, q4_k) },
-    { SPRIG_MM_Q5_K, offsetof(struct sprig_mm_family, q5_k) },
-    { SPRIG_MM_Q6_K, offsetof(struct sprig_mm_family, q6_k) },
+/* n_in: one panel of weights plus 8 rows of activations in a 32 KB L1
+ * (float rows are read as floats: 8 KB; Q8_0 17 KB + 12 KB; Q6_K 13 + 10). */
+static const struct { int type; size_t off; int64_t n_in; } kern_of[] = {
+    { SPRIG_TYPE_F32, offsetof(struct sprig_mm_family, f32), 256 },
+    { SPRIG_TYPE_F16, offsetof(struct sprig_mm_family, f16), 256 },
+    { SPRIG_TYPE_BF16, offsetof(struct sprig_mm_family, bf16), 256 },
+    { SPRIG_TYPE_Q8_0, offsetof(struct sprig_mm_family, q8_0), 1024 },
+    { SPRIG_TYPE_Q4_0, offsetof(struct sprig_mm_family, q4_0), 1024 },
+    { SPRIG_MM_Q2_K, offsetof(struct sprig_mm_family, q2_k), 1024 },
+    { SPRIG_MM_Q3_K, offsetof(struct sprig_mm_family, q3_k), 1024 },
+    { SPRIG_MM_Q4_K, offsetof(struct sprig_mm_family, q4_k), 1024 },
+    { SPRIG_MM_Q5_K, offsetof(struct sprig_mm_family, q5_k), 1024 },
+    { SPRIG_MM_Q6_K, offsetof(struct sprig_mm_family, q6_k), 1024 },
 };
 
-#define CEIL_IN 512      /* 16 blocks of 32, 2 super-blocks of 256 */
-#define CEIL_PANELS 2
+#define CEIL_IN_MAX 1024
+#define CEIL_PANELS 1
 #define CEIL_ROWS 8
 
 struct ceil_ctx {
@@ -263,10 +267,14 @@ double sprig_measure_ceiling_gops(sprig_pool *pool, int type, int *rows)
 {
     const struct sprig_mm_family *f = sprig_mm_family_current();
     sprig_mm_kernel_fn fn = NULL;
+    int64_t n_in = 0;
     for (size_t i = 0; f && i < sizeof kern_of / sizeof kern_of[0]; i++)
-        if (kern_of[i].type == type) memcpy(&fn, (const char *)f + kern_of[i].off, sizeof fn);
+        if (kern_of[i].type == type) {
+            memcpy(&fn, (const char *)f + kern_of[i].off, sizeof fn);
+            n_in = kern_of[i].n_in;
+        }
     if (!fn) return -1;
-    const int64_t n_in = CEIL_IN, n_out = CEIL_PANELS * SPRIG_MM_PANEL;
+    const int64_t n_out = CEIL_PANELS * SPRIG_MM_PANEL;
     const int nth = sprig_pool_size(pool);
     size_t rb;
     void *raw = make_raw(type, n_in, n_out, &rb);
@@ -455,6 +463,141 @@ done:
     sprig_free_aligned(scratch);
     free(t);
     sprig_free_aligned(raw);
+    return st;
+}
+
+/* ---------------------------------------------------------------- attention timing */
+
+#define ATTN_CACHED_CTX 128
+
+/* Additive tree mask [n][ctx + n] of a random tree; returns the visible keys summed over rows. */
+static double tree_mask(float *mask, int n, int ctx, uint64_t seed)
+{
+    int *parent = malloc((size_t)n * sizeof(int));
+    double keys = 0;
+    if (!parent) return -1;
+    uint64_t s = seed | 1;
+    const int nk = ctx + n;
+    for (int i = 0; i < n; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        parent[i] = i == 0 ? -1 : (int)(s % (uint64_t)i);
+        float *m = mask + (size_t)i * nk;
+        for (int j = 0; j < nk; j++) m[j] = j < ctx ? 0.0f : -1e9f;
+        for (int a = i; a >= 0; a = parent[a]) m[ctx + a] = 0.0f;
+        for (int j = 0; j < nk; j++) keys += m[j] == 0.0f;
+    }
+    free(parent);
+    return keys;
+}
+
+sprig_status sprig_bench_attention_ns(sprig_pool *pool, const sprig_bench_attn_shape *sh, const int *ns, int count,
+                                      int reps, sprig_bench_attn *out, sprig_error *err)
+{
+    if (!sh || !ns || !out || count < 1 || count > 64 || reps < 1 || reps > 100000)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "bench attention: count %d (1..64) or reps %d (1..100000) out of range",
+                         count, reps);
+    if (sh->hd < 1 || sh->hd > SPRIG_ATTN_MAX_HD || sh->n_kv_head < 1 || sh->n_head < sh->n_kv_head ||
+        sh->n_head % sh->n_kv_head || sh->n_head > 1024 || sh->ctx < 1 || sh->ctx > (1 << 20) ||
+        (sh->kv_type != SPRIG_TYPE_F32 && sh->kv_type != SPRIG_TYPE_F16))
+        return sprig_err(err, SPRIG_E_INVALID_ARG,
+                         "bench attention: shape heads %d / kv heads %d / hd %d / ctx %d / kv type out of range",
+                         sh->n_head, sh->n_kv_head, sh->hd, sh->ctx);
+    int max_n = 0;
+    for (int i = 0; i < count; i++) {
+        if (ns[i] < 1 || ns[i] > 256)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "bench attention: tree size %d out of range (1..256)", ns[i]);
+        if (ns[i] > max_n) max_n = ns[i];
+    }
+    const size_t es = sh->kv_type == SPRIG_TYPE_F16 ? 2 : 4;
+    const int64_t row = (int64_t)sh->n_kv_head * sh->hd, qrow = (int64_t)sh->n_head * sh->hd;
+    const int nk_max = sh->ctx + max_n;
+    /* one copy: K then V, nk_max slots each */
+    const size_t copy = (size_t)2 * (size_t)nk_max * (size_t)row * es;
+    const size_t stride = (copy + 4095) & ~(size_t)4095;
+    int copies = (int)(((size_t)160 << 20) / copy) + 1;
+    if (copies < 2) copies = 2;
+    if (copies > 256) copies = 256;
+    const int nth = sprig_pool_size(pool);
+    size_t len = 0;
+    uint8_t *kv = huge_map(stride * (size_t)copies, &len);
+    float *q = malloc((size_t)max_n * (size_t)qrow * sizeof(float));
+    float *o = malloc((size_t)max_n * (size_t)qrow * sizeof(float));
+    float *mask = malloc((size_t)max_n * (size_t)nk_max * sizeof(float));
+    float *mask_c = malloc((size_t)max_n * (size_t)(ATTN_CACHED_CTX + max_n) * sizeof(float));
+    size_t sn = sprig_attn_scratch_floats(max_n, sh->n_head, nk_max > ATTN_CACHED_CTX + max_n ? nk_max : ATTN_CACHED_CTX + max_n, nth);
+    float *scratch = sprig_calloc_aligned(sn, sizeof(float));
+    double *t = malloc((size_t)count * 2 * (size_t)reps * sizeof(double));
+    sprig_status st = SPRIG_OK;
+    if (!kv || !q || !o || !mask || !mask_c || !scratch || !t) {
+        st = sprig_err(err, SPRIG_E_NOMEM, "bench attention: out of memory");
+        goto done;
+    }
+    {   /* random keys/values (small magnitudes, so scores spread), random queries */
+        uint64_t s = 0x9e3779b97f4a7c15ull;
+        for (int c = 0; c < copies; c++) {
+            uint8_t *base = kv + (size_t)c * stride;
+            for (size_t i = 0; i < copy / es; i++) {
+                s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+                float v = (float)((double)(s >> 11) * (1.0 / 9007199254740992.0) - 0.5);
+                if (es == 2) ((sprig_f16 *)base)[i] = sprig_f32_to_f16(v);
+                else ((float *)base)[i] = v;
+            }
+        }
+        for (size_t i = 0; i < (size_t)max_n * (size_t)qrow; i++) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            q[i] = (float)((double)(s >> 11) * (1.0 / 9007199254740992.0) - 0.5);
+        }
+    }
+    int next = 0;
+    double keys[64], keys_c[64];
+    for (int rep = -1; rep < reps; rep++) {
+        for (int i = 0; i < count; i++) {
+            const int n = ns[i];
+            for (int cached = 0; cached < 2; cached++) {
+                const int ctx = cached ? ATTN_CACHED_CTX : sh->ctx, nk = ctx + n;
+                float *m = cached ? mask_c : mask;
+                double kk = tree_mask(m, n, ctx, 0x5eed + (uint64_t)n);
+                if (cached) keys_c[i] = kk; else keys[i] = kk;
+                const uint8_t *base = kv + (size_t)(cached ? 0 : next) * stride;
+                if (!cached) next = (next + 1) % copies;
+                sprig_attn_args a = {
+                    .q = q, .n = n, .n_head = sh->n_head, .n_kv_head = sh->n_kv_head, .hd = sh->hd,
+                    .k = base, .v = base + (size_t)nk_max * (size_t)row * es, .kv_type = sh->kv_type,
+                    .kv_stride = row, .n_keys = nk, .mask = m, .scale = 1.0f / sqrtf((float)sh->hd), .out = o,
+                    .scratch = scratch, .scratch_floats = sn,
+                };
+                if ((st = sprig_attn_check(&a, err))) goto done;
+                if (cached) sprig_attention(pool, &a);   /* bring the small copy into cache */
+                uint64_t t0 = sprig_time_ns();
+                sprig_attention(pool, &a);
+                double dt = (double)(sprig_time_ns() - t0) * 1e-9;
+                if (rep >= 0) t[((size_t)i * 2 + (size_t)cached) * (size_t)reps + (size_t)rep] = dt;
+            }
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        double med[2];
+        for (int c = 0; c < 2; c++) {
+            double *ti = t + ((size_t)i * 2 + (size_t)c) * (size_t)reps;
+            qsort(ti, (size_t)reps, sizeof *ti, cmp_double);
+            med[c] = reps % 2 ? ti[reps / 2] : 0.5 * (ti[reps / 2 - 1] + ti[reps / 2]);
+        }
+        const double per_key = 4.0 * sh->hd * sh->n_head;   /* QK and PV multiply-adds, 2 ops each */
+        out[i].n = ns[i];
+        out[i].sec_median = med[0];
+        out[i].sec_cached = med[1];
+        out[i].gflops = per_key * keys[i] / med[0] * 1e-9;
+        out[i].gflops_cached = per_key * keys_c[i] / med[1] * 1e-9;
+        out[i].gbs = 2.0 * (double)(sh->ctx + ns[i]) * (double)row * (double)es / med[0] * 1e-9;
+    }
+done:
+    if (kv) munmap(kv, len);
+    free(q);
+    free(o);
+    free(mask);
+    free(mask_c);
+    sprig_free_aligned(scratch);
+    free(t);
     return st;
 }
 
