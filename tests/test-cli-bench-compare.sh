@@ -35,6 +35,27 @@ for bad in "forward --logits some" "forward --kv-type q8_0" "decode --kv-type" "
     check "bench $bad exits 2 with a message (rc $rc)" sh -c "[ $rc -eq 2 ] && [ -s '$TMP/bad' ]"
 done
 
+# The kernels' own ceilings and the attention bench: fields present, a
+# ceiling measured on a SIMD machine (none under SPRIG_NO_SIMD), bad shapes refused.
+check "bench forward reports the ceiling and its type mix" sh -c "grep -q '\"ceiling_gops\":' '$TMP/f2.json' && grep -q '\"ceiling_mix\":\"' '$TMP/f2.json' && grep -q fraction_of_ceiling '$TMP/f2.json'"
+"$BIN" bench matmul --type q4_k --in 512 --out 64 --ns 1,3 --reps 1 -t 1 --json >"$TMP/m.json" 2>"$TMP/err"; rc=$?
+check "bench matmul q4_k exits 0 (rc $rc: $(head -c 200 "$TMP/err"))" [ $rc -eq 0 ]
+if [ "${SPRIG_NO_SIMD:-0}" = 1 ]; then
+    check "bench matmul: no ceiling without SIMD kernels" has '"ceiling_gops":-1.00' "$TMP/m.json"
+else
+    check "bench matmul: a positive ceiling and its row count" sh -c "grep -q '\"ceiling_gops\":[1-9]' '$TMP/m.json' && grep -q '\"ceiling_rows\":[1-8],' '$TMP/m.json'"
+fi
+"$BIN" bench attention --heads 8 --kv-heads 2 --hd 64 --ctx 96 --ns 1,4 --reps 1 -t 2 --json >"$TMP/a.json" 2>"$TMP/err"; rc=$?
+check "bench attention exits 0 (rc $rc: $(head -c 200 "$TMP/err"))" [ $rc -eq 0 ]
+check "bench attention reports both tree sizes with a ceiling" sh -c "grep -q '\"n\":1,' '$TMP/a.json' && grep -q '\"n\":4,' '$TMP/a.json' && grep -q '\"ceiling_gflops\":[1-9]' '$TMP/a.json'"
+"$BIN" bench attention --ctx 64 --ns 2 --reps 1 --kv-type f32 >"$TMP/a.txt" 2>"$TMP/err"; rc=$?
+check "bench attention table (f32 history) exits 0 (rc $rc)" sh -c "[ $rc -eq 0 ] && grep -q 'of ceil' '$TMP/a.txt'"
+for bad in "--heads 6 --kv-heads 4" "--hd 300" "--ctx 0" "--kv-type q8_0" "--ns 0" "--ns 300"; do
+    # shellcheck disable=SC2086
+    "$BIN" bench attention $bad --reps 1 >/dev/null 2>"$TMP/bad"; rc=$?
+    check "bench attention $bad exits non-zero with a message (rc $rc)" sh -c "[ $rc -ne 0 ] && [ -s '$TMP/bad' ]"
+done
+
 # Without LLAMA_BENCH the script says so and exits 3.
 LLAMA_BENCH= sh bench/llamacpp-compare.sh "$MODEL" >"$TMP/o" 2>"$TMP/skip"; rc=$?
 check "compare without LLAMA_BENCH exits 3 (rc $rc)" [ $rc -eq 3 ]

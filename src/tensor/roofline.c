@@ -468,7 +468,7 @@ done:
 
 /* ---------------------------------------------------------------- attention timing */
 
-#define ATTN_CACHED_CTX 128
+#define ATTN_CACHED_CTX 512
 
 /* Additive tree mask [n][ctx + n] of a random tree; returns the visible keys summed over rows. */
 static double tree_mask(float *mask, int n, int ctx, uint64_t seed)

@@ -88,7 +88,7 @@ typedef struct sprig_bench_attn_shape {
 typedef struct sprig_bench_attn {
     int     n;              /* tree nodes (queries) */
     double  sec_median;     /* per call from DRAM: copies rotated, as a forward over every layer reads them */
-    double  sec_cached;     /* per call on one copy of a 128-key history, which stays in cache */
+    double  sec_cached;     /* per call on one copy of a 512-key history, which stays in cache */
     double  gflops;         /* 4 * hd * n_head * (keys each query sees, summed) / sec_median / 1e9 */
     double  gflops_cached;  /* the same work per key / sec_cached: the kernel's ceiling at this n */
     double  gbs;            /* history K+V bytes / sec_median / 1e9 */
