@@ -3,9 +3,7 @@
  * quantizer, for CPUs without AVX-512; called only after CPUID.
  *
  * Same packed panels as the AVX-512 family (16 columns; here two ymm halves of
- * 8) and the same tiling idea: each weight vector is loaded once and applied
- * to all R rows of a tile, panels outer, row chunks inner. 16 ymm registers
- * allow fewer rows per tile (RMAX 4 float, 3 quantized).
+ * 8): each weight vector is loaded once and applied to every row of a tile.
  *
  * Quantized: AVX2 has no u8 x s8 dot without saturation, so
  *  - Q8_0 (packed signed): vpsignb moves the weight's sign onto the activation
@@ -18,7 +16,46 @@
  *  - K-quants (Q2_K..Q6_K): units (u8) x activations through vpmaddubsw,
  *    int16 sums per sub-block (bounds in "K-quant tiles"), vpmaddwd with the
  *    sub-block scales, int32 I and M per super-block, then the two fmaf of
- *    the contract in matmul.h. One panel x up to 4 rows per tile.
+ *    the contract in matmul.h.
+ *
+ * Tiles (16 ymm registers; shapes chosen by measurement, Zen 5 with AVX2
+ * forced, 2048 x 8192, 2 threads):
+ *  - one row (decode): whole panels, both halves per activation broadcast.
+ *  - Q8_0/Q4_0, 2..6 rows: half a panel (8 columns) x R rows, R float sums
+ *    + R int sums + weight, |w|, a temporary and ones = 2R + 4 <= 16; more
+ *    rows in chunks of up to 6; k walked in 8 KB ranges of panel so every
+ *    chunk and half finds the range in L1 (partial sums wait in y), and the
+ *    next range prefetched line by line spread over all passes of this one
+ *    (a first-pass-only prefetch left the DRAM idle for three quarters of
+ *    the passes at 8 rows). Float sums kept in memory instead (to allow 8-10
+ *    rows) measured 10-15% slower.
+ *  - K-quants, 2..4 rows (chunks of up to 4 above): one panel, halves outer,
+ *    int16 and int32 sums of each row in registers, the float sums in L1
+ *    (touched once per super-block and half).
+ *  - F16/BF16/F32: G panels x R rows (G = 4, 2, 1 for 1, 2, 3-6 rows), one
+ *    broadcast live at a time: 2RG sums + 2G weights + 1 <= 16.
+ * GCC reassociates a chain of integer adds into a tree and then spills the
+ * partial products; PIN() keeps each running sum in its register (before
+ * it, every quantized tile of 3+ rows spilled; n = 16 Q8_0 +14%, Q4_0 +60%).
+ *
+ * Ceilings (sprig_measure_ceiling_gops: the kernel itself on one panel and
+ * 1-8 rows that stay in L1; bench matmul/forward print it). The AVX2 int8
+ * peak is the vpmaddubsw issue rate: 32 u8 x s8 products per instruction,
+ * two per cycle on Zen 3/4/5 (7.0 per ns per core here = 448 G ops/s).
+ *  - Q8_0 needs two multiply-port instructions per 32 products and row
+ *    (vpmaddubsw and the widening vpmaddwd; no int16 sum of two 32512 pairs
+ *    fits), so its scheme caps at half the int8 peak; with vpsignb, vpaddd
+ *    and the per-block vcvtdq2ps/vmulps/vfmadd on the same ports the kernel
+ *    measures 166 G ops/s per core from L1 = 37% of peak (74% of that cap).
+ *  - Q4_0 and Q4_K: one vpmaddubsw per 32 products (nibbles <= 15 let eight
+ *    pair sums share an int16 before one vpmaddwd per 32 elements): 250 G
+ *    ops/s per core = 56% of peak; the rest is the unit extraction (vpand,
+ *    vpsrlw) and the broadcasts.
+ *  - Q6_K: 6-bit units allow two groups per int16 sum, plus the high-bit
+ *    merge: 165 per core, 37%.
+ *  - F16: vcvtph2ps + vfmadd: 92 G ops/s per core = 83% of the FMA peak.
+ * The goals of `sprig bench forward` are shares of these (the forward of a
+ * mixed file such as Q4_K_M against its types' ceilings weighted by work).
  */
 #include "tensor/matmul-kern.h"
 #include "tensor/types.h"
@@ -35,7 +72,7 @@
 #ifndef FRUN
 #define FRUN 6
 #endif
-#define QRMAX 3
+#define QRMAX 1   /* qtile: the one-row tile */
 #define GMAX 4
 #ifndef QRUN
 #define QRUN 6
@@ -44,8 +81,8 @@
 #ifndef Q_RANGE
 #define Q_RANGE 8192
 #endif
-#ifndef Q_PF_DIST
-#define Q_PF_DIST 8192
+#ifndef Q_PF
+#define Q_PF 1
 #endif
 /* Pins a running sum in a register at this point: without it GCC
  * reassociates the integer sums of a block into a tree and spills the
@@ -143,7 +180,8 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
 
 /* Half a panel (8 columns, h) x R rows, Q8_0 or Q4_0: acc[R] + ia[R] + the
  * weight, |w| (Q8_0) or the nibbles, a temporary and ones: 2R + 4 <= 16. */
-AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R, const bool q4, int64_t b0, int64_t b1)
+AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R, const bool q4, int64_t b0, int64_t b1,
+              int pq, int pp, int64_t pdist)
 {
     const int64_t nb = J->n_in / SPRIG_QK;
     const size_t qsb = q4 ? 256 : 512;
@@ -157,20 +195,23 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = b0 == 0 ? _mm256_setzero_ps() : load8(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL + h * 8, J->n_out);
 
-    /* the first pass over a panel (half 0 of the first row chunk) prefetches
-     * the weight stream Q_PF_DIST bytes ahead: quants, then the scales and
-     * the next panel's quants, which follow in memory */
-    const size_t dist = h == 0 && r0 == 0 ? Q_PF_DIST : 0;
-    const uint8_t *wd0 = J->packed + (size_t)p * J->pstride + (size_t)nb * qsb;
+    /* prefetch, spread over the passes: pass pq of pp over this k range
+     * requests the lines l = pq (mod pp) of the block one range ahead in the
+     * panel's byte stream (quants, then scales, then the next panel), so the
+     * DRAM requests of a range are in flight through all its passes instead
+     * of bursting in the first (one core keeps only so many misses open) */
+    const uint8_t *pbase = J->packed + (size_t)p * J->pstride;
     for (int64_t b = b0; b < b1; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
         const sprig_mm_qblock *ab = aq + b * n;
         __m256i ia[QHMAX];
-        if (dist) {
-            UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb - h * 32 + dist + l, _MM_HINT_T1);
-            if (!(b & 1)) {
-                int64_t bb = b + (int64_t)(dist / qsb);
-                _mm_prefetch(bb < nb ? (const char *)wd0 + bb * 32 : (const char *)wd0 + J->pstride + (bb - nb) * 32, _MM_HINT_T1);
+        if (pp) {
+            const char *nx = (const char *)pbase + (size_t)(b + pdist) * qsb;
+            for (int l = pq; l < (int)(qsb / 64); l += pp) _mm_prefetch(nx + 64 * l, _MM_HINT_T0);
+            if (pq == 0 && !(b & 1)) {
+                int64_t bb = b + pdist;
+                _mm_prefetch(bb < nb ? (const char *)pbase + (size_t)nb * qsb + bb * 32
+                                     : (const char *)pbase + J->pstride + (size_t)nb * qsb + (bb - nb) * 32, _MM_HINT_T0);
             }
         }
         if (!q4) {
@@ -415,7 +456,9 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
             if (h0 == 0 && r0 == 0 && K_PF_DIST) {
                 /* the first pass over a panel prefetches the record stream
                  * K_PF_DIST bytes ahead (into the next panel at the end)
-                 * and the f16 scales as far ahead */
+                 * and the f16 scales as far ahead (spreading the next
+                 * panel's lines over every pass, as Q8_0 does, measured
+                 * Q6_K -10-15% at 4-8 rows, Q4_K no better) */
                 for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)w + K_PF_DIST + l, _MM_HINT_T1);
                 _mm_prefetch((const char *)wd + (s + (int64_t)(K_PF_DIST / rec)) * nd * 32, _MM_HINT_T1);
             }
@@ -536,10 +579,10 @@ typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
 QT(q8, 1, false)
 QT(q4, 1, true)
 /* Ranged tiles: blocks [b0, b1) of one panel, both halves. */
-typedef void (*rtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1);
+typedef void (*rtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, int pq, int pp, int64_t pdist);
 #define QH(NAME, R, Q4) \
-    static void NAME##_h##R(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1) \
-    { qhalf(J, p, 0, r0, R, Q4, b0, b1); qhalf(J, p, 1, r0, R, Q4, b0, b1); }
+    static void NAME##_h##R(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, int pq, int pp, int64_t pdist) \
+    { qhalf(J, p, 0, r0, R, Q4, b0, b1, 2 * pq, pp, pdist); qhalf(J, p, 1, r0, R, Q4, b0, b1, 2 * pq + 1, pp, pdist); }
 QH(q8, 2, false) QH(q8, 3, false) QH(q8, 4, false) QH(q8, 5, false) QH(q8, 6, false)
 QH(q4, 2, true) QH(q4, 3, true) QH(q4, 4, true) QH(q4, 5, true) QH(q4, 6, true)
 static const rtile_fn q8_tab[QHMAX + 1] = { NULL, NULL, q8_h2, q8_h3, q8_h4, q8_h5, q8_h6 };
@@ -624,7 +667,8 @@ static void drive_q(const sprig_mm_job *J, tile_fn one, const rtile_fn *tab, int
             int64_t b1 = b0 + kb < nb ? b0 + kb : nb;
             for (int c = 0; c < chunks; c++) {
                 int r0 = (int)((int64_t)n * c / chunks), R = (int)((int64_t)n * (c + 1) / chunks) - r0;
-                tab[R](J, p, r0, b0, b1);   /* R >= 2: n / chunks > QRUN / 2 once chunks >= 2 */
+                /* R >= 2: n / chunks > QRUN / 2 once chunks >= 2 */
+                tab[R](J, p, r0, b0, b1, c, Q_PF ? 2 * chunks : 0, kb);
             }
         }
     }
