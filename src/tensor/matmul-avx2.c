@@ -81,6 +81,9 @@
 #ifndef Q_RANGE
 #define Q_RANGE 8192
 #endif
+#ifndef Q1_PF_DIST
+#define Q1_PF_DIST 1024
+#endif
 #ifndef Q_PF
 #define Q_PF 1
 #endif
@@ -136,6 +139,13 @@ AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool 
 
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
+        if (Q1_PF_DIST) {   /* the weight stream Q1_PF_DIST bytes ahead, its scales as far */
+            UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + Q1_PF_DIST + l, _MM_HINT_T0);
+            if (!(b & 1)) {
+                int64_t bb = b + (int64_t)(Q1_PF_DIST / qsb);
+                _mm_prefetch(bb < nb ? (const char *)wd + bb * 32 : (const char *)wd + J->pstride + (bb - nb) * 32, _MM_HINT_T0);
+            }
+        }
         UNROLL for (int h = 0; h < 2; h++) {
             __m256i ia[QRMAX];
             if (!q4) {
