@@ -183,18 +183,6 @@ static char *build_text(const char *which, const char *docs, size_t size, size_t
 
 /* ---------------------------------------------------------------- timing */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static uint64_t fnv1a(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
@@ -328,7 +316,7 @@ int sprig_bench_tokenize(int argc, char **argv)
         if (!ok) { fprintf(stderr, "sprig %s: --ids-out: cannot write '%s'\n", C, ids_out); rc = 1; }
     }
     if (!rc) {
-        double e_ms = median(enc, R), d_ms = median(dec, R);
+        double e_ms = cli_median(enc, R), d_ms = cli_median(dec, R);
         double tok_s = n / (e_ms * 1e-3), mb_s = (double)len / 1e6 / (e_ms * 1e-3);
         double dtok_s = n / (d_ms * 1e-3), dmb_s = (double)out_len / 1e6 / (d_ms * 1e-3);
         uint64_t h = fnv1a(text, len);

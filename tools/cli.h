@@ -25,6 +25,10 @@ int sprig_bench_tokenize(int argc, char **argv);
 bool cli_parse_int(const char *cmd, const char *flag, const char *s, long long lo, long long hi, long long *out);
 bool cli_parse_float(const char *cmd, const char *flag, const char *s, double lo, double hi, double *out);
 
+/* The median of v[n] (sorts v in place); 0 for n <= 0. Every bench's figures
+ * are medians of alternated repetitions. */
+double cli_median(double *v, int n);
+
 /* Read all of `path` ("-" or NULL: stdin) into a malloc'd buffer with a NUL
  * after the *len bytes; more than `max` bytes is an error. On failure returns
  * NULL with a message naming the file in why[why_cap]. (tools/readall.c) */

@@ -29,6 +29,7 @@
 #include "base/pool.h"
 #include "base/timer.h"
 #include "model/model.h"
+#include "bench_attn.h"
 #include "tensor/attention.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
@@ -40,19 +41,6 @@
 #include <string.h>
 
 #define MAX_NS 16
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static bool parse_ns(const char *s, int *ns, int *count)
 {
@@ -252,7 +240,7 @@ static int bench_decode(int argc, char **argv)
         }
     }
     if (!rc) {
-        double med = median(ms, n_ms), med_bw = median(gbs, n_ms), med_ratio = median(ratio, n_ms);
+        double med = cli_median(ms, n_ms), med_bw = cli_median(gbs, n_ms), med_ratio = cli_median(ratio, n_ms);
         double tok_s = 1e3 / med;
         double achieved = bytes * tok_s / 1e9;
         double bound = med_bw * 1e9 / bytes;
@@ -367,7 +355,7 @@ static int bench_forward(int argc, char **argv)
         ops_head = 2.0 * hp->dim * hp->n_vocab;
     }
     double med[MAX_NS] = { 0 };
-    for (int j = 0; j < n_ns && !rc; j++) med[j] = median(t + (size_t)j * c.reps, c.reps);
+    for (int j = 0; j < n_ns && !rc; j++) med[j] = cli_median(t + (size_t)j * c.reps, c.reps);
     double t1 = 0;
     for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = med[j];
     if (t1 <= 0 && n_ns) t1 = med[0] / ns[0];
@@ -486,7 +474,7 @@ static int bench_spec(int argc, char **argv)
     }
     if (!rc) {
         double med[N_CONF];
-        for (int k = 0; k < N_CONF; k++) med[k] = median(tps + (size_t)k * R, R);
+        for (int k = 0; k < N_CONF; k++) med[k] = cli_median(tps + (size_t)k * R, R);
         if (c.json) {
             printf("{\"bench\":\"spec\",\"model\":\"%s\",\"drafter\":\"%s\",\"draft\":\"%s\",\"draft_max\":%d,\"tree_branches\":%d,"
                    "\"tokens\":%lld,\"pairs\":%d,\"threads\":%d,\"configs\":[",

@@ -696,6 +696,24 @@ static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, FR
 
 /* ---------------------------------------------------------------- activation quantizer */
 
+/* The largest of 8 uint32 lanes (the |x| bit patterns: the amax rule). */
+AI uint32_t hmax_epu32(__m256i m)
+{
+    __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+    m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+    return (uint32_t)_mm_cvtsi128_si32(m4);
+}
+
+/* The sum of 8 int32 lanes. */
+AI int32_t hsum_epi32(__m256i v)
+{
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    return _mm_cvtsi128_si32(s4);
+}
+
 static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qblock *out)
 {
     const __m256i absm = _mm256_set1_epi32(0x7fffffff), perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -709,10 +727,7 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
             xv[i] = _mm256_loadu_ps(xb + 8 * i);
             m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(xv[i]), absm));
         }
-        __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
-        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
-        uint32_t amax = (uint32_t)_mm_cvtsi128_si32(m4);
+        uint32_t amax = hmax_epu32(m);
         float fa, da;
         memcpy(&fa, &amax, 4);
         da = fa / 127.0f;
@@ -731,10 +746,7 @@ static void quant_row(const float *x, int64_t nb, int64_t stride, sprig_mm_qbloc
         }
         __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
         _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p8, perm));
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-        int32_t s = _mm_cvtsi128_si32(s4);
+        int32_t s = hsum_epi32(sum);
         rec->d = da;
         rec->c8 = -128 * s;
         rec->c4 = -8 * s;
@@ -754,10 +766,7 @@ static void kquant_row(const float *x, int64_t ns, int64_t stride, sprig_mm_kblo
         __m256i m = _mm256_setzero_si256();
         for (int i = 0; i < 32; i++)
             m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(_mm256_loadu_ps(xb + 8 * i)), absm));
-        __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
-        m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
-        uint32_t amax = (uint32_t)_mm_cvtsi128_si32(m4);
+        uint32_t amax = hmax_epu32(m);
         float fa, da;
         memcpy(&fa, &amax, 4);
         da = fa / 127.0f;

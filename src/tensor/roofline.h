@@ -76,29 +76,6 @@ sprig_status sprig_bench_matmul_ns(sprig_pool *pool, int type, int64_t n_in, int
                                    int count, int reps, sprig_bench_mm *out, sprig_bench_mm_info *info,
                                    sprig_error *err);
 
-/* Tree attention: n queries of one draft tree (a random tree per call
- * shape: node i's parent drawn among the earlier nodes) against ctx keys of
- * history plus the tree's own, the mask the verify builds. */
-typedef struct sprig_bench_attn_shape {
-    int n_head, n_kv_head, hd;
-    int ctx;                /* history keys */
-    int kv_type;            /* SPRIG_TYPE_F32 or SPRIG_TYPE_F16 */
-} sprig_bench_attn_shape;
-
-typedef struct sprig_bench_attn {
-    int     n;              /* tree nodes (queries) */
-    double  sec_median;     /* per call from DRAM: copies rotated, as a forward over every layer reads them */
-    double  sec_cached;     /* per call on one copy of a 512-key history, which stays in cache */
-    double  gflops;         /* 4 * hd * n_head * (keys each query sees, summed) / sec_median / 1e9 */
-    double  gflops_cached;  /* the same work per key / sec_cached: the kernel's ceiling at this n */
-    double  gbs;            /* history K+V bytes / sec_median / 1e9 */
-} sprig_bench_attn;
-
-/* Time sprig_attention for each ns[i] (1..256), calls alternated and reps
- * timed after a warm-up round, from DRAM and from cache (above). */
-sprig_status sprig_bench_attention_ns(sprig_pool *pool, const sprig_bench_attn_shape *s, const int *ns, int count,
-                                      int reps, sprig_bench_attn *out, sprig_error *err);
-
 /* Median seconds per call for one batch size; negative on error. */
 double sprig_bench_matmul(sprig_pool *pool, int type, int64_t n_in, int64_t n_out, int n, int reps);
 
