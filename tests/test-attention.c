@@ -525,6 +525,156 @@ static void test_small_heads_rows_alone(void)
 }
 
 /* Hostile arguments are named by sprig_attn_check. */
+/* Records of every format (tensor/kvrows.h), contiguous and paged (pages
+ * scattered in memory), keys and values in different formats: every kernel
+ * equals the reference bit for bit, and the reference equals attention over
+ * the same rows decoded to f32 first (the decode is the only new step). */
+struct recs {
+    sprig_kvrows r;
+    uint8_t *buf;              /* contiguous buffer or the pages' backing */
+    const uint8_t **pages;
+    float *dec;                /* [n_keys][n_kv_head*hd] decoded rows */
+};
+
+static void recs_init(struct recs *R, int fmt, int paged, int n_keys, int n_kv_head, int hd, const float *cb, sprig_rng *rng)
+{
+    memset(R, 0, sizeof *R);
+    const int64_t rec = sprig_kvrows_record_bytes(fmt, hd), hb = rec + (fmt == SPRIG_KVROWS_I8 ? 1 : 0);
+    const int64_t stride = hb * n_kv_head + 3;
+    const int shift = 2, per = 1 << shift, n_pages = (n_keys + per - 1) / per;
+    const size_t total = (size_t)(paged ? n_pages * per : n_keys) * (size_t)stride;
+    R->buf = sprig_calloc_aligned(total + 64, 1);
+    for (size_t i = 0; i < total; i++) R->buf[i] = (uint8_t)sprig_rng_u64(rng);
+    R->r = (sprig_kvrows){ .fmt = fmt, .stride = stride, .head_bytes = hb, .codebook = cb, .page_shift = shift };
+    if (paged) {
+        /* page p lives at backing slot (p * 7 + 3) % n_pages: scattered, never in order */
+        R->pages = calloc((size_t)n_pages, sizeof *R->pages);
+        for (int pg = 0; pg < n_pages; pg++) {
+            int at = pg;
+            if (n_pages > 1) at = (int)(((int64_t)pg * 7 + 3) % n_pages);
+            R->pages[pg] = R->buf + (size_t)at * per * (size_t)stride;
+        }
+        /* a permutation only if gcd(7, n_pages) == 1; keep the test honest */
+        bool seen[4096] = { false };
+        for (int pg = 0; pg < n_pages; pg++) {
+            size_t at = (size_t)(R->pages[pg] - R->buf) / ((size_t)per * (size_t)stride);
+            CHECK(!seen[at]);
+            seen[at] = true;
+        }
+        R->r.pages = R->pages;
+    } else {
+        R->r.base = R->buf;
+    }
+    /* sidecars and plain formats: finite values */
+    for (int j = 0; j < n_keys; j++)
+        for (int g = 0; g < n_kv_head; g++) {
+            uint8_t *p = (uint8_t *)sprig_kvrows_at(&R->r, j, g);
+            float x;
+            sprig_f16 h;
+            switch (fmt) {
+            case SPRIG_KVROWS_F32:
+                for (int d = 0; d < hd; d++) { x = (float)sprig_rng_normal(rng); memcpy(p + 4 * d, &x, 4); }
+                break;
+            case SPRIG_KVROWS_F16:
+                for (int d = 0; d < hd; d++) { h = sprig_f32_to_f16((float)sprig_rng_normal(rng)); memcpy(p + 2 * d, &h, 2); }
+                break;
+            case SPRIG_KVROWS_I8:
+                h = sprig_f32_to_f16((float)(0.001 + 0.02 * sprig_rng_uniform(rng)));
+                memcpy(p + hd, &h, 2);
+                break;
+            default: {
+                const int64_t cb_bytes = rec - 4;
+                h = sprig_f32_to_f16((float)(0.5 + sprig_rng_uniform(rng)));
+                memcpy(p + cb_bytes, &h, 2);
+                h = sprig_f32_to_f16((float)(0.5 + sprig_rng_uniform(rng)));
+                memcpy(p + cb_bytes + 2, &h, 2);
+                break;
+            }
+            }
+        }
+    R->dec = sprig_calloc_aligned((size_t)n_keys * n_kv_head * hd, sizeof(float));
+    for (int j = 0; j < n_keys; j++)
+        for (int g = 0; g < n_kv_head; g++)
+            sprig_kvrows_decode_ref(&R->r, sprig_kvrows_at(&R->r, j, g), hd, R->dec + ((size_t)j * n_kv_head + g) * hd);
+}
+
+static void recs_free(struct recs *R)
+{
+    sprig_free_aligned(R->buf);
+    sprig_free_aligned(R->dec);
+    free(R->pages);
+}
+
+static void test_records_match_ref(void)
+{
+    static const struct { int kf, vf; } pairs[] = {
+        { SPRIG_KVROWS_F32, SPRIG_KVROWS_F32 }, { SPRIG_KVROWS_F16, SPRIG_KVROWS_F16 }, { SPRIG_KVROWS_I8, SPRIG_KVROWS_I8 },
+        { SPRIG_KVROWS_F16, SPRIG_KVROWS_T4 }, { SPRIG_KVROWS_F16, SPRIG_KVROWS_T3 }, { SPRIG_KVROWS_T4, SPRIG_KVROWS_T4 },
+        { SPRIG_KVROWS_T3, SPRIG_KVROWS_I8 },
+    };
+    static const int hds[] = { 8, 24, 64, 128 };
+    static const int ns[] = { 1, 3, 9, 33 };
+    sprig_rng rng;
+    sprig_rng_seed(&rng, 4242);
+    float cb[16];
+    for (int i = 0; i < 16; i++) cb[i] = (float)(-2.0 + 0.27 * i + 0.01 * sprig_rng_normal(&rng));
+    int cases = 0;
+    for (size_t pi = 0; pi < sizeof pairs / sizeof pairs[0]; pi++)
+        for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                for (int paged = 0; paged < 2; paged++) {
+                    const int hd = hds[hi], n = ns[ni], n_kv = 2, n_head = 4;
+                    const int n_keys = n + 37 + (int)(hi * 29);
+                    fx f;
+                    fx_init(&f, n, n_head, n_kv, hd, n_keys, SPRIG_TYPE_F32, 0, 100 + cases);
+                    if (ni % 2) {   /* a tree mask on odd cases */
+                        int par[64];
+                        for (int i = 0; i < n; i++) par[i] = i ? (int)(sprig_rng_u64(&rng) % (uint64_t)i) : 0;
+                        f.mask = tree_mask(par, n, n_keys - n);
+                    }
+                    struct recs K, V;
+                    recs_init(&K, pairs[pi].kf, paged, n_keys, n_kv, hd, cb, &rng);
+                    recs_init(&V, pairs[pi].vf, !paged, n_keys, n_kv, hd, cb, &rng);
+                    sprig_attn_args a = fx_args(&f);
+                    a.kr = &K.r;
+                    a.vr = &V.r;
+                    a.k = a.v = NULL;
+                    sprig_error e;
+                    CHECK_EQ_INT(sprig_attn_check(&a, &e), SPRIG_OK);
+                    const size_t on = (size_t)n * n_head * hd;
+                    float *ref = sprig_calloc_aligned(on, sizeof(float)), *dec = sprig_calloc_aligned(on, sizeof(float));
+                    sprig_attention_ref(&a);
+                    memcpy(ref, f.out, on * sizeof(float));
+                    /* the same rows decoded to f32 first */
+                    sprig_attn_args b = fx_args(&f);
+                    b.k = K.dec; b.v = V.dec; b.kv_stride = (int64_t)n_kv * hd;
+                    sprig_attention_ref(&b);
+                    memcpy(dec, f.out, on * sizeof(float));
+                    CHECK(memcmp(ref, dec, on * sizeof(float)) == 0);
+                    for (int kk = 0; kk < N_KERNELS; kk++) {
+                        if (!g_has[kk]) continue;
+                        sprig_attention_use_kernel(g_kernels[kk]);
+                        for (int nth = 1; nth <= 3; nth += 2) {
+                            memset(f.out, 0x7f, on * sizeof(float));
+                            sprig_attention(g_pool[nth], &a);
+                            if (memcmp(f.out, ref, on * sizeof(float)) != 0) {
+                                fprintf(stderr, "records: kernel %s fmt %s/%s hd %d n %d paged %d nth %d differs\n", g_kernels[kk],
+                                        sprig_kvrows_fmt_name(pairs[pi].kf), sprig_kvrows_fmt_name(pairs[pi].vf), hd, n, paged, nth);
+                                CHECK(0);
+                            }
+                        }
+                    }
+                    sprig_attention_use_kernel(NULL);
+                    sprig_free_aligned(ref);
+                    sprig_free_aligned(dec);
+                    recs_free(&K);
+                    recs_free(&V);
+                    fx_free(&f);
+                    cases++;
+                }
+    CHECK(cases == 7 * 4 * 4 * 2);
+}
+
 static void test_arg_checks(void)
 {
     fx f;
@@ -645,6 +795,7 @@ int main(void)
     RUN(test_gqa_mapping);
     RUN(test_small_heads_match_ref);
     RUN(test_small_heads_rows_alone);
+    RUN(test_records_match_ref);
     RUN(test_arg_checks);
     RUN(test_small_scratch_limits_threads);
     sprig_attention_set_parallel_threshold(-1);

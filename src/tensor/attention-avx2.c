@@ -12,7 +12,9 @@
  *   values  lanes = d: for key j in order, per row: sum += p, and
  *           o += p * v_j unless p == 0; 2 rows x 32 dims of accumulators
  *           stay in registers across a V tile. Finally o / sum.
- * f16 rows are converted with vcvtph2ps (identical to sprig_f16_to_f32).
+ * f16 rows are converted with vcvtph2ps (identical to sprig_f16_to_f32);
+ * int8 and rotated-code rows (tensor/kvrows.h) are decoded per tile of keys
+ * as they stream, each element the one product the spec computes.
  */
 #include "tensor/attention.h"
 
@@ -69,6 +71,62 @@ static void f16_row(float *dst, const uint16_t *src, int hd)
     }
 }
 
+/* Decode one record of any format (tensor/kvrows.h) to f32: the bits of
+ * sprig_kvrows_decode_ref. Returns the row (in place for aligned f32). */
+static const float *dec_row(const sprig_kvrows *r, const uint8_t *p, int hd, float *dst)
+{
+    int d = 0;
+    switch (r->fmt) {
+    case SPRIG_KVROWS_F32:
+        if (((uintptr_t)p & 3) == 0) return (const float *)(const void *)p;
+        memcpy(dst, p, (size_t)hd * 4);
+        return dst;
+    case SPRIG_KVROWS_F16:
+        f16_row(dst, (const uint16_t *)(const void *)p, hd);
+        return dst;
+    case SPRIG_KVROWS_I8: {
+        const __m256 s = _mm256_set1_ps(sprig_f16_to_f32(sprig_kvrows_u16(p + hd)));
+        for (; d + 8 <= hd; d += 8) {
+            const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + d)));
+            _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_cvtepi32_ps(q), s));
+        }
+        break;
+    }
+    case SPRIG_KVROWS_T4: {
+        const __m256 s = _mm256_set1_ps(sprig_f16_to_f32(sprig_kvrows_u16(p + hd / 2 + 2)));
+        const __m256 lo = _mm256_loadu_ps(r->codebook), hi = _mm256_loadu_ps(r->codebook + 8);
+        const __m256i sh = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4), m15 = _mm256_set1_epi32(15);
+        for (; d + 8 <= hd; d += 8) {
+            uint32_t w;
+            memcpy(&w, p + d / 2, 4);
+            const __m128i b = _mm_cvtsi32_si128((int)w);
+            __m256i idx = _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+            idx = _mm256_and_si256(_mm256_srlv_epi32(idx, sh), m15);
+            const __m256 c = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx),
+                                              _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+            _mm256_storeu_ps(dst + d, _mm256_mul_ps(c, s));
+        }
+        break;
+    }
+    case SPRIG_KVROWS_T3: {
+        const __m256 s = _mm256_set1_ps(sprig_f16_to_f32(sprig_kvrows_u16(p + 3 * hd / 8 + 2)));
+        const __m256 cb = _mm256_loadu_ps(r->codebook);
+        const __m256i sh = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21), m7 = _mm256_set1_epi32(7);
+        for (; d + 8 <= hd; d += 8) {
+            const uint8_t *g = p + 3 * (d >> 3);
+            const int w = (int)((uint32_t)g[0] | (uint32_t)g[1] << 8 | (uint32_t)g[2] << 16);
+            const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), sh), m7);
+            _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_permutevar8x32_ps(cb, idx), s));
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    for (; d < hd; d++) dst[d] = sprig_kvrows_elem(r, p, hd, d);
+    return dst;
+}
+
 struct item {
     const sprig_attn_args *a;
     sprig_attn_work w;
@@ -88,7 +146,6 @@ AI void scores_block(struct item *it, int v0, const int NV, const int KK)
 {
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, rp = it->rp, jmax = it->jmax;
-    const int64_t koff = (int64_t)it->g * hd;
     const __m256 scale = _mm256_set1_ps(a->scale);
     __m256 mx[4];
     __m256i lv[4], mi[4], live[4];
@@ -105,13 +162,8 @@ AI void scores_block(struct item *it, int v0, const int NV, const int KK)
         const float *kp[4] = { 0 };
 #pragma GCC unroll 4
         for (int kk = 0; kk < KK; kk++) {
-            const int j = j0 + (kk < kn ? kk : 0);
-            if (a->kv_type == SPRIG_TYPE_F16) {
-                if (kk < kn) f16_row(it->w.kb + kk * hd, (const uint16_t *)a->k + j * a->kv_stride + koff, hd);
-                kp[kk] = it->w.kb + (kk < kn ? kk : 0) * hd;
-            } else {
-                kp[kk] = (const float *)a->k + j * a->kv_stride + koff;
-            }
+            if (kk < kn) kp[kk] = dec_row(a->kr, sprig_kvrows_at(a->kr, j0 + kk, it->g), hd, it->w.kb + kk * hd);
+            else kp[kk] = kp[0];
         }
         __m256 acc[4][4];
 #pragma GCC unroll 4
@@ -238,21 +290,13 @@ static void values(struct item *it)
 {
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, jmax = it->jmax;
-    const int64_t voff = (int64_t)it->g * hd;
     for (int r = 0; r < it->nr; r++) memset(it->orow[r], 0, (size_t)hd * sizeof(float));
     for (int r = 0; r < SPRIG_ATTN_ROWS; r++) it->sum[r] = 0.0f;
     const float *vp[SPRIG_ATTN_TV];
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
-        for (int j = j0; j < j1; j++) {
-            if (a->kv_type == SPRIG_TYPE_F16) {
-                float *dst = it->w.vb + (j - j0) * hd;
-                f16_row(dst, (const uint16_t *)a->v + j * a->kv_stride + voff, hd);
-                vp[j - j0] = dst;
-            } else {
-                vp[j - j0] = (const float *)a->v + j * a->kv_stride + voff;
-            }
-        }
+        for (int j = j0; j < j1; j++)
+            vp[j - j0] = dec_row(a->vr, sprig_kvrows_at(a->vr, j, it->g), hd, it->w.vb + (j - j0) * hd);
         for (int c0 = 0; c0 < hd; c0 += 32) {
             const int cw = hd - c0 < 32 ? hd - c0 : 32;
             const int nc = (cw + 7) / 8;

@@ -82,6 +82,63 @@ static inline void f16_row(float *dst, const uint16_t *src, int hd)
     }
 }
 
+/* Decode one record of any format (tensor/kvrows.h) to f32: the bits of
+ * sprig_kvrows_decode_ref. Returns the row (in place for aligned f32). */
+static const float *dec_row(const sprig_kvrows *r, const uint8_t *p, int hd, float *dst)
+{
+    int d = 0;
+    switch (r->fmt) {
+    case SPRIG_KVROWS_F32:
+        if (((uintptr_t)p & 3) == 0) return (const float *)(const void *)p;
+        memcpy(dst, p, (size_t)hd * 4);
+        return dst;
+    case SPRIG_KVROWS_F16:
+        f16_row(dst, (const uint16_t *)(const void *)p, hd);
+        return dst;
+    case SPRIG_KVROWS_I8: {
+        const __m512 s = _mm512_set1_ps(sprig_f16_to_f32(sprig_kvrows_u16(p + hd)));
+        for (; d < hd; d += 16) {
+            const __mmask16 m = tail_mask(hd - d);
+            const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p + d));
+            _mm512_mask_storeu_ps(dst + d, m, _mm512_mul_ps(_mm512_cvtepi32_ps(q), s));
+        }
+        return dst;
+    }
+    case SPRIG_KVROWS_T4: {   /* hd even */
+        const __m512 s = _mm512_set1_ps(sprig_f16_to_f32(sprig_kvrows_u16(p + hd / 2 + 2)));
+        const __m512 cb = _mm512_loadu_ps(r->codebook);
+        const __m512i sh = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+        const __m512i m15 = _mm512_set1_epi32(15);
+        for (; d < hd; d += 16) {
+            const __mmask16 m = tail_mask(hd - d);
+            const __m128i b = _mm_maskz_loadu_epi8((__mmask16)tail_mask((hd - d) / 2), p + d / 2);
+            __m512i idx = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+            idx = _mm512_and_si512(_mm512_srlv_epi32(idx, sh), m15);
+            _mm512_mask_storeu_ps(dst + d, m, _mm512_mul_ps(_mm512_permutexvar_ps(idx, cb), s));
+        }
+        return dst;
+    }
+    case SPRIG_KVROWS_T3: {   /* hd a multiple of 8 */
+        const __m512 s = _mm512_set1_ps(sprig_f16_to_f32(sprig_kvrows_u16(p + 3 * hd / 8 + 2)));
+        const __m512 cb = _mm512_castps256_ps512(_mm256_loadu_ps(r->codebook));
+        const __m512i sh = _mm512_set_epi32(21, 18, 15, 12, 9, 6, 3, 0, 21, 18, 15, 12, 9, 6, 3, 0);
+        const __m512i m7 = _mm512_set1_epi32(7);
+        for (; d < hd; d += 16) {
+            const uint8_t *g = p + 3 * (d >> 3);
+            const int w0 = (int)((uint32_t)g[0] | (uint32_t)g[1] << 8 | (uint32_t)g[2] << 16);
+            const int w1 = d + 8 < hd ? (int)((uint32_t)g[3] | (uint32_t)g[4] << 8 | (uint32_t)g[5] << 16) : 0;
+            const __m512i w = _mm512_inserti64x4(_mm512_set1_epi32(w0), _mm256_set1_epi32(w1), 1);
+            const __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(w, sh), m7);
+            _mm512_mask_storeu_ps(dst + d, tail_mask(hd - d), _mm512_mul_ps(_mm512_permutexvar_ps(idx, cb), s));
+        }
+        return dst;
+    }
+    default:
+        for (; d < hd; d++) dst[d] = sprig_kvrows_elem(r, p, hd, d);
+        return dst;
+    }
+}
+
 /* Number of leading entries of row[0..lim) equal to +-0 (NaN counts as non-zero). */
 static int zero_prefix(const float *row, int lim)
 {
@@ -98,6 +155,7 @@ struct item {
     const sprig_attn_args *a;
     sprig_attn_work w;
     int g, nr, rp, jmax, open;
+    bool kplain;                   /* keys are contiguous f32/f16 rows (read in place) */
     const float *mbase;            /* mask row of the item's first query */
     float *P;                      /* [jmax][pstride] probabilities */
     int pstride;
@@ -116,7 +174,6 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
 {
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, rp = it->rp, jmax = it->jmax;
-    const int64_t koff = (int64_t)it->g * hd;
     const __m512 scale = _mm512_set1_ps(a->scale);
     __m512 mx[4];
     __m512i lv[4], mi[4];
@@ -133,13 +190,8 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
         const float *kp[8] = { 0 };
 #pragma GCC unroll 8
         for (int kk = 0; kk < KK; kk++) {
-            const int j = j0 + (kk < kn ? kk : 0);
-            if (a->kv_type == SPRIG_TYPE_F16) {
-                if (kk < kn) f16_row(it->w.kb + kk * hd, (const uint16_t *)a->k + j * a->kv_stride + koff, hd);
-                kp[kk] = it->w.kb + (kk < kn ? kk : 0) * hd;
-            } else {
-                kp[kk] = (const float *)a->k + j * a->kv_stride + koff;
-            }
+            if (kk < kn) kp[kk] = dec_row(a->kr, sprig_kvrows_at(a->kr, j0 + kk, it->g), hd, it->w.kb + kk * hd);
+            else kp[kk] = kp[0];
         }
         __m512 acc[8][4];
 #pragma GCC unroll 8
@@ -241,12 +293,20 @@ AI void transpose16(__m512 r[16])
 AI void key_columns(const struct item *it, __m512 r[16], int j, int kn, int d0)
 {
     const sprig_attn_args *a = it->a;
+    const sprig_kvrows *kr = a->kr;
     const int hd = a->hd;
-    const bool f16 = a->kv_type == SPRIG_TYPE_F16;
-    const size_t es = f16 ? 2 : 4, rs = (size_t)a->kv_stride * es;
-    const char *b = (const char *)a->k + ((size_t)j * (size_t)a->kv_stride + (size_t)it->g * (size_t)hd + (size_t)d0) * es;
-    const int pf = a->n_keys - j - PF_KEYS;          /* keys k < pf have a row PF_KEYS ahead */
     const __mmask16 dm = tail_mask(hd - d0);
+    if (!it->kplain) {   /* rows decoded by scores_few into kb[16][hd] */
+        const float *b = it->w.kb + d0;
+#pragma GCC unroll 16
+        for (int k = 0; k < 16; k++) r[k] = k >= kn ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(dm, b + (size_t)k * (size_t)hd);
+        transpose16(r);
+        return;
+    }
+    const bool f16 = kr->fmt == SPRIG_KVROWS_F16;
+    const size_t es = f16 ? 2 : 4, rs = (size_t)kr->stride;
+    const char *b = (const char *)sprig_kvrows_at(kr, j, it->g) + (size_t)d0 * es;
+    const int pf = a->n_keys - j - PF_KEYS;          /* keys k < pf have a row PF_KEYS ahead */
 #pragma GCC unroll 16
     for (int k = 0; k < 16; k++) {
         if (k < pf && k < kn) _mm_prefetch(b + (size_t)(k + PF_KEYS) * rs, _MM_HINT_T0);
@@ -296,6 +356,12 @@ AI void scores_few(struct item *it, float *S, const int NR)
         __m512 acc[8];
 #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
+        if (!it->kplain)
+            for (int k = 0; k < kn; k++) {
+                float *dst = it->w.kb + (size_t)k * (size_t)hd;
+                const float *src = dec_row(a->kr, sprig_kvrows_at(a->kr, j + k, it->g), hd, dst);
+                if (src != dst) memcpy(dst, src, (size_t)hd * sizeof(float));
+            }
         for (int d0 = 0; d0 < hd; d0 += 16) {
             __m512 kc[16];
             key_columns(it, kc, j, kn, d0);
@@ -409,22 +475,14 @@ static void values(struct item *it)
 {
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, jmax = it->jmax;
-    const int64_t voff = (int64_t)it->g * hd;
     for (int r = 0; r < it->nr; r++)
         for (int d = 0; d < hd; d += 16) _mm512_mask_storeu_ps(it->orow[r] + d, tail_mask(hd - d), _mm512_setzero_ps());
     for (int r = 0; r < SPRIG_ATTN_ROWS; r++) it->sum[r] = 0.0f;
     const float *vp[SPRIG_ATTN_TV];
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
-        for (int j = j0; j < j1; j++) {
-            if (a->kv_type == SPRIG_TYPE_F16) {
-                float *dst = it->w.vb + (j - j0) * hd;
-                f16_row(dst, (const uint16_t *)a->v + j * a->kv_stride + voff, hd);
-                vp[j - j0] = dst;
-            } else {
-                vp[j - j0] = (const float *)a->v + j * a->kv_stride + voff;
-            }
-        }
+        for (int j = j0; j < j1; j++)
+            vp[j - j0] = dec_row(a->vr, sprig_kvrows_at(a->vr, j, it->g), hd, it->w.vb + (j - j0) * hd);
         for (int c0 = 0; c0 < hd; c0 += 64) {
             const int cw = hd - c0 < 64 ? hd - c0 : 64;
             const int nc = (cw + 15) / 16;
@@ -458,6 +516,9 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
     it.g = g;
     it.nr = nr;
     it.rp = (nr + 15) & ~15;
+    it.kplain = a->kr->base && (a->kr->fmt == SPRIG_KVROWS_F16 ||
+                                (a->kr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)a->kr->base & 3) == 0 && a->kr->stride % 4 == 0 &&
+                                 a->kr->head_bytes % 4 == 0));
     sprig_attn_work_split(slot, (size_t)it.rp, (size_t)nk, &it.w);
     const int i_first = r0 / group, i_last = (r0 + nr - 1) / group;
     it.jmax = 0;

@@ -126,33 +126,89 @@ static size_t rows_cap(size_t n, size_t n_head)
     return round16(rows < SPRIG_ATTN_ROWS ? rows : SPRIG_ATTN_ROWS);
 }
 
+static const char *const fmt_names[SPRIG_KVROWS_COUNT] = { "f32", "f16", "i8", "t4", "t3" };
+
+const char *sprig_kvrows_fmt_name(int fmt)
+{
+    return fmt >= 0 && fmt < SPRIG_KVROWS_COUNT ? fmt_names[fmt] : "?";
+}
+
+/* Rows of any format and layout (n_keys, n_kv_head and hd already checked). */
+static sprig_status rows_check(const sprig_attn_args *a, const sprig_kvrows *r, const char *name, sprig_error *err)
+{
+    if (r->fmt < 0 || r->fmt >= SPRIG_KVROWS_COUNT)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.fmt = %d is not a row format", name, r->fmt);
+    if ((r->fmt == SPRIG_KVROWS_T4 && a->hd % 2) || (r->fmt == SPRIG_KVROWS_T3 && a->hd % 8))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.fmt %s needs hd a multiple of %d (hd = %d)", name,
+                         fmt_names[r->fmt], r->fmt == SPRIG_KVROWS_T3 ? 8 : 2, a->hd);
+    if ((r->fmt == SPRIG_KVROWS_T4 || r->fmt == SPRIG_KVROWS_T3) && !r->codebook)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.codebook is NULL for %s rows", name, fmt_names[r->fmt]);
+    const int64_t rec = sprig_kvrows_record_bytes(r->fmt, a->hd);
+    if (r->head_bytes < rec || r->head_bytes > INT32_MAX)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.head_bytes %lld (a %s record of hd %d is %lld bytes)",
+                         name, (long long)r->head_bytes, fmt_names[r->fmt], a->hd, (long long)rec);
+    if (r->stride < r->head_bytes * a->n_kv_head)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.stride %lld < n_kv_head x head_bytes = %lld", name,
+                         (long long)r->stride, (long long)(r->head_bytes * a->n_kv_head));
+    if (r->base) {
+        if (r->stride > INT64_MAX / 2 / a->n_keys)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.stride %lld x n_keys %d overflows", name,
+                             (long long)r->stride, a->n_keys);
+    } else {
+        if (!r->pages) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s has neither base nor pages", name);
+        if (r->page_shift < 0 || r->page_shift > 24 || r->stride > INT64_MAX / 2 >> r->page_shift)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.page_shift = %d (need 0..24, pages of bounded size)",
+                             name, r->page_shift);
+        for (int64_t pg = 0; pg <= (int64_t)(a->n_keys - 1) >> r->page_shift; pg++)
+            if (!r->pages[pg]) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.pages[%lld] is NULL", name, (long long)pg);
+    }
+    return SPRIG_OK;
+}
+
+/* The record form of the plain k / v / kv_type / kv_stride arguments. */
+static sprig_kvrows rows_plain(const sprig_attn_args *a, const void *base)
+{
+    const int64_t es = a->kv_type == SPRIG_TYPE_F16 ? 2 : 4;
+    return (sprig_kvrows){ .fmt = a->kv_type == SPRIG_TYPE_F16 ? SPRIG_KVROWS_F16 : SPRIG_KVROWS_F32,
+                           .base = base, .stride = a->kv_stride * es, .head_bytes = (int64_t)a->hd * es };
+}
+
 sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
 {
     if (!a) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: args is NULL");
-    if (!a->q || !a->k || !a->v || !a->out || !a->scratch)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s is NULL",
-                         !a->q ? "q" : !a->k ? "k" : !a->v ? "v" : !a->out ? "out" : "scratch");
+    if (!a->q || !a->out || !a->scratch)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s is NULL", !a->q ? "q" : !a->out ? "out" : "scratch");
     if (a->n < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n = %d (need >= 1)", a->n);
     if (a->n_head < 1 || a->n_kv_head < 1 || a->n_head % a->n_kv_head != 0)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n_head %d is not a positive multiple of n_kv_head %d",
                          a->n_head, a->n_kv_head);
     if (a->hd < 1 || a->hd > SPRIG_ATTN_MAX_HD)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: hd = %d (need 1..%d)", a->hd, SPRIG_ATTN_MAX_HD);
-    if (a->kv_type != SPRIG_TYPE_F32 && a->kv_type != SPRIG_TYPE_F16)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_type %s (%d) is not f32 or f16",
-                         sprig_type_name(a->kv_type), a->kv_type);
-    if (a->kv_stride < (int64_t)a->n_kv_head * a->hd)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld < n_kv_head*hd = %lld",
-                         (long long)a->kv_stride, (long long)a->n_kv_head * a->hd);
     if (a->n_keys < a->n || a->n_keys > SPRIG_ATTN_MAX_KEYS)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n_keys %d (need n = %d .. %d)",
                          a->n_keys, a->n, SPRIG_ATTN_MAX_KEYS);
     if ((int64_t)a->n * a->n_head * a->hd > INT32_MAX || (int64_t)a->n * a->n_keys > INT32_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: n %d x n_head %d x hd %d / n_keys %d too large",
                          a->n, a->n_head, a->hd, a->n_keys);
-    if (a->kv_stride > INT64_MAX / 4 / a->n_keys)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld x n_keys %d overflows",
-                         (long long)a->kv_stride, a->n_keys);
+    if (!a->kr != !a->vr)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s is set but %s is NULL", a->kr ? "kr" : "vr", a->kr ? "vr" : "kr");
+    if (a->kr) {
+        sprig_status st = rows_check(a, a->kr, "kr", err);
+        if (st == SPRIG_OK) st = rows_check(a, a->vr, "vr", err);
+        if (st) return st;
+    } else {
+        if (!a->k || !a->v)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s is NULL", !a->k ? "k" : "v");
+        if (a->kv_type != SPRIG_TYPE_F32 && a->kv_type != SPRIG_TYPE_F16)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_type %s (%d) is not f32 or f16",
+                             sprig_type_name(a->kv_type), a->kv_type);
+        if (a->kv_stride < (int64_t)a->n_kv_head * a->hd)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld < n_kv_head*hd = %lld",
+                             (long long)a->kv_stride, (long long)a->n_kv_head * a->hd);
+        if (a->kv_stride > INT64_MAX / 4 / a->n_keys)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: kv_stride %lld x n_keys %d overflows",
+                             (long long)a->kv_stride, a->n_keys);
+    }
     if (!isfinite(a->scale)) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scale is not finite");
     if (a->scratch_floats) {
         const size_t need = 15 + sprig_attn_slot_floats(rows_cap((size_t)a->n, (size_t)a->n_head), (size_t)a->n_keys);
@@ -187,16 +243,15 @@ size_t sprig_attn_scratch_floats(int n, int n_head, int n_keys, int n_threads)
 
 /* ------------------------------------------------------------------ reference */
 
-static inline float kv_at(const void *base, int type, int64_t idx)
-{
-    return type == SPRIG_TYPE_F16 ? sprig_f16_to_f32(((const sprig_f16 *)base)[idx]) : ((const float *)base)[idx];
-}
-
 void sprig_attention_ref(const sprig_attn_args *a)
 {
     check_or_abort(a);
+    sprig_kvrows kp, vp;
+    if (!a->kr) { kp = rows_plain(a, a->k); vp = rows_plain(a, a->v); }
+    const sprig_kvrows *kr = a->kr ? a->kr : &kp, *vr = a->vr ? a->vr : &vp;
     const int n = a->n, hd = a->hd, nk = a->n_keys, group = a->n_head / a->n_kv_head;
     const int64_t qd = (int64_t)a->n_head * hd;
+    float row[SPRIG_ATTN_MAX_HD];
     float *sc = a->scratch;                                  /* [n_keys] */
     for (int i = 0; i < n; i++) {
         const int lim = a->mask ? nk : nk - n + i + 1;
@@ -206,9 +261,9 @@ void sprig_attention_ref(const sprig_attn_args *a)
             float *o = a->out + i * qd + (int64_t)h * hd;
             float mx = -INFINITY;
             for (int j = 0; j < lim; j++) {
-                const int64_t kb = j * a->kv_stride + (int64_t)g * hd;
+                sprig_kvrows_decode_ref(kr, sprig_kvrows_at(kr, j, g), hd, row);
                 float acc = 0.0f;
-                for (int d = 0; d < hd; d++) acc = fmaf(q[d], kv_at(a->k, a->kv_type, kb + d), acc);
+                for (int d = 0; d < hd; d++) acc = fmaf(q[d], row[d], acc);
                 float s = acc * a->scale;
                 if (a->mask) s = s + a->mask[(int64_t)i * nk + j];
                 sc[j] = s;
@@ -220,8 +275,8 @@ void sprig_attention_ref(const sprig_attn_args *a)
                 const float p = sprig_expf_poly(sc[j] - mx);
                 if (p == 0.0f) continue;
                 sum += p;
-                const int64_t vb = j * a->kv_stride + (int64_t)g * hd;
-                for (int d = 0; d < hd; d++) o[d] = fmaf(p, kv_at(a->v, a->kv_type, vb + d), o[d]);
+                sprig_kvrows_decode_ref(vr, sprig_kvrows_at(vr, j, g), hd, row);
+                for (int d = 0; d < hd; d++) o[d] = fmaf(p, row[d], o[d]);
             }
             for (int d = 0; d < hd; d++) o[d] = o[d] / sum;
         }
@@ -267,13 +322,13 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
         const float *kp[4];
         for (int kk = 0; kk < 4; kk++) {
             const int j = j0 + (kk < kn ? kk : 0);
-            if (a->kv_type == SPRIG_TYPE_F16) {
-                const sprig_f16 *src = (const sprig_f16 *)a->k + j * a->kv_stride + (int64_t)g * hd;
-                float *dst = w.kb + (size_t)kk * (size_t)hd;
-                for (int d = 0; d < hd; d++) dst[d] = sprig_f16_to_f32(src[d]);
-                kp[kk] = dst;
+            const uint8_t *src = sprig_kvrows_at(a->kr, j, g);
+            if (a->kr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)src & 3) == 0) {
+                kp[kk] = (const float *)(const void *)src;
             } else {
-                kp[kk] = (const float *)a->k + j * a->kv_stride + (int64_t)g * hd;
+                float *dst = w.kb + (size_t)kk * (size_t)hd;
+                sprig_kvrows_decode_ref(a->kr, src, hd, dst);
+                kp[kk] = dst;
             }
         }
         for (size_t rb = 0; rb < rp; rb += 16) {
@@ -317,12 +372,12 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
     for (int j = 0; j < jmax; j++) {
         const float *sj = w.sc + (size_t)j * rp;
         const float *vp;
-        if (a->kv_type == SPRIG_TYPE_F16) {
-            const sprig_f16 *src = (const sprig_f16 *)a->v + j * a->kv_stride + (int64_t)g * hd;
-            for (int d = 0; d < hd; d++) w.vb[d] = sprig_f16_to_f32(src[d]);
-            vp = w.vb;
+        const uint8_t *src = sprig_kvrows_at(a->vr, j, g);
+        if (a->vr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)src & 3) == 0) {
+            vp = (const float *)(const void *)src;
         } else {
-            vp = (const float *)a->v + j * a->kv_stride + (int64_t)g * hd;
+            sprig_kvrows_decode_ref(a->vr, src, hd, w.vb);
+            vp = w.vb;
         }
         for (int r = 0; r < nr; r++) {
             const float p = sj[r];
@@ -387,6 +442,23 @@ static void attn_task(void *ctx, int ith, int nth)
     }
 }
 
+/* The small-head kernel reads plain rows through k / v / kv_type / kv_stride:
+ * usable when the records are contiguous f32 or f16 rows of hd elements,
+ * the same for keys and values. */
+static bool small_rows(sprig_attn_args *a)
+{
+    const sprig_kvrows *k = a->kr, *v = a->vr;
+    const int64_t es = k->fmt == SPRIG_KVROWS_F16 ? 2 : 4;
+    if (!sprig_kvrows_plain(k) || !sprig_kvrows_plain(v) || k->fmt != v->fmt || k->stride != v->stride ||
+        k->head_bytes != a->hd * es || v->head_bytes != a->hd * es)
+        return false;
+    a->k = k->base;
+    a->v = v->base;
+    a->kv_type = k->fmt == SPRIG_KVROWS_F16 ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32;
+    a->kv_stride = k->stride / es;
+    return true;
+}
+
 /* The small-head plan: the largest chunk of G kv heads (G divides n_kv_head)
  * with G*hd <= 32, G*group <= 16 and at most 8 output vectors per row —
  * among those giving at least min_chunks chunks when there are any (a
@@ -411,9 +483,14 @@ static bool small_plan(const sprig_attn_args *a, int rp, int min_chunks, sprig_a
     return false;
 }
 
-void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
+void sprig_attention(sprig_pool *pool, const sprig_attn_args *args)
 {
-    check_or_abort(a);
+    check_or_abort(args);
+    /* the kernels read records (a->kr, a->vr); the plain arguments become records */
+    sprig_attn_args A = *args;
+    sprig_kvrows kp, vp;
+    if (!A.kr) { kp = rows_plain(&A, A.k); vp = rows_plain(&A, A.v); A.kr = &kp; A.vr = &vp; }
+    const sprig_attn_args *a = &A;
     const int group = a->n_head / a->n_kv_head;
     const int rows_kv = group * a->n;
     const int kern = attn_kernel();
@@ -438,7 +515,7 @@ void sprig_attention(sprig_pool *pool, const sprig_attn_args *a)
     }
 
     sprig_attn_small sp;
-    const bool small = kern == KERN_AVX512 && small_plan(a, rp, nth, &sp);
+    const bool small = kern == KERN_AVX512 && small_rows(&A) && small_plan(a, rp, nth, &sp);
     int chunks, chunk_rows, n_groups;
     if (small) {
         /* items: (chunk of G kv heads, block of query rows); rows are split

@@ -20,6 +20,7 @@
 
 #include "base/err.h"
 #include "base/pool.h"
+#include "tensor/kvrows.h"
 #include "tensor/types.h"
 
 #define SPRIG_ATTN_MAX_HD    256        /* largest head dimension the kernels take */
@@ -32,6 +33,9 @@ typedef struct sprig_attn_args {
     const void *k, *v;     /* key/value rows: slot j at k + j*kv_stride elements; [n_keys][n_kv_head*hd] */
     int kv_type;           /* SPRIG_TYPE_F32 or SPRIG_TYPE_F16 */
     int64_t kv_stride;     /* elements between slots (>= n_kv_head*hd) */
+    const sprig_kvrows *kr, *vr;   /* or: keys and values as records of any format and
+                              layout (tensor/kvrows.h: quantized, paged); when both
+                              are set, k, v, kv_type and kv_stride are not read */
     int n_keys;            /* visible slots: history + the n new ones (offset + n) */
     const float *mask;     /* [n][n_keys] additive (0 / -1e9), or NULL = causal:
                               query i sees slots < n_keys - n + i + 1 */
@@ -77,14 +81,14 @@ void sprig_attention_set_parallel_threshold(double fmas);
  * work slot of the calling thread is carved up by sprig_attn_work_split.
  * Kernels live in attention*.c; only attention.c calls them. */
 #define SPRIG_ATTN_ROWS 64   /* rows per work item (query x head pairs of one kv head) */
-#define SPRIG_ATTN_KB   8    /* f16 keys converted per step */
+#define SPRIG_ATTN_KB   16   /* f16 / quantized keys converted per step */
 #define SPRIG_ATTN_TV   32   /* keys per V tile */
 
 typedef struct sprig_attn_work {
     float *sc;      /* [n_keys][rp] scores, then probabilities (rp = nr rounded up to 16) */
     float *qt;      /* [hd][rp] the item's queries, transposed */
-    float *kb;      /* [SPRIG_ATTN_KB][hd] f16 keys converted to f32 */
-    float *vb;      /* [SPRIG_ATTN_TV][hd] f16 values converted to f32 */
+    float *kb;      /* [SPRIG_ATTN_KB][hd] f16 / quantized keys decoded to f32 */
+    float *vb;      /* [SPRIG_ATTN_TV][hd] f16 / quantized values decoded to f32 */
     float *dummy;   /* [SPRIG_ATTN_MAX_HD] sink for padding rows */
 } sprig_attn_work;
 
