@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/pool.h"
 #include "base/timer.h"
+#include "kv/kv.h"
 #include "model/arch.h"
 #include "sample/sample.h"
 #include "spec/drafters.h"
@@ -117,6 +118,18 @@ static uint64_t pick_seed(uint64_t seed, const void *salt)
     return (sprig_time_ns() ^ ((uint64_t)(uintptr_t)salt << 16)) & 0xffffffffu;
 }
 
+const char *sprig_kv_type_name(enum sprig_kv_type t) { return sprig_kv_mode_name((int)t); }
+
+bool sprig_kv_type_from_name(const char *name, enum sprig_kv_type *out)
+{
+    const int m = sprig_kv_mode_from_name(name);
+    if (m < 0) return false;
+    *out = (enum sprig_kv_type)m;
+    return true;
+}
+
+const char *sprig_kv_type_list(void) { return sprig_kv_mode_list(); }
+
 static const char *const drafter_names[] = {
     [SPRIG_DRAFTER_NONE] = "none", [SPRIG_DRAFTER_MODEL] = "draft-model",
     [SPRIG_DRAFTER_MTP] = "mtp", [SPRIG_DRAFTER_NGRAM] = "ngram",
@@ -130,8 +143,8 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d is out of range [0, %d]", p->n_ctx, 1 << 24);
     if (p->n_batch < 0 || p->n_batch > 4096)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d is out of range [0, 4096]", p->n_batch);
-    if (p->kv_type != SPRIG_KV_F32 && p->kv_type != SPRIG_KV_F16)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type", (int)p->kv_type);
+    if (!sprig_kv_type_name(p->kv_type))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type (%s)", (int)p->kv_type, sprig_kv_type_list());
     if ((unsigned)p->drafter > SPRIG_DRAFTER_NGRAM)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "drafter: %d is not a drafter kind", (int)p->drafter);
     if ((p->drafter == SPRIG_DRAFTER_MODEL || p->drafter == SPRIG_DRAFTER_MTP) && (!p->draft_path || !*p->draft_path))
@@ -192,7 +205,7 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     if (!(s->pool = sprig_pool_create(p->n_threads, err))) goto fail;
     struct sprig_ctx_params cp = {
         .n_ctx = p->n_ctx, .n_batch = p->n_batch > 0 ? (p->n_batch < rows ? rows : p->n_batch) : (rows > 64 ? rows : 64),
-        .kv_type = p->kv_type == SPRIG_KV_F16 ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32,
+        .kv_mode = (int)p->kv_type,
     };
     if ((st = sprig_ctx_create(m, s->pool, &cp, &s->ctx, err))) goto fail_st;
     if (sprig_ctx_n_batch(s->ctx) < rows) {

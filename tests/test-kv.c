@@ -1,6 +1,8 @@
 /*
- * tests/test-kv.c — the KV cache contract (kv/kv.h) on the dense kind, f32
- * and f16, several layers, random rows:
+ * tests/test-kv.c — the KV cache contract (kv/kv.h) on the dense kind in
+ * every mode (f32, f16, int8, turbo4, turbo4-asym, turbo3-asym; head sizes
+ * 8, 16, 64), several layers, random rows, comparing whole records (codes
+ * and every sidecar: scales, norms, rescales):
  *   write/view round trip; trim; gather_positions (identity is a no-op, a
  *   prefix equals trim, a scattered selection keeps exactly those rows);
  *   gather_within_tail equals gather_positions said in absolute terms, moves
@@ -13,25 +15,28 @@
 #include "kv/kv.h"
 #include "tensor/types.h"
 
-enum { NL = 3, DIM = 12, CTX = 64 };
+#include <stdlib.h>
 
-static size_t elt_of(int type) { return type == SPRIG_TYPE_F32 ? 4 : 2; }
+enum { NL = 3, NKV = 2, HD = 16, DIM = NKV * HD, CTX = 64, MAXREC = 4 * HD };
 
-static sprig_kv *make(int type)
+static int g_hd = HD;   /* the head size the current mode runs with */
+
+static sprig_kv *make(int mode)
 {
     sprig_error err;
-    struct sprig_kv_params p = { .n_layer = NL, .n_ctx = CTX, .kv_dim = DIM, .type = type };
-    sprig_kv *kv = sprig_kv_create_dense(&p, &err);
-    CHECK(kv != NULL);
+    struct sprig_kv_params p = { .n_layer = NL, .n_ctx = CTX, .n_kv_head = NKV, .head_dim = g_hd, .mode = mode };
+    sprig_kv *kv = sprig_kv_create(&p, &err);
+    CHECKF(kv != NULL, "%s", err.msg);
     return kv;
 }
 
 /* Append n random rows to every layer. */
 static void fill(sprig_kv *kv, int n, sprig_rng *r)
 {
-    float k[CTX * DIM], v[CTX * DIM];
+    const int dim = NKV * g_hd;
+    float k[CTX * NKV * 64], v[CTX * NKV * 64];
     for (int l = 0; l < NL; l++) {
-        for (int i = 0; i < n * DIM; i++) {
+        for (int i = 0; i < n * dim; i++) {
             k[i] = (float)sprig_rng_normal(r);
             v[i] = (float)sprig_rng_normal(r);
         }
@@ -40,112 +45,137 @@ static void fill(sprig_kv *kv, int n, sprig_rng *r)
     sprig_kv_commit(kv, n);
 }
 
-/* Byte snapshot of slots [0, CTX) of every layer: [NL][2][CTX*DIM*elt]. */
-struct snap { unsigned char b[NL][2][CTX * DIM * 4]; };
+/* Record bytes of slot j of every layer, keys then values, all kv heads:
+ * [NL][2][NKV][MAXREC] (records are compared by their own size). */
+struct snap { unsigned char b[CTX][NL][2][NKV][MAXREC * 4]; };
 
-static void take(const sprig_kv *kv, struct snap *s)
+static void slot_bytes(const sprig_kv *kv, int j, unsigned char out[NL][2][NKV][MAXREC * 4])
 {
-    size_t bytes = (size_t)CTX * DIM * elt_of(kv->p.type);
-    memset(s, 0, sizeof *s);
+    memset(out, 0, sizeof(unsigned char[NL][2][NKV][MAXREC * 4]));
     for (int l = 0; l < NL; l++) {
         sprig_kv_view vw = sprig_kv_view_layer(kv, l);
-        memcpy(s->b[l][0], vw.k, bytes);
-        memcpy(s->b[l][1], vw.v, bytes);
+        for (int g = 0; g < NKV; g++) {
+            memcpy(out[l][0][g], sprig_kvrows_at(&vw.k, j, g), (size_t)sprig_kvrows_record_bytes(vw.k.fmt, g_hd));
+            memcpy(out[l][1][g], sprig_kvrows_at(&vw.v, j, g), (size_t)sprig_kvrows_record_bytes(vw.v.fmt, g_hd));
+        }
     }
 }
 
-/* Slot a of cache x equals slot b of snapshot s, in every layer, keys and values. */
+static struct snap *take(const sprig_kv *kv)
+{
+    struct snap *s = calloc(1, sizeof *s);
+    for (int j = 0; j < CTX; j++) slot_bytes(kv, j, s->b[j]);
+    return s;
+}
+
+/* Slot a of cache x equals slot b of snapshot s, in every layer, keys and
+ * values, codes and sidecars. */
 static bool row_eq(const sprig_kv *x, int a, const struct snap *s, int b)
 {
-    size_t rb = (size_t)DIM * elt_of(x->p.type);
-    for (int l = 0; l < NL; l++) {
-        sprig_kv_view vw = sprig_kv_view_layer(x, l);
-        if (memcmp((const char *)vw.k + a * rb, s->b[l][0] + b * rb, rb)) return false;
-        if (memcmp((const char *)vw.v + a * rb, s->b[l][1] + b * rb, rb)) return false;
-    }
-    return true;
+    static unsigned char cur[NL][2][NKV][MAXREC * 4];
+    slot_bytes(x, a, cur);
+    return memcmp(cur, s->b[b], sizeof cur) == 0;
 }
 
-/* Caches x and y hold the same len and the same bytes in [0, len). */
+/* Caches x and y hold the same len and the same records in [0, len). */
 static bool same(const sprig_kv *x, const sprig_kv *y)
 {
     if (sprig_kv_len(x) != sprig_kv_len(y)) return false;
-    struct snap sy;
-    take(y, &sy);
-    for (int i = 0; i < sprig_kv_len(x); i++)
-        if (!row_eq(x, i, &sy, i)) return false;
-    return true;
+    struct snap *sy = take(y);
+    bool ok = true;
+    for (int i = 0; i < sprig_kv_len(x); i++) ok &= row_eq(x, i, sy, i);
+    free(sy);
+    return ok;
 }
 
-static void copy_into(sprig_kv *dst, const sprig_kv *src)
+/* dst := the same rows src was filled with (encoding is deterministic). */
+static void refill(sprig_kv *dst, int len, uint64_t seed)
 {
+    sprig_rng r;
+    sprig_rng_seed(&r, seed);
     sprig_kv_clear(dst);
-    int n = sprig_kv_len(src);
-    float k[CTX * DIM], v[CTX * DIM];
-    for (int l = 0; l < NL; l++) {
-        sprig_kv_view vw = sprig_kv_view_layer(src, l);
-        for (int i = 0; i < n * DIM; i++) {
-            if (src->p.type == SPRIG_TYPE_F32) {
-                k[i] = ((const float *)vw.k)[i];
-                v[i] = ((const float *)vw.v)[i];
-            } else {
-                k[i] = sprig_f16_to_f32(((const sprig_f16 *)vw.k)[i]);
-                v[i] = sprig_f16_to_f32(((const sprig_f16 *)vw.v)[i]);
-            }
-        }
-        sprig_kv_write(dst, l, n, k, v);
-    }
-    sprig_kv_commit(dst, n);
+    fill(dst, len, &r);
 }
 
 static void test_create_validates(void)
 {
     sprig_error err;
-    struct sprig_kv_params good = { .n_layer = 2, .n_ctx = 8, .kv_dim = 4, .type = SPRIG_TYPE_F16 };
+    struct sprig_kv_params good = { .n_layer = 2, .n_ctx = 8, .n_kv_head = 2, .head_dim = 16, .mode = SPRIG_KV_MODE_F16 };
     struct { struct sprig_kv_params p; const char *field; } bad[] = {
-        { { 0, 8, 4, SPRIG_TYPE_F32 }, "n_layer" },
-        { { 2, 0, 4, SPRIG_TYPE_F32 }, "n_ctx" },
-        { { 2, 8, -1, SPRIG_TYPE_F32 }, "kv_dim" },
-        { { 2, 8, 4, SPRIG_TYPE_Q8_0 }, "type" },
-        { { 2, 8, 4, 999 }, "type" },
+        { { 0, 8, 2, 16, 0 }, "n_layer" },
+        { { 2, 0, 2, 16, 0 }, "n_ctx" },
+        { { 2, 8, 0, 16, 0 }, "n_kv_head" },
+        { { 2, 8, 2, -1, 0 }, "head_dim" },
+        { { 2, 8, 2, 512, 0 }, "head_dim" },
+        { { 2, 8, 2, 16, 999 }, "mode" },
+        { { 2, 8, 2, 16, -1 }, "mode" },
+        { { 2, 8, 2, 16, SPRIG_KV_MODE_TURBO4_DELEGATED }, "mode" },
+        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4 }, "power of two" },
+        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4_ASYM }, "head size is 24" },
+        { { 2, 8, 2, 4, SPRIG_KV_MODE_TURBO3_ASYM }, "turbo3-asym" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
-        sprig_kv *kv = sprig_kv_create_dense(&bad[i].p, &err);
+        sprig_kv *kv = sprig_kv_create(&bad[i].p, &err);
         CHECK(kv == NULL);
         CHECKF(strstr(err.msg, bad[i].field) != NULL, "case %zu: '%s' lacks '%s'", i, err.msg, bad[i].field);
     }
     CHECK(sprig_kv_create_dense(NULL, &err) == NULL);
-    sprig_kv *kv = sprig_kv_create_dense(&good, &err);
+    sprig_kv *kv = sprig_kv_create(&good, &err);
     CHECK(kv != NULL);
     CHECK_EQ_INT(sprig_kv_len(kv), 0);
     CHECK_EQ_INT(sprig_kv_capacity(kv), 8);
     CHECK_STR(sprig_kv_kind(kv), "dense");
     sprig_kv_free(kv);
     sprig_kv_free(NULL);
+    /* int8 takes any head size */
+    struct sprig_kv_params odd = { .n_layer = 1, .n_ctx = 4, .n_kv_head = 3, .head_dim = 24, .mode = SPRIG_KV_MODE_INT8 };
+    CHECK((kv = sprig_kv_create(&odd, &err)) != NULL);
+    sprig_kv_free(kv);
+    /* names */
+    for (int m = 0; m < SPRIG_KV_MODE_COUNT; m++)
+        if (sprig_kv_mode_from_name(sprig_kv_mode_name(m)) >= 0) CHECK_EQ_INT(sprig_kv_mode_from_name(sprig_kv_mode_name(m)), m);
+    CHECK_EQ_INT(sprig_kv_mode_from_name("q8_0"), -1);
+    CHECK_EQ_INT(sprig_kv_mode_from_name(NULL), -1);
+    CHECK(strstr(sprig_kv_mode_list(), "turbo3-asym") != NULL);
 }
 
-static void test_write_view(int type)
+static void test_write_view(int mode)
 {
-    sprig_kv *kv = make(type);
-    float k[2 * DIM], v[2 * DIM];
-    for (int i = 0; i < 2 * DIM; i++) { k[i] = 0.1f * (float)i - 1.0f; v[i] = 3.3f - 0.7f * (float)i; }
+    sprig_kv *kv = make(mode);
+    const int dim = NKV * g_hd;
+    float k[2 * NKV * 64], v[2 * NKV * 64];
+    for (int i = 0; i < 2 * dim; i++) { k[i] = 0.1f * (float)i - 1.0f; v[i] = 3.3f - 0.07f * (float)i; }
     for (int l = 0; l < NL; l++) sprig_kv_write(kv, l, 2, k, v);
     CHECK_EQ_INT(sprig_kv_len(kv), 0);   /* pending until commit */
     sprig_kv_commit(kv, 2);
     CHECK_EQ_INT(sprig_kv_len(kv), 2);
+    /* each record is what the mode's codec makes of its row */
+    sprig_kv_codec kc, vc;
+    sprig_error err;
+    CHECK_EQ_INT(sprig_kv_mode_codecs(mode, g_hd, &kc, &vc, &err), SPRIG_OK);
+    bool ok = true;
     for (int l = 0; l < NL; l++) {
         sprig_kv_view vw = sprig_kv_view_layer(kv, l);
-        CHECK_EQ_INT(vw.type, type);
-        CHECK_EQ_INT(vw.stride, DIM);
-        bool ok = true;
-        for (int i = 0; i < 2 * DIM; i++) {
-            float gk, gv;
-            if (type == SPRIG_TYPE_F32) { gk = ((const float *)vw.k)[i]; gv = ((const float *)vw.v)[i]; }
-            else { gk = sprig_f16_to_f32(((const sprig_f16 *)vw.k)[i]); gv = sprig_f16_to_f32(((const sprig_f16 *)vw.v)[i]); }
-            float wk = type == SPRIG_TYPE_F32 ? k[i] : sprig_f16_to_f32(sprig_f32_to_f16(k[i]));
-            float wv = type == SPRIG_TYPE_F32 ? v[i] : sprig_f16_to_f32(sprig_f32_to_f16(v[i]));
-            ok &= gk == wk && gv == wv;
+        CHECK_EQ_INT(vw.k.fmt, kc.fmt);
+        CHECK_EQ_INT(vw.v.fmt, vc.fmt);
+        for (int i = 0; i < 2; i++)
+            for (int g = 0; g < NKV; g++) {
+                uint8_t want[4 * 64 + 8];
+                sprig_kv_codec_encode(&kc, k + ((size_t)i * NKV + g) * g_hd, want);
+                ok &= memcmp(sprig_kvrows_at(&vw.k, i, g), want, (size_t)kc.rec_bytes) == 0;
+                sprig_kv_codec_encode(&vc, v + ((size_t)i * NKV + g) * g_hd, want);
+                ok &= memcmp(sprig_kvrows_at(&vw.v, i, g), want, (size_t)vc.rec_bytes) == 0;
+            }
+    }
+    CHECK(ok);
+    if (mode == SPRIG_KV_MODE_F32 || mode == SPRIG_KV_MODE_F16) {   /* plain modes read back the rows */
+        sprig_kv_view vw = sprig_kv_view_layer(kv, 0);
+        float row[64];
+        sprig_kvrows_decode_ref(&vw.k, sprig_kvrows_at(&vw.k, 1, 1), g_hd, row);
+        for (int d = 0; d < g_hd; d++) {
+            const float x = k[dim + g_hd + d];
+            ok &= row[d] == (mode == SPRIG_KV_MODE_F32 ? x : sprig_f16_to_f32(sprig_f32_to_f16(x)));
         }
         CHECK(ok);
     }
@@ -159,35 +189,36 @@ static void test_trim_and_identity(int type)
     sprig_rng_seed(&r, 11 + (uint64_t)type);
     sprig_kv *kv = make(type);
     fill(kv, 20, &r);
-    struct snap s0;
-    take(kv, &s0);
+    struct snap *s0 = take(kv), *s1;
     int ident[20];
     for (int i = 0; i < 20; i++) ident[i] = i;
     CHECK_EQ_INT(sprig_kv_gather_positions(kv, ident, 20, &err), SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(kv), 20);
-    struct snap s1;
-    take(kv, &s1);
-    CHECK(memcmp(&s0, &s1, sizeof s0) == 0);
+    s1 = take(kv);
+    CHECK(memcmp(s0, s1, sizeof *s0) == 0);
+    free(s1);
     CHECK_EQ_INT(sprig_kv_gather_within_tail(kv, 7, ident, 7, &err), SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(kv), 20);
-    take(kv, &s1);
-    CHECK(memcmp(&s0, &s1, sizeof s0) == 0);
+    s1 = take(kv);
+    CHECK(memcmp(s0, s1, sizeof *s0) == 0);
+    free(s1);
 
     CHECK_EQ_INT(sprig_kv_trim(kv, 0, &err), SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(kv), 20);
     CHECK_EQ_INT(sprig_kv_trim(kv, 5, &err), SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(kv), 15);
     bool ok = true;
-    for (int i = 0; i < 15; i++) ok &= row_eq(kv, i, &s0, i);
+    for (int i = 0; i < 15; i++) ok &= row_eq(kv, i, s0, i);
     CHECK(ok);
     /* re-append after trim writes at the new end */
     fill(kv, 3, &r);
     CHECK_EQ_INT(sprig_kv_len(kv), 18);
     ok = true;
-    for (int i = 0; i < 15; i++) ok &= row_eq(kv, i, &s0, i);
+    for (int i = 0; i < 15; i++) ok &= row_eq(kv, i, s0, i);
     CHECK(ok);
     CHECK_EQ_INT(sprig_kv_trim(kv, 18, &err), SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(kv), 0);
+    free(s0);
     sprig_kv_free(kv);
 }
 
@@ -207,33 +238,32 @@ static void test_gather_equivalences(int type)
     sprig_rng r;
     sprig_rng_seed(&r, 1234 + (uint64_t)type);
     sprig_kv *a = make(type), *b = make(type), *c = make(type);
-    int reps = test_quick() ? 60 : 400;
+    int reps = test_quick() ? 40 : 200;
     for (int rep = 0; rep < reps; rep++) {
-        sprig_kv_clear(a);
+        const uint64_t seed = sprig_rng_u64(&r);
         int len = 1 + (int)(sprig_rng_u64(&r) % 40);
-        fill(a, len, &r);
-        struct snap s0;
-        take(a, &s0);
+        refill(a, len, seed);
+        struct snap *s0 = take(a);
 
         /* prefix selection equals trim */
         int m = (int)(sprig_rng_u64(&r) % (uint64_t)(len + 1));
         int sel[CTX];
         for (int i = 0; i < m; i++) sel[i] = i;
-        copy_into(b, a);
+        refill(b, len, seed);
         CHECK_EQ_INT(sprig_kv_gather_positions(b, sel, m, &err), SPRIG_OK);
-        copy_into(c, a);
+        refill(c, len, seed);
         CHECK_EQ_INT(sprig_kv_trim(c, len - m, &err), SPRIG_OK);
         CHECK(same(b, c));
         CHECK_EQ_INT(sprig_kv_len(b), m);
 
-        /* scattered selection keeps exactly those rows, in order */
+        /* scattered selection keeps exactly those slots (codes and sidecars), in order */
         m = (int)(sprig_rng_u64(&r) % (uint64_t)(len + 1));
         subset(&r, len, m, sel);
-        copy_into(b, a);
+        refill(b, len, seed);
         CHECK_EQ_INT(sprig_kv_gather_positions(b, sel, m, &err), SPRIG_OK);
         CHECK_EQ_INT(sprig_kv_len(b), m);
         bool ok = true;
-        for (int i = 0; i < m; i++) ok &= row_eq(b, i, &s0, sel[i]);
+        for (int i = 0; i < m; i++) ok &= row_eq(b, i, s0, sel[i]);
         CHECKF(ok, "rep %d len %d m %d", rep, len, m);
 
         /* gather_within_tail == gather_positions in absolute terms;
@@ -245,37 +275,32 @@ static void test_gather_equivalences(int type)
         int base = len - tail;
         for (int i = 0; i < base; i++) abs_sel[i] = i;
         for (int i = 0; i < nk; i++) abs_sel[base + i] = base + kept[i];
-        copy_into(b, a);
-        copy_into(c, a);
+        refill(b, len, seed);
+        refill(c, len, seed);
         sprig_kv_view before = sprig_kv_view_layer(b, 0);
-        struct snap sb;
-        take(b, &sb);
+        struct snap *sb = take(b);
         CHECK_EQ_INT(sprig_kv_gather_within_tail(b, tail, kept, nk, &err), SPRIG_OK);
         CHECK_EQ_INT(sprig_kv_gather_positions(c, abs_sel, base + nk, &err), SPRIG_OK);
         CHECK(same(b, c));
         CHECK_EQ_INT(sprig_kv_len(b), base + nk);
-        /* only tail bytes moved, and the buffer is the same allocation */
+        /* only tail slots changed, and the buffers are the same allocation */
         sprig_kv_view after = sprig_kv_view_layer(b, 0);
-        CHECK(before.k == after.k && before.v == after.v);
-        struct snap sa;
-        take(b, &sa);
-        size_t head = (size_t)base * DIM * elt_of(type);
-        size_t all = (size_t)CTX * DIM * elt_of(type);
-        size_t tail_end = (size_t)len * DIM * elt_of(type);
+        CHECK(before.k.base == after.k.base && before.v.base == after.v.base);
+        struct snap *sa = take(b);
         ok = true;
-        for (int l = 0; l < NL; l++)
-            for (int kvv = 0; kvv < 2; kvv++) {
-                ok &= memcmp(sa.b[l][kvv], sb.b[l][kvv], head) == 0;
-                ok &= memcmp(sa.b[l][kvv] + tail_end, sb.b[l][kvv] + tail_end, all - tail_end) == 0;
-            }
-        CHECKF(ok, "gather_within_tail touched bytes outside the tail (rep %d)", rep);
+        for (int j = 0; j < CTX; j++)
+            if (j < base || j >= len) ok &= memcmp(sa->b[j], sb->b[j], sizeof sa->b[j]) == 0;
+        CHECKF(ok, "gather_within_tail touched slots outside the tail (rep %d)", rep);
+        free(sa);
+        free(sb);
 
         for (int i = 0; i < nk; i++) kept[i] = i;
-        copy_into(b, a);
-        copy_into(c, a);
+        refill(b, len, seed);
+        refill(c, len, seed);
         CHECK_EQ_INT(sprig_kv_gather_within_tail(b, tail, kept, nk, &err), SPRIG_OK);
         CHECK_EQ_INT(sprig_kv_trim(c, tail - nk, &err), SPRIG_OK);
         CHECK(same(b, c));
+        free(s0);
     }
     sprig_kv_free(a);
     sprig_kv_free(b);
@@ -291,15 +316,15 @@ static void test_tree_rollback_shape(int type)
     sprig_rng_seed(&r, 77);
     sprig_kv *kv = make(type);
     fill(kv, 16, &r);
-    struct snap s0;
-    take(kv, &s0);
+    struct snap *s0 = take(kv);
     const int path[3] = { 0, 2, 5 };
     CHECK_EQ_INT(sprig_kv_gather_within_tail(kv, 6, path, 3, &err), SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(kv), 13);
     bool ok = true;
-    for (int i = 0; i < 10; i++) ok &= row_eq(kv, i, &s0, i);
-    for (int i = 0; i < 3; i++) ok &= row_eq(kv, 10 + i, &s0, 10 + path[i]);
+    for (int i = 0; i < 10; i++) ok &= row_eq(kv, i, s0, i);
+    for (int i = 0; i < 3; i++) ok &= row_eq(kv, 10 + i, s0, 10 + path[i]);
     CHECK(ok);
+    free(s0);
     sprig_kv_free(kv);
 }
 
@@ -310,8 +335,7 @@ static void test_bad_arguments(int type)
     sprig_rng_seed(&r, 5);
     sprig_kv *kv = make(type);
     fill(kv, 10, &r);
-    struct snap s0, s1;
-    take(kv, &s0);
+    struct snap *s0 = take(kv), *s1;
     struct { int which; int a; int sel[4]; int n; const char *name; } cases[] = {
         { 0, -1, {0}, 0, "n" },                       /* trim */
         { 0, 11, {0}, 0, "len" },
@@ -344,8 +368,10 @@ static void test_bad_arguments(int type)
     CHECK(strstr(err.msg, "kept") != NULL);
     /* refusals leave the cache untouched; NULL err is allowed */
     CHECK_EQ_INT(sprig_kv_trim(kv, 99, NULL), SPRIG_E_INVALID_ARG);
-    take(kv, &s1);
-    CHECK(memcmp(&s0, &s1, sizeof s0) == 0);
+    s1 = take(kv);
+    CHECK(memcmp(s0, s1, sizeof *s0) == 0);
+    free(s0);
+    free(s1);
     CHECK_EQ_INT(sprig_kv_len(kv), 10);
     sprig_kv_clear(kv);
     CHECK_EQ_INT(sprig_kv_len(kv), 0);
@@ -366,7 +392,7 @@ static void test_refusing_kind(void)
     static const struct sprig_kv_vt vt = {
         .kind = "paged-test", .destroy = nogather_destroy, .write = nogather_write, .view = nogather_view,
     };
-    sprig_kv kv = { .vt = &vt, .p = { 1, 16, 4, SPRIG_TYPE_F32 }, .len = 8 };
+    sprig_kv kv = { .vt = &vt, .p = { 1, 16, 1, 4, SPRIG_KV_MODE_F32 }, .len = 8 };
     char reason[128];
     CHECK(!sprig_kv_can_gather(&kv, reason, sizeof reason));
     CHECK(strstr(reason, "paged-test") != NULL);
@@ -384,14 +410,21 @@ int main(void)
 {
     RUN(test_create_validates);
     RUN(test_refusing_kind);
-    static const int types[2] = { SPRIG_TYPE_F32, SPRIG_TYPE_F16 };
-    for (int t = 0; t < 2; t++) {
-        fprintf(stderr, "mode %s\n", sprig_type_name(types[t]));
-        test_write_view(types[t]);
-        test_trim_and_identity(types[t]);
-        test_gather_equivalences(types[t]);
-        test_tree_rollback_shape(types[t]);
-        test_bad_arguments(types[t]);
+    /* every mode at head size 16; the 3-bit packing also at 8 (one group of
+     * three bytes per record) and 64 */
+    static const struct { int mode, hd; } runs[] = {
+        { SPRIG_KV_MODE_F32, 16 }, { SPRIG_KV_MODE_F16, 16 }, { SPRIG_KV_MODE_INT8, 16 }, { SPRIG_KV_MODE_INT8, 8 },
+        { SPRIG_KV_MODE_TURBO4, 16 }, { SPRIG_KV_MODE_TURBO4_ASYM, 16 }, { SPRIG_KV_MODE_TURBO3_ASYM, 16 },
+        { SPRIG_KV_MODE_TURBO3_ASYM, 8 }, { SPRIG_KV_MODE_TURBO3_ASYM, 64 }, { SPRIG_KV_MODE_TURBO4, 64 },
+    };
+    for (size_t t = 0; t < sizeof runs / sizeof runs[0]; t++) {
+        g_hd = runs[t].hd;
+        fprintf(stderr, "mode %s, head size %d\n", sprig_kv_mode_name(runs[t].mode), g_hd);
+        test_write_view(runs[t].mode);
+        test_trim_and_identity(runs[t].mode);
+        test_gather_equivalences(runs[t].mode);
+        test_tree_rollback_shape(runs[t].mode);
+        test_bad_arguments(runs[t].mode);
     }
     return test_summary("test-kv");
 }

@@ -160,7 +160,7 @@ static void test_context_params_are_checked(void)
     CHECK(strstr(err.msg, "n_ctx") != NULL);
     CHECK(sprig_ctx_create(m, NULL, &(struct sprig_ctx_params){ .n_batch = 100000 }, &c, &err) == SPRIG_E_INVALID_ARG);
     CHECK(strstr(err.msg, "n_batch") != NULL);
-    CHECK(sprig_ctx_create(m, NULL, &(struct sprig_ctx_params){ .kv_type = SPRIG_TYPE_Q8_0 }, &c, &err) == SPRIG_E_INVALID_ARG);
+    CHECK(sprig_ctx_create(m, NULL, &(struct sprig_ctx_params){ .kv_mode = 99 }, &c, &err) == SPRIG_E_INVALID_ARG);
     CHECK(strstr(err.msg, "kv type") != NULL);
     sprig_model_free(m);
 }

@@ -22,10 +22,10 @@ static sprig_model *load(const char *rel)
     return m;
 }
 
-static sprig_ctx *new_ctx(const sprig_model *m, int n_ctx, int n_batch, int kv_type)
+static sprig_ctx *new_ctx(const sprig_model *m, int n_ctx, int n_batch, int kv_mode)
 {
     sprig_error err = { 0 };
-    struct sprig_ctx_params p = { .n_ctx = n_ctx, .n_batch = n_batch, .kv_type = kv_type };
+    struct sprig_ctx_params p = { .n_ctx = n_ctx, .n_batch = n_batch, .kv_mode = kv_mode };
     sprig_ctx *c = NULL;
     sprig_status st = sprig_ctx_create(m, g_pool, &p, &c, &err);
     CHECKF(st == SPRIG_OK, "%s", err.msg);
@@ -45,7 +45,7 @@ static void check_logits_file(const char *model_rel, const char *vec_rel)
         const struct vec_field *want = vec_get(&vf.cases[ci], "logits");
         CHECK(ids && want && want->n == m->hp.n_vocab);
         if (!ids || !want) continue;
-        sprig_ctx *c = new_ctx(m, 256, 64, SPRIG_TYPE_F32);
+        sprig_ctx *c = new_ctx(m, 256, 64, SPRIG_KV_MODE_F32);
         sprig_error err = { 0 };
         CHECKF(sprig_prefill(c, ids->ids, ids->n, logits, NULL, &err) == SPRIG_OK, "%s", err.msg);
         double maxd = 0;
@@ -62,7 +62,7 @@ static void check_logits_file(const char *model_rel, const char *vec_rel)
     sprig_model_free(m);
 }
 
-static void check_greedy_file(const char *model_rel, const char *vec_rel, int kv_type)
+static void check_greedy_file(const char *model_rel, const char *vec_rel, int kv_mode)
 {
     sprig_model *m = load(model_rel);
     if (!m) return;
@@ -75,7 +75,7 @@ static void check_greedy_file(const char *model_rel, const char *vec_rel, int kv
         const struct vec_field *want = vec_get(&vf.cases[ci], "output_ids");
         CHECK(ids && want);
         if (!ids || !want) continue;
-        sprig_ctx *c = new_ctx(m, 256, 16, kv_type);
+        sprig_ctx *c = new_ctx(m, 256, 16, kv_mode);
         sprig_error err = { 0 };
         CHECKF(sprig_prefill(c, ids->ids, ids->n, logits, NULL, &err) == SPRIG_OK, "%s", err.msg);
         int bad = -1;
@@ -85,7 +85,7 @@ static void check_greedy_file(const char *model_rel, const char *vec_rel, int kv
             struct sprig_fwd f = { .n = 1, .tokens = &t, .n_out = 1, .logits = logits };
             CHECK(sprig_forward(c, &f, &err) == SPRIG_OK);
         }
-        CHECKF(bad < 0, "%s case %d (kv %s): first differing token at %d", vec_rel, ci, sprig_type_name(kv_type), bad);
+        CHECKF(bad < 0, "%s case %d (kv %s): first differing token at %d", vec_rel, ci, sprig_kv_mode_name(kv_mode), bad);
         sprig_ctx_free(c);
     }
     free(logits);
@@ -112,9 +112,9 @@ static void test_hparams_of_stories260k(void)
 
 static void test_logits_target(void) { check_logits_file("models/stories260K.gguf", "models/vectors/logits_target.txt"); }
 static void test_logits_draft(void) { check_logits_file("models/stories-draft.gguf", "models/vectors/logits_draft.txt"); }
-static void test_greedy_target(void) { check_greedy_file("models/stories260K.gguf", "models/vectors/greedy_target.txt", SPRIG_TYPE_F32); }
-static void test_greedy_draft(void) { check_greedy_file("models/stories-draft.gguf", "models/vectors/greedy_draft.txt", SPRIG_TYPE_F32); }
-static void test_greedy_target_f16_kv(void) { check_greedy_file("models/stories260K.gguf", "models/vectors/greedy_target.txt", SPRIG_TYPE_F16); }
+static void test_greedy_target(void) { check_greedy_file("models/stories260K.gguf", "models/vectors/greedy_target.txt", SPRIG_KV_MODE_F32); }
+static void test_greedy_draft(void) { check_greedy_file("models/stories-draft.gguf", "models/vectors/greedy_draft.txt", SPRIG_KV_MODE_F32); }
+static void test_greedy_target_f16_kv(void) { check_greedy_file("models/stories260K.gguf", "models/vectors/greedy_target.txt", SPRIG_KV_MODE_F16); }
 
 /* Rows of one batched forward == the same tokens decoded one at a time, bit for bit. */
 static void test_batched_rows_equal_sequential(void)
@@ -125,8 +125,8 @@ static void test_batched_rows_equal_sequential(void)
     int32_t toks[40];
     for (int i = 0; i < 40; i++) toks[i] = i == 0 ? 1 : 3 + (i * 37) % 500;
     float *a = malloc(sizeof(float) * V * 40), *b = malloc(sizeof(float) * V * 40);
-    for (int kv_type = 0; kv_type <= 1; kv_type++) {
-        int kt = kv_type ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32;
+    for (int kt = 0; kt < SPRIG_KV_MODE_COUNT; kt++) {   /* every cache mode, lossy ones too */
+        if (sprig_kv_mode_from_name(sprig_kv_mode_name(kt)) != kt) continue;
         sprig_ctx *c1 = new_ctx(m, 128, 64, kt), *c2 = new_ctx(m, 128, 64, kt);
         sprig_error err = { 0 };
         /* c1: 5 history tokens, then a batch of 35 with every row's logits */
@@ -139,7 +139,7 @@ static void test_batched_rows_equal_sequential(void)
             struct sprig_fwd h = { .n = 1, .tokens = toks + i, .n_out = 1, .logits = b + i * V };
             CHECK(sprig_forward(c2, &h, &err) == SPRIG_OK);
         }
-        CHECKF(memcmp(a + 5 * V, b + 5 * V, sizeof(float) * V * 35) == 0, "kv %s: batched rows differ from sequential", sprig_type_name(kt));
+        CHECKF(memcmp(a + 5 * V, b + 5 * V, sizeof(float) * V * 35) == 0, "kv %s: batched rows differ from sequential", sprig_kv_mode_name(kt));
         sprig_ctx_free(c1);
         sprig_ctx_free(c2);
     }
@@ -175,8 +175,11 @@ static void test_tree_forward_then_gather_equals_plain(void)
     int32_t pos[5];
     for (int i = 0; i < n; i++) pos[i] = off + depth[i];
     float *tl = malloc(sizeof(float) * V * n), *pl = malloc(sizeof(float) * V * 3);
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
+    for (int mode = 0; mode < SPRIG_KV_MODE_COUNT; mode++) {   /* every cache mode, lossy ones too */
+    if (sprig_kv_mode_from_name(sprig_kv_mode_name(mode)) != mode) continue;
     sprig_error err = { 0 };
-    sprig_ctx *ct = new_ctx(m, 64, 16, SPRIG_TYPE_F32), *cp = new_ctx(m, 64, 16, SPRIG_TYPE_F32);
+    sprig_ctx *ct = new_ctx(m, 64, 16, mode), *cp = new_ctx(m, 64, 16, mode);
     struct sprig_fwd h = { .n = off, .tokens = hist };
     CHECK(sprig_forward(ct, &h, &err) == SPRIG_OK);
     CHECK(sprig_forward(cp, &h, &err) == SPRIG_OK);
@@ -190,20 +193,21 @@ static void test_tree_forward_then_gather_equals_plain(void)
         CHECK(sprig_forward(cp, &p1, &err) == SPRIG_OK);
     }
     for (int i = 0; i < 3; i++)
-        CHECKF(memcmp(tl + path[i] * V, pl + i * V, sizeof(float) * V) == 0, "tree row %d differs from plain decode", path[i]);
+        CHECKF(memcmp(tl + path[i] * V, pl + i * V, sizeof(float) * V) == 0, "kv %s: tree row %d differs from plain decode",
+               sprig_kv_mode_name(mode), path[i]);
     CHECK(sprig_kv_gather_within_tail(sprig_ctx_kv(ct), n, path, 3, &err) == SPRIG_OK);
     CHECK_EQ_INT(sprig_kv_len(sprig_ctx_kv(ct)), off + 3);
     /* the next token after the gathered cache equals the plain path too */
     int32_t nxt = 300;
-    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
     struct sprig_fwd na = { .n = 1, .tokens = &nxt, .n_out = 1, .logits = a };
     struct sprig_fwd nb = { .n = 1, .tokens = &nxt, .n_out = 1, .logits = b };
     CHECK(sprig_forward(ct, &na, &err) == SPRIG_OK);
     CHECK(sprig_forward(cp, &nb, &err) == SPRIG_OK);
-    CHECK(memcmp(a, b, sizeof(float) * V) == 0);
-    free(a); free(b); free(tl); free(pl);
+    CHECKF(memcmp(a, b, sizeof(float) * V) == 0, "kv %s", sprig_kv_mode_name(mode));
     sprig_ctx_free(ct);
     sprig_ctx_free(cp);
+    }
+    free(a); free(b); free(tl); free(pl);
     sprig_model_free(m);
 }
 
@@ -211,7 +215,7 @@ static void test_forward_rejects_bad_input(void)
 {
     sprig_model *m = load("models/stories260K.gguf");
     if (!m) return;
-    sprig_ctx *c = new_ctx(m, 8, 4, SPRIG_TYPE_F32);
+    sprig_ctx *c = new_ctx(m, 8, 4, SPRIG_KV_MODE_F32);
     sprig_error err = { 0 };
     int32_t t[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     struct sprig_fwd f = { .n = 5, .tokens = t };

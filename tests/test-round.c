@@ -110,7 +110,7 @@ static int cache_tokens(struct mock *m, int32_t *out)
 {
     int n = sprig_kv_len(m->kv);
     sprig_kv_view vw = sprig_kv_view_layer(m->kv, 0);
-    const float *k = vw.k;
+    const float *k = (const float *)(const void *)vw.k.base;   /* f32 records of 2 elements, contiguous */
     for (int j = 0; j < n; j++) {
         out[j] = (int32_t)k[2 * j];
         if ((int)k[2 * j + 1] != j) m->bad_positions = true;
@@ -257,7 +257,7 @@ static void mock_init(struct mock *m, bool tree_capable, const int32_t *script, 
     m->base.n_ctx = n_ctx;
     m->base.n_eos = 1;
     m->base.eos[0] = EOS;
-    struct sprig_kv_params kp = { .n_layer = 1, .n_ctx = n_ctx, .kv_dim = 2, .type = SPRIG_TYPE_F32 };
+    struct sprig_kv_params kp = { .n_layer = 1, .n_ctx = n_ctx, .n_kv_head = 1, .head_dim = 2, .mode = SPRIG_KV_MODE_F32 };
     sprig_error err;
     m->kv = sprig_kv_create_dense(&kp, &err);
     CHECK(m->kv != NULL);

@@ -61,7 +61,7 @@ struct common {
     int threads;
     bool json;
     int reps;
-    int kv_type;                /* SPRIG_TYPE_F32 (the default) or SPRIG_TYPE_F16 */
+    int kv_mode;                /* enum sprig_kv_mode; 0 = f32 (the default) */
 };
 
 /* Parse the flags every bench shares; returns 1 consumed-with-value, 0 consumed, -1 not ours, -2 error. */
@@ -92,9 +92,9 @@ missing:
 static int kv_flag(const char *cmd, struct common *c, const char *a, const char *val)
 {
     if (strcmp(a, "--kv-type")) return -1;
-    if (val && !strcmp(val, "f32")) c->kv_type = SPRIG_TYPE_F32;
-    else if (val && !strcmp(val, "f16")) c->kv_type = SPRIG_TYPE_F16;
-    else { fprintf(stderr, "sprig %s: --kv-type: want f32 or f16\n", cmd); return -2; }
+    const int m = sprig_kv_mode_from_name(val);
+    if (m < 0) { fprintf(stderr, "sprig %s: --kv-type: '%s' is not a KV cache type (%s)\n", cmd, val ? val : "", sprig_kv_mode_list()); return -2; }
+    c->kv_mode = m;
     return 1;
 }
 
@@ -158,7 +158,7 @@ static bool open_all(const char *cmd, const struct common *c, int n_ctx, int n_b
     *m = NULL;
     *pool = NULL;
     *ctx = NULL;
-    struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = n_batch, .kv_type = c->kv_type };
+    struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = n_batch, .kv_mode = c->kv_mode };
     if (sprig_model_load(c->model, m, &err) || !(*pool = sprig_pool_create(c->threads, &err)) ||
         sprig_ctx_create(*m, *pool, &cp, ctx, &err)) {
         fprintf(stderr, "sprig %s: %s\n", cmd, err.msg);
@@ -194,7 +194,7 @@ static int bench_decode(int argc, char **argv)
             n_tok = v;
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--reps R] [--kv-type f32|f16] [--json]\n");
+            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--reps R] [--kv-type MODE] [--json]\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
@@ -250,7 +250,7 @@ static int bench_decode(int argc, char **argv)
             printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
                    "\"kv_type\":\"%s\",\"tokens\":%d,\"ms_per_token_median\":%.4f,\"ms_per_token_mean\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
                    "\"achieved_gb_s\":%.3f,\"measured_read_gb_s\":%.3f,\"bound_tok_s\":%.3f,\"fraction_of_bound\":%.4f}\n",
-                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_type_name(c.kv_type), n_ms, med, n_ms ? sum_ms / n_ms : 0,
+                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_kv_mode_name(c.kv_mode), n_ms, med, n_ms ? sum_ms / n_ms : 0,
                    tok_s, bytes, achieved, med_bw, bound, med_ratio);
         } else {
             printf("model            %s (%s, %.1fM params, %s weights)\n", c.model, mi.arch, (double)mi.n_params / 1e6,
@@ -301,7 +301,7 @@ static int bench_forward(int argc, char **argv)
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: sprig bench forward -m FILE [-t N] [--ctx 64] [--ns 1,2,4,8,16,32,64] [--logits all|last]\n"
-                   "                           [--kv-type f32|f16] [--reps R] [--json]\n");
+                   "                           [--kv-type MODE] [--reps R] [--json]\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
@@ -368,7 +368,7 @@ static int bench_forward(int argc, char **argv)
                    "\"ctx\":%lld,\"logits\":\"%s\",\"kv_type\":\"%s\",\"reps\":%d,\"peak_gops\":%.2f,\"ceiling_gops\":%.2f,\"ceiling_mix\":\"%s\","
                    "\"measured_read_gb_s\":%.3f,\"rows\":[",
                    c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, ctx_len,
-                   last_only ? "last" : "all", sprig_type_name(c.kv_type), c.reps, peak, ceil, cmix, bw);
+                   last_only ? "last" : "all", sprig_kv_mode_name(c.kv_mode), c.reps, peak, ceil, cmix, bw);
             for (int j = 0; j < n_ns; j++) {
                 double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
                 printf("%s{\"n\":%d,\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
@@ -380,7 +380,7 @@ static int bench_forward(int argc, char **argv)
             printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s\n", c.model, mi.arch,
                    (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels);
             printf("context    %lld tokens of history (%s KV); logits of %s; medians of %d alternated reps after a warm-up\n",
-                   ctx_len, sprig_type_name(c.kv_type), last_only ? "the last row only" : "every row", c.reps);
+                   ctx_len, sprig_kv_mode_name(c.kv_mode), last_only ? "the last row only" : "every row", c.reps);
             printf("peak       %.1f G ops/s measured (%s); read bandwidth %.2f GB/s measured\n", peak,
                    wt == SPRIG_TYPE_F32 || wt == SPRIG_TYPE_F16 || wt == SPRIG_TYPE_BF16 ? "fp32 fma" : "int8 dot", bw);
             if (ceil > 0)

@@ -39,7 +39,7 @@ static void usage(FILE *f)
         "  -t, --threads N        threads (default: all cores)\n"
         "  -c, --ctx-size N       KV cache slots (default: min(model context, 4096))\n"
         "  -b, --batch-size N     prompt chunk size (default 64)\n"
-        "      --kv-type T        f32 (default) or f16\n"
+        "      --kv-type T        KV cache: f32 (default), f16, int8, turbo4, turbo4-asym, turbo3-asym\n"
         "      --temp T           temperature; 0 = greedy (default 0.8)\n"
         "      --top-k K          (default 40; 0 = off)\n"
         "      --top-p P          (default 0.95; 1 = off)\n"
@@ -203,9 +203,10 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 4096, &v)) return 2; p.n_batch = (int)v; }
         else if (!strcmp(a, "--kv-type")) {
             NEEDV();
-            if (!strcmp(val, "f32")) p.kv_type = SPRIG_KV_F32;
-            else if (!strcmp(val, "f16")) p.kv_type = SPRIG_KV_F16;
-            else { fprintf(stderr, "sprig run: --kv-type: '%s' is not f32 or f16\n", val); return 2; }
+            if (!sprig_kv_type_from_name(val, &p.kv_type)) {
+                fprintf(stderr, "sprig run: --kv-type: '%s' is not a KV cache type (%s)\n", val, sprig_kv_type_list());
+                return 2;
+            }
         }
         else if (!strcmp(a, "--temp")) { NEEDV(); if (!cli_parse_float(C, a, val, 0, 1e6, &d)) return 2; p.temp = (float)d; }
         else if (!strcmp(a, "--top-k")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 1 << 24, &v)) return 2; p.top_k = (int)v; }

@@ -14,6 +14,98 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ------------------------------------------------------------------ modes */
+
+#define SEED_V 0x5EEDC0DEu
+#define SEED_K (SEED_V + 0x4B5F5345u)
+
+static const struct {
+    const char *name;
+    int kfmt, vfmt;     /* enum sprig_kvrows_fmt */
+} modes[SPRIG_KV_MODE_COUNT] = {
+    [SPRIG_KV_MODE_F32]              = { "f32",              SPRIG_KVROWS_F32, SPRIG_KVROWS_F32 },
+    [SPRIG_KV_MODE_F16]              = { "f16",              SPRIG_KVROWS_F16, SPRIG_KVROWS_F16 },
+    [SPRIG_KV_MODE_INT8]             = { "int8",             SPRIG_KVROWS_I8,  SPRIG_KVROWS_I8 },
+    [SPRIG_KV_MODE_TURBO4]           = { "turbo4",           SPRIG_KVROWS_T4,  SPRIG_KVROWS_T4 },
+    [SPRIG_KV_MODE_TURBO4_ASYM]      = { "turbo4-asym",      SPRIG_KVROWS_F16, SPRIG_KVROWS_T4 },
+    [SPRIG_KV_MODE_TURBO3_ASYM]      = { "turbo3-asym",      SPRIG_KVROWS_F16, SPRIG_KVROWS_T3 },
+};
+
+const char *sprig_kv_mode_name(int mode)
+{
+    return mode >= 0 && mode < SPRIG_KV_MODE_COUNT ? modes[mode].name : NULL;
+}
+
+static bool mode_built(int mode) { return mode >= 0 && mode < SPRIG_KV_MODE_COUNT && modes[mode].name; }
+
+int sprig_kv_mode_from_name(const char *name)
+{
+    for (int m = 0; name && m < SPRIG_KV_MODE_COUNT; m++)
+        if (mode_built(m) && !strcmp(name, modes[m].name)) return m;
+    return -1;
+}
+
+const char *sprig_kv_mode_list(void)
+{
+    static char list[160];
+    if (!list[0])
+        for (int m = 0; m < SPRIG_KV_MODE_COUNT; m++) {
+            if (!mode_built(m)) continue;
+            if (m) strcat(list, "|");
+            strcat(list, modes[m].name);
+        }
+    return list;
+}
+
+sprig_status sprig_kv_mode_codecs(int mode, int hd, sprig_kv_codec *kc, sprig_kv_codec *vc, sprig_error *err)
+{
+    if (!mode_built(mode))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv mode: %d is not a mode (%s)", mode, sprig_kv_mode_list());
+    sprig_error e;
+    if (sprig_kv_codec_init(kc, modes[mode].kfmt, hd, SEED_K, &e) || sprig_kv_codec_init(vc, modes[mode].vfmt, hd, SEED_V, &e))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv mode %s: %s", modes[mode].name, e.msg);
+    return SPRIG_OK;
+}
+
+int64_t sprig_kv_mode_slot_bytes(int mode, int n_kv_head, int hd)
+{
+    if (!mode_built(mode)) return 0;
+    return (sprig_kvrows_record_bytes(modes[mode].kfmt, hd) + sprig_kvrows_record_bytes(modes[mode].vfmt, hd)) * n_kv_head;
+}
+
+sprig_status sprig_kv_params_check(const struct sprig_kv_params *p, const char *who, sprig_error *err)
+{
+    if (!p) return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: params is NULL", who);
+    if (p->n_layer < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: n_layer = %d must be >= 1", who, p->n_layer);
+    if (p->n_ctx < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: n_ctx = %d must be >= 1", who, p->n_ctx);
+    if (p->n_kv_head < 1 || p->n_kv_head > 4096)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: n_kv_head = %d must be in [1, 4096]", who, p->n_kv_head);
+    if (p->head_dim < 1 || p->head_dim > SPRIG_KV_CODEC_MAX_HD)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: head_dim = %d must be in [1, %d]", who, p->head_dim, SPRIG_KV_CODEC_MAX_HD);
+    if (!mode_built(p->mode))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: mode = %d is not a kv mode (%s)", who, p->mode, sprig_kv_mode_list());
+    return SPRIG_OK;
+}
+
+sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err)
+{
+    return sprig_kv_create_dense(p, err);
+}
+
+void sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, sprig_attn_args *a)
+{
+    const sprig_kv_view vw = sprig_kv_view_layer(kv, layer);
+    a->q = q;
+    if (vw.kc && sprig_kv_codec_rotates(vw.kc)) sprig_kv_codec_rotate(vw.kc, q, a->n * a->n_head, false);
+    a->kr = &vw.k;
+    a->vr = &vw.v;
+    sprig_attention(pool, a);
+    a->kr = a->vr = NULL;
+    if (vw.vc && sprig_kv_codec_rotates(vw.vc)) sprig_kv_codec_rotate(vw.vc, a->out, a->n * a->n_head, true);
+}
+
+/* ------------------------------------------------------------------ the interface */
+
 void sprig_kv_free(sprig_kv *kv)
 {
     if (kv) kv->vt->destroy(kv);

@@ -28,21 +28,50 @@
 #define SPRIG_KV_KV_H
 
 #include "base/err.h"
+#include "base/pool.h"
+#include "kv/codec.h"
+#include "tensor/attention.h"
 
 typedef struct sprig_kv sprig_kv;
+
+/* Cache modes: what a slot stores for keys and for values (one table row
+ * each in kv.c; the numbers are the public enum sprig_kv_type's). */
+enum sprig_kv_mode {
+    SPRIG_KV_MODE_F32 = 0,
+    SPRIG_KV_MODE_F16 = 1,
+    SPRIG_KV_MODE_INT8 = 2,            /* int8 + f16 absmax scale per token and head, K and V */
+    SPRIG_KV_MODE_TURBO4 = 3,          /* 4-bit rotated codes, K and V (own signs each) */
+    SPRIG_KV_MODE_TURBO4_ASYM = 4,     /* K f16, V 4-bit rotated codes */
+    SPRIG_KV_MODE_TURBO3_ASYM = 5,     /* K f16, V 3-bit rotated codes */
+    SPRIG_KV_MODE_TURBO4_DELEGATED = 6,/* reserved: K f16, V f16 hot ring + 4-bit cold body (not built yet) */
+    SPRIG_KV_MODE_COUNT
+};
+
+/* The mode's name ("turbo4-asym"), or NULL for an unknown mode. */
+const char *sprig_kv_mode_name(int mode);
+/* The mode called `name`, or -1. */
+int sprig_kv_mode_from_name(const char *name);
+/* "f32|f16|int8|..." for help and error messages. */
+const char *sprig_kv_mode_list(void);
+/* Set up the key and value codecs of a mode for head size hd; refuses, naming
+ * the mode and the head size, what the mode cannot store. */
+sprig_status sprig_kv_mode_codecs(int mode, int hd, sprig_kv_codec *kc, sprig_kv_codec *vc, sprig_error *err);
+/* Bytes one slot of one layer takes in a mode (keys + values, all kv heads). */
+int64_t sprig_kv_mode_slot_bytes(int mode, int n_kv_head, int hd);
 
 struct sprig_kv_params {
     int n_layer;
     int n_ctx;          /* slots */
-    int kv_dim;         /* n_kv_head * head_dim, elements per row */
-    int type;           /* SPRIG_TYPE_F32 or SPRIG_TYPE_F16 */
+    int n_kv_head;
+    int head_dim;
+    int mode;           /* enum sprig_kv_mode */
 };
 
-/* Where attention reads one layer: slot j's key at k + j*stride elements. */
+/* Where attention reads one layer: records (tensor/kvrows.h) plus the codecs
+ * whose rotation the queries / outputs need (sprig_kv_attend applies them). */
 typedef struct sprig_kv_view {
-    const void *k, *v;
-    int type;
-    int64_t stride;
+    sprig_kvrows k, v;
+    const sprig_kv_codec *kc, *vc;
 } sprig_kv_view;
 
 /* One vtable per cache kind. Optional slots may be NULL (= refuse / nothing
@@ -74,9 +103,14 @@ struct sprig_kv {
     int len;            /* committed slots */
 };
 
-/* Dense cache, one [n_ctx][kv_dim] buffer per layer for keys and one for
- * values, modes f32 and f16 (kv_dense.c). Validates p, naming the field. */
+/* Dense cache, one [n_ctx][slot record] buffer per layer for keys and one
+ * for values, every mode but the delegated one (kv_dense.c). Validates p,
+ * naming the field. */
 sprig_kv *sprig_kv_create_dense(const struct sprig_kv_params *p, sprig_error *err);
+/* The cache a mode uses (dense, or the delegated hot/cold cache). */
+sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err);
+/* Validate p (shared by every kind), naming the field. */
+sprig_status sprig_kv_params_check(const struct sprig_kv_params *p, const char *who, sprig_error *err);
 void      sprig_kv_free(sprig_kv *kv);
 
 static inline int sprig_kv_len(const sprig_kv *kv) { return kv->len; }
@@ -88,6 +122,11 @@ const char *sprig_kv_kind(const sprig_kv *kv);
  * checked; a violation is a broken invariant and aborts). */
 void          sprig_kv_write(sprig_kv *kv, int layer, int n, const float *k, const float *v);
 sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer);
+/* Attention of the queries q[n][n_head*hd] against layer `layer` (a->q,
+ * a->kr and a->vr are filled in; the other fields are the caller's): where
+ * the mode stores rotated rows, q is rotated into the key codec's basis IN
+ * PLACE first and a->out back from the value codec's basis after. */
+void          sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, sprig_attn_args *a);
 /* len += n after every layer was written (same precondition). */
 void          sprig_kv_commit(sprig_kv *kv, int n);
 

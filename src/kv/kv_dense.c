@@ -1,18 +1,19 @@
 /*
  * kv/kv_dense — the dense KV cache: per layer one key buffer and one value
- * buffer of [n_ctx][kv_dim] elements, stored as f32 or f16.
+ * buffer of [n_ctx] slots, each slot n_kv_head records of the mode's key or
+ * value format (kv/codec.h, tensor/kvrows.h) — f32, f16, int8 with its
+ * scale, rotated 4/3-bit codes with norm and rescale.
  *
- * Rows are written once per forward (converted from f32 by the type table's
- * reference conversion) and read in place by attention through a view.
- * Rollback moves whole rows: a gather copies each kept slot down to its new
- * index in ascending order, which is safe in place because a kept slot's
- * source index is never below its destination (selections are strictly
- * increasing). Trim only moves the length (kv.c), so it costs nothing, and
- * the allocation never changes after creation.
+ * Every per-token sidecar (scale, norm, rescale) lives inside its token's
+ * record, so the data movement of rollback is the same for every mode: a
+ * gather copies each kept slot's records down to its new index in ascending
+ * order, which is safe in place because a kept slot's source index is never
+ * below its destination (selections are strictly increasing); the sidecars
+ * travel with their codes by construction. Trim only moves the length
+ * (kv.c), and the allocation never changes after creation.
  */
 #include "kv/kv.h"
 #include "base/mem.h"
-#include "tensor/types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,9 @@
 
 struct kv_dense {
     sprig_kv base;
-    size_t elt;          /* bytes per element */
-    size_t row_bytes;    /* kv_dim * elt */
-    void **k, **v;       /* [n_layer] -> [n_ctx][kv_dim] */
+    sprig_kv_codec kc, vc;
+    int64_t ks, vs;            /* bytes per slot: n_kv_head * record bytes */
+    uint8_t **k, **v;          /* [n_layer] -> [n_ctx][ks or vs] */
 };
 
 static void dense_destroy(sprig_kv *kv)
@@ -37,29 +38,31 @@ static void dense_destroy(sprig_kv *kv)
     free(d);
 }
 
-static void put_rows(const struct kv_dense *d, void *dst, const float *src, int n)
+/* rows x[n][n_kv_head*hd] -> slots [at, at+n) of one buffer */
+static void put_rows(const sprig_kv_codec *c, int n_kv_head, uint8_t *dst, int64_t slot_bytes, const float *x, int n)
 {
-    int64_t count = (int64_t)n * d->base.p.kv_dim;
-    if (d->base.p.type == SPRIG_TYPE_F32) {
-        memcpy(dst, src, (size_t)count * sizeof(float));
-    } else {
-        sprig_f16 *h = dst;
-        for (int64_t i = 0; i < count; i++) h[i] = sprig_f32_to_f16(src[i]);
-    }
+    const int hd = c->hd;
+    for (int i = 0; i < n; i++)
+        for (int g = 0; g < n_kv_head; g++)
+            sprig_kv_codec_encode(c, x + ((size_t)i * n_kv_head + g) * hd, dst + i * slot_bytes + g * c->rec_bytes);
 }
 
 static void dense_write(sprig_kv *kv, int layer, int n, const float *k, const float *v)
 {
     struct kv_dense *d = (struct kv_dense *)kv;
-    size_t off = (size_t)kv->len * d->row_bytes;
-    put_rows(d, (char *)d->k[layer] + off, k, n);
-    put_rows(d, (char *)d->v[layer] + off, v, n);
+    const int nkv = kv->p.n_kv_head;
+    put_rows(&d->kc, nkv, d->k[layer] + kv->len * d->ks, d->ks, k, n);
+    put_rows(&d->vc, nkv, d->v[layer] + kv->len * d->vs, d->vs, v, n);
 }
 
 static sprig_kv_view dense_view(const sprig_kv *kv, int layer)
 {
     const struct kv_dense *d = (const struct kv_dense *)kv;
-    return (sprig_kv_view){ .k = d->k[layer], .v = d->v[layer], .type = kv->p.type, .stride = kv->p.kv_dim };
+    return (sprig_kv_view){
+        .k = { .fmt = d->kc.fmt, .base = d->k[layer], .stride = d->ks, .head_bytes = d->kc.rec_bytes, .codebook = d->kc.codebook },
+        .v = { .fmt = d->vc.fmt, .base = d->v[layer], .stride = d->vs, .head_bytes = d->vc.rec_bytes, .codebook = d->vc.codebook },
+        .kc = &d->kc, .vc = &d->vc,
+    };
 }
 
 static bool dense_can_gather(const sprig_kv *kv, char *reason, size_t cap)
@@ -69,15 +72,14 @@ static bool dense_can_gather(const sprig_kv *kv, char *reason, size_t cap)
     return true;
 }
 
-/* Copy row src -> dst (src >= dst; distinct rows never overlap) in every
- * per-slot buffer of every layer. */
-static void move_row(struct kv_dense *d, int dst, int src)
+/* Copy slot src -> dst (src >= dst; distinct slots never overlap) in every
+ * buffer of every layer. */
+static void move_slot(struct kv_dense *d, int dst, int src)
 {
     if (dst == src) return;
-    size_t rb = d->row_bytes;
     for (int l = 0; l < d->base.p.n_layer; l++) {
-        memcpy((char *)d->k[l] + (size_t)dst * rb, (char *)d->k[l] + (size_t)src * rb, rb);
-        memcpy((char *)d->v[l] + (size_t)dst * rb, (char *)d->v[l] + (size_t)src * rb, rb);
+        memcpy(d->k[l] + dst * d->ks, d->k[l] + src * d->ks, (size_t)d->ks);
+        memcpy(d->v[l] + dst * d->vs, d->v[l] + src * d->vs, (size_t)d->vs);
     }
 }
 
@@ -85,7 +87,7 @@ static sprig_status dense_gather_positions(sprig_kv *kv, const int *slots, int n
 {
     (void)err;
     struct kv_dense *d = (struct kv_dense *)kv;
-    for (int i = 0; i < n; i++) move_row(d, i, slots[i]);
+    for (int i = 0; i < n; i++) move_slot(d, i, slots[i]);
     return SPRIG_OK;
 }
 
@@ -95,7 +97,7 @@ static sprig_status dense_gather_within_tail(sprig_kv *kv, int tail_len, const i
     (void)err;
     struct kv_dense *d = (struct kv_dense *)kv;
     int base = kv->len - tail_len;
-    for (int i = 0; i < n_kept; i++) move_row(d, base + i, base + kept[i]);
+    for (int i = 0; i < n_kept; i++) move_slot(d, base + i, base + kept[i]);
     return SPRIG_OK;
 }
 
@@ -113,37 +115,32 @@ static const struct sprig_kv_vt dense_vt = {
 
 sprig_kv *sprig_kv_create_dense(const struct sprig_kv_params *p, sprig_error *err)
 {
-    if (!p) { sprig_err(err, SPRIG_E_INVALID_ARG, "kv dense: params is NULL"); return NULL; }
-    if (p->n_layer < 1) { sprig_err(err, SPRIG_E_INVALID_ARG, "kv dense: n_layer = %d must be >= 1", p->n_layer); return NULL; }
-    if (p->n_ctx < 1) { sprig_err(err, SPRIG_E_INVALID_ARG, "kv dense: n_ctx = %d must be >= 1", p->n_ctx); return NULL; }
-    if (p->kv_dim < 1) { sprig_err(err, SPRIG_E_INVALID_ARG, "kv dense: kv_dim = %d must be >= 1", p->kv_dim); return NULL; }
-    if (p->type != SPRIG_TYPE_F32 && p->type != SPRIG_TYPE_F16) {
-        sprig_err(err, SPRIG_E_INVALID_ARG, "kv dense: type %d (%s) is not f32 or f16", p->type, sprig_type_name(p->type));
-        return NULL;
-    }
-    size_t elt = p->type == SPRIG_TYPE_F32 ? sizeof(float) : sizeof(sprig_f16);
-    size_t row_bytes, buf_bytes;
-    if (sprig_mul_ovf((size_t)p->kv_dim, elt, &row_bytes) || sprig_mul_ovf(row_bytes, (size_t)p->n_ctx, &buf_bytes)) {
-        sprig_err(err, SPRIG_E_NOMEM, "kv dense: n_ctx %d x kv_dim %d overflows a buffer size", p->n_ctx, p->kv_dim);
-        return NULL;
-    }
+    if (sprig_kv_params_check(p, "kv dense", err)) return NULL;
     struct kv_dense *d = calloc(1, sizeof *d);
     if (!d) { sprig_err(err, SPRIG_E_NOMEM, "kv dense: out of memory"); return NULL; }
+    if (sprig_kv_mode_codecs(p->mode, p->head_dim, &d->kc, &d->vc, err)) { free(d); return NULL; }
+    d->ks = d->kc.rec_bytes * p->n_kv_head;
+    d->vs = d->vc.rec_bytes * p->n_kv_head;
+    size_t kb, vb;
+    if (sprig_mul_ovf((size_t)d->ks, (size_t)p->n_ctx, &kb) || sprig_mul_ovf((size_t)d->vs, (size_t)p->n_ctx, &vb)) {
+        sprig_err(err, SPRIG_E_NOMEM, "kv dense: n_ctx %d x %lld bytes per slot overflows a buffer size", p->n_ctx,
+                  (long long)(d->ks + d->vs));
+        free(d);
+        return NULL;
+    }
     d->base.vt = &dense_vt;
     d->base.p = *p;
-    d->elt = elt;
-    d->row_bytes = row_bytes;
     d->k = calloc((size_t)p->n_layer, sizeof *d->k);
     d->v = calloc((size_t)p->n_layer, sizeof *d->v);
     bool ok = d->k && d->v;
     for (int l = 0; ok && l < p->n_layer; l++) {
-        d->k[l] = sprig_calloc_aligned(buf_bytes, 1);
-        d->v[l] = sprig_calloc_aligned(buf_bytes, 1);
+        d->k[l] = sprig_calloc_aligned(kb, 1);
+        d->v[l] = sprig_calloc_aligned(vb, 1);
         ok = d->k[l] && d->v[l];
     }
     if (!ok) {
         dense_destroy(&d->base);
-        sprig_err(err, SPRIG_E_NOMEM, "kv dense: cannot allocate %d layers x 2 x %zu bytes", p->n_layer, buf_bytes);
+        sprig_err(err, SPRIG_E_NOMEM, "kv dense: cannot allocate %d layers x %zu bytes", p->n_layer, kb + vb);
         return NULL;
     }
     return &d->base;

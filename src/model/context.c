@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void sprig_ctx_free(sprig_ctx *c)
 {
@@ -34,13 +35,26 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     if (p && p->n_batch < 0) return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d must be >= 0 (0 = default)", p->n_batch);
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     int n_batch = p && p->n_batch > 0 ? p->n_batch : 64;
-    int kv_type = p ? p->kv_type : SPRIG_TYPE_F32;
+    int kv_mode = p ? p->kv_mode : SPRIG_KV_MODE_F32;
     if (n_ctx < 1 || n_ctx > (1 << 24))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d is out of range [1, %d]", n_ctx, 1 << 24);
     if (n_batch < 1 || n_batch > 4096)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d is out of range [1, 4096]", n_batch);
-    if (kv_type != SPRIG_TYPE_F32 && kv_type != SPRIG_TYPE_F16)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv type: %s is not supported (f32, f16)", sprig_type_name(kv_type));
+    if (!sprig_kv_mode_name(kv_mode) || sprig_kv_mode_from_name(sprig_kv_mode_name(kv_mode)) != kv_mode)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv type: %d is not a KV cache mode (%s)", kv_mode, sprig_kv_mode_list());
+    {   /* the mode must fit the head size, and the cache the machine: both before allocating */
+        sprig_kv_codec kc, vc;
+        sprig_status st = sprig_kv_mode_codecs(kv_mode, hp->head_dim, &kc, &vc, err);
+        if (st) return st;
+        const double bytes = (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * hp->n_layer * n_ctx;
+        const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+        if (phys > 0 && bytes > phys)
+            return sprig_err(err, SPRIG_E_NOMEM,
+                             "n_ctx: a %s KV cache of %d slots needs %.2f GiB (%d layers x %lld bytes per slot); this machine "
+                             "has %.2f GiB of memory",
+                             sprig_kv_mode_name(kv_mode), n_ctx, bytes / 1073741824.0, hp->n_layer,
+                             (long long)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim), phys / 1073741824.0);
+    }
     if (n_batch > n_ctx) n_batch = n_ctx;
     if ((int64_t)n_batch * n_ctx > INT32_MAX)   /* the attention's score indices are int32 */
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch %d x n_ctx %d exceeds %d", n_batch, n_ctx, INT32_MAX);
@@ -52,9 +66,10 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     c->n_batch = n_batch;
     c->n_ctx = n_ctx;
     int qdim = hp->n_head * hp->head_dim, kvdim = hp->n_kv_head * hp->head_dim;
-    struct sprig_kv_params kp = { .n_layer = hp->n_layer, .n_ctx = n_ctx, .kv_dim = kvdim, .type = kv_type };
+    struct sprig_kv_params kp = { .n_layer = hp->n_layer, .n_ctx = n_ctx, .n_kv_head = hp->n_kv_head,
+                                  .head_dim = hp->head_dim, .mode = kv_mode };
     sprig_status st = SPRIG_OK;
-    c->kv = sprig_kv_create_dense(&kp, err);
+    c->kv = sprig_kv_create(&kp, err);
     if (!c->kv) { st = err ? err->code : SPRIG_E_NOMEM; goto fail; }
     size_t B = (size_t)n_batch;
     struct { float **p; size_t n; } fb[] = {

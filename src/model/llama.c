@@ -147,14 +147,12 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         rowwise(pool, &rt);
         sprig_kv_write(c->kv, l, n, c->k, c->v);
 
-        sprig_kv_view kv = sprig_kv_view_layer(c->kv, l);
         sprig_attn_args aa = {
             .q = c->q, .n = n, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd,
-            .k = kv.k, .v = kv.v, .kv_type = kv.type, .kv_stride = kv.stride,
             .n_keys = len + n, .mask = f->mask, .scale = 1.0f / sqrtf((float)hd),
             .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
         };
-        sprig_attention(pool, &aa);
+        sprig_kv_attend(pool, c->kv, l, c->q, &aa);
 
         sprig_act_init(&act, c->att, n, qdim, c->act, c->act_bytes);
         float *wo_out[1] = { c->tmp };

@@ -91,7 +91,7 @@ void sprig_model_free(sprig_model *m);
 struct sprig_ctx_params {
     int n_ctx;        /* KV slots; 0 = min(model context, 4096) */
     int n_batch;      /* largest batch one forward takes; 0 = 64 */
-    int kv_type;      /* SPRIG_TYPE_F32 (default) or SPRIG_TYPE_F16 */
+    int kv_mode;      /* enum sprig_kv_mode (kv/kv.h); 0 = f32 */
 };
 
 typedef struct sprig_ctx sprig_ctx;

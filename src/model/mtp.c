@@ -288,7 +288,6 @@ sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *
     sprig_weight_row_f32(&t->tok_embd, token, s->x);           /* x = [E[t] ; h] */
     memcpy(s->x + dim, h_in, (size_t)dim * sizeof(float));
     mm1(pool, s, &h->pre, s->x, s->z);
-    sprig_kv_view v = sprig_kv_view_layer(kv, h->kv_layer);
     int32_t pos = p;
     /* RoPE cos/sin at p, once for every layer (sprig_rope's bits) */
     float rope_cs[SPRIG_ATTN_MAX_HD];
@@ -302,11 +301,11 @@ sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *
         else sprig_rope(s->q, &pos, 1, h->n_head, h->hd, h->hd, h->theta, SPRIG_ROPE_NORM);
         sprig_attn_args aa = {
             .q = s->q, .n = 1, .n_head = h->n_head, .n_kv_head = h->n_kv_head, .hd = h->hd,
-            .k = v.k, .v = v.v, .kv_type = v.type, .kv_stride = v.stride, .n_keys = p + 1, .mask = NULL,
+            .n_keys = p + 1, .mask = NULL,
             .scale = 1.0f / sqrtf((float)h->hd), .out = s->att, .scratch = s->attn_scratch,
             .scratch_floats = s->attn_floats,
         };
-        sprig_attention(pool, &aa);
+        sprig_kv_attend(pool, kv, h->kv_layer, s->q, &aa);
         mm1(pool, s, &L->wo, s->att, s->t);
         sprig_add_inplace(s->z, s->t, dim);
         sprig_rmsnorm(s->a, s->z, L->ffn_norm, 1, dim, h->eps);
