@@ -192,6 +192,7 @@ struct sprig_stats {
     int draft_max, tree_branches;
     int n_threads;
     const char *kernels;             /* kernel family that ran */
+    const char *kv_type;             /* the KV cache mode that ran ("turbo4-asym", ...) */
     int64_t prompt_tokens;
     int64_t generated_tokens;        /* tokens delivered, the first included */
     double load_ms;                  /* model load */
