@@ -135,6 +135,8 @@ struct sprig_session_params {
     int n_ctx;                       /* KV slots; 0 = min(model context, 4096) */
     int n_batch;                     /* prompt chunk / largest forward; 0 = 64 */
     enum sprig_kv_type kv_type;
+    int kv_block_slots;              /* 0: one contiguous cache; a power of two N: a paged cache of
+                                        N-slot blocks from a pool (the server's layout) */
     /* sampling (temp 0: greedy; negative values are refused) */
     float temp;
     int top_k;                       /* 0 = off */
@@ -193,6 +195,7 @@ struct sprig_stats {
     int n_threads;
     const char *kernels;             /* kernel family that ran */
     const char *kv_type;             /* the KV cache mode that ran ("turbo4-asym", ...) */
+    const char *kv_layout;           /* the KV cache kind: "dense" or "paged" */
     int64_t prompt_tokens;
     int64_t generated_tokens;        /* tokens delivered, the first included */
     double load_ms;                  /* model load */

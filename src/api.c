@@ -205,7 +205,7 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     if (!(s->pool = sprig_pool_create(p->n_threads, err))) goto fail;
     struct sprig_ctx_params cp = {
         .n_ctx = p->n_ctx, .n_batch = p->n_batch > 0 ? (p->n_batch < rows ? rows : p->n_batch) : (rows > 64 ? rows : 64),
-        .kv_mode = (int)p->kv_type,
+        .kv_mode = (int)p->kv_type, .kv_block_slots = p->kv_block_slots,
     };
     if ((st = sprig_ctx_create(m, s->pool, &cp, &s->ctx, err))) goto fail_st;
     if (sprig_ctx_n_batch(s->ctx) < rows) {
@@ -340,6 +340,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->n_threads = sprig_pool_size(s->pool);
     o->kernels = sprig_kernels_name();
     o->kv_type = sprig_kv_mode_name(sprig_ctx_kv(s->ctx)->p.mode);
+    o->kv_layout = sprig_kv_kind(sprig_ctx_kv(s->ctx));
     o->load_ms = s->m->load_ms;
     o->path = "plain";
     o->stop = "running";
@@ -385,14 +386,14 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
 {
     return snprintf(buf, cap,
         "{\"path\":\"%s\",\"stop\":\"%s\",\"drafter\":\"%s\",\"tree_mode\":%s,\"draft_max\":%d,\"tree_branches\":%d,"
-        "\"n_threads\":%d,\"kernels\":\"%s\",\"kv_type\":\"%s\",\"seed\":%llu,"
+        "\"n_threads\":%d,\"kernels\":\"%s\",\"kv_type\":\"%s\",\"kv_layout\":\"%s\",\"seed\":%llu,"
         "\"prompt_tokens\":%lld,\"generated_tokens\":%lld,\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,"
         "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,"
         "\"rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_per_verify\":%.4f,"
         "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
         "\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f}",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
-        t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", (unsigned long long)t->seed,
+        t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
         t->prefill_tok_s, t->decode_tok_s,
         (long long)t->rounds, (long long)t->proposed, (long long)t->accepted, (long long)t->emitted, t->emitted_per_verify,

@@ -1,14 +1,17 @@
 /*
  * tests/test-kv.c — the KV cache contract (kv/kv.h) on the dense kind in
  * every mode (f32, f16, int8, turbo4, turbo4-asym, turbo3-asym; head sizes
- * 8, 16, 64), several layers, random rows, comparing whole records (codes
+ * 8, 16, 64) and on the paged kind (blocks of 4 slots from a shared pool) in
+ * every mode, several layers, random rows, comparing whole records (codes
  * and every sidecar: scales, norms, rescales):
  *   write/view round trip; trim; gather_positions (identity is a no-op, a
  *   prefix equals trim, a scattered selection keeps exactly those rows);
  *   gather_within_tail equals gather_positions said in absolute terms, moves
  *   only tail bytes and keeps the buffer; every bad argument is refused with
  *   the argument named and the cache left as it was; a kind without gather
- *   refuses through the dispatcher.
+ *   refuses through the dispatcher. Paged pools: blocks taken on reserve and
+ *   returned when emptied, sequences isolated, out-of-blocks refused for the
+ *   asking sequence only, freed blocks reused.
  */
 #include "test.h"
 #include "base/rng.h"
@@ -19,15 +22,28 @@
 
 enum { NL = 3, NKV = 2, HD = 16, DIM = NKV * HD, CTX = 64, MAXREC = 4 * HD };
 
-static int g_hd = HD;   /* the head size the current mode runs with */
+static int g_hd = HD;            /* the head size the current mode runs with */
+static sprig_kv_pool *g_pool;    /* non-NULL: caches are paged sequences on this pool */
+enum { BLOCK = 4 };              /* slots per block in the paged runs: many page crossings */
 
 static sprig_kv *make(int mode)
 {
     sprig_error err;
-    struct sprig_kv_params p = { .n_layer = NL, .n_ctx = CTX, .n_kv_head = NKV, .head_dim = g_hd, .mode = mode };
-    sprig_kv *kv = sprig_kv_create(&p, &err);
+    sprig_kv *kv;
+    if (g_pool) {
+        kv = sprig_kv_create_paged(g_pool, CTX, &err);
+    } else {
+        struct sprig_kv_params p = { .n_layer = NL, .n_ctx = CTX, .n_kv_head = NKV, .head_dim = g_hd, .mode = mode };
+        kv = sprig_kv_create(&p, &err);
+    }
     CHECKF(kv != NULL, "%s", err.msg);
     return kv;
+}
+
+/* Slots whose records exist: the whole buffer (dense) or the blocks held (paged). */
+static int visible(const sprig_kv *kv)
+{
+    return !strcmp(sprig_kv_kind(kv), "paged") ? sprig_kv_paged_blocks(kv) * BLOCK : CTX;
 }
 
 /* Append n random rows to every layer. */
@@ -35,6 +51,8 @@ static void fill(sprig_kv *kv, int n, sprig_rng *r)
 {
     const int dim = NKV * g_hd;
     float k[CTX * NKV * 64], v[CTX * NKV * 64];
+    sprig_error err;
+    CHECKF(sprig_kv_reserve(kv, n, &err) == SPRIG_OK, "%s", err.msg);
     for (int l = 0; l < NL; l++) {
         for (int i = 0; i < n * dim; i++) {
             k[i] = (float)sprig_rng_normal(r);
@@ -64,7 +82,7 @@ static void slot_bytes(const sprig_kv *kv, int j, unsigned char out[NL][2][NKV][
 static struct snap *take(const sprig_kv *kv)
 {
     struct snap *s = calloc(1, sizeof *s);
-    for (int j = 0; j < CTX; j++) slot_bytes(kv, j, s->b[j]);
+    for (int j = 0; j < visible(kv); j++) slot_bytes(kv, j, s->b[j]);
     return s;
 }
 
@@ -146,13 +164,14 @@ static void test_write_view(int mode)
     const int dim = NKV * g_hd;
     float k[2 * NKV * 64], v[2 * NKV * 64];
     for (int i = 0; i < 2 * dim; i++) { k[i] = 0.1f * (float)i - 1.0f; v[i] = 3.3f - 0.07f * (float)i; }
+    sprig_error err;
+    CHECK_EQ_INT(sprig_kv_reserve(kv, 2, &err), SPRIG_OK);
     for (int l = 0; l < NL; l++) sprig_kv_write(kv, l, 2, k, v);
     CHECK_EQ_INT(sprig_kv_len(kv), 0);   /* pending until commit */
     sprig_kv_commit(kv, 2);
     CHECK_EQ_INT(sprig_kv_len(kv), 2);
     /* each record is what the mode's codec makes of its row */
     sprig_kv_codec kc, vc;
-    sprig_error err;
     CHECK_EQ_INT(sprig_kv_mode_codecs(mode, g_hd, &kc, &vc, &err), SPRIG_OK);
     bool ok = true;
     for (int l = 0; l < NL; l++) {
@@ -285,11 +304,12 @@ static void test_gather_equivalences(int type)
         CHECK_EQ_INT(sprig_kv_len(b), base + nk);
         /* only tail slots changed, and the buffers are the same allocation */
         sprig_kv_view after = sprig_kv_view_layer(b, 0);
-        CHECK(before.k.base == after.k.base && before.v.base == after.v.base);
+        CHECK(before.k.base == after.k.base && before.v.base == after.v.base && before.k.pages == after.k.pages);
         struct snap *sa = take(b);
         ok = true;
-        for (int j = 0; j < CTX; j++)
+        for (int j = 0; j < visible(b); j++)
             if (j < base || j >= len) ok &= memcmp(sa->b[j], sb->b[j], sizeof sa->b[j]) == 0;
+        if (g_pool) CHECK_EQ_INT(sprig_kv_paged_blocks(b), (base + nk + BLOCK - 1) / BLOCK);   /* emptied blocks went back */
         CHECKF(ok, "gather_within_tail touched slots outside the tail (rep %d)", rep);
         free(sa);
         free(sb);
@@ -376,7 +396,92 @@ static void test_bad_arguments(int type)
     sprig_kv_clear(kv);
     CHECK_EQ_INT(sprig_kv_len(kv), 0);
     CHECK_EQ_INT(sprig_kv_capacity(kv), CTX);
+    CHECK_EQ_INT(sprig_kv_reserve(kv, CTX + 1, &err), SPRIG_E_CONTEXT_FULL);
+    CHECK(strstr(err.msg, "capacity") != NULL);
     sprig_kv_free(kv);
+}
+
+/* Several sequences on one pool: blocks are taken on reserve and returned
+ * when emptied, a sequence's records never change through another's writes
+ * or rollbacks, running out is a clear error for the asking sequence only,
+ * and freed blocks are reused. */
+static void test_paged_pool(int mode)
+{
+    sprig_error err;
+    sprig_rng r;
+    sprig_rng_seed(&r, 99);
+    struct sprig_kv_pool_params pp = { .n_layer = NL, .n_kv_head = NKV, .head_dim = g_hd, .mode = mode,
+                                       .block_slots = BLOCK, .n_blocks = 10 };
+    sprig_kv_pool *P = sprig_kv_pool_create(&pp, &err);
+    CHECKF(P != NULL, "%s", err.msg);
+    if (!P) return;
+    sprig_kv *a = sprig_kv_create_paged(P, CTX, &err), *b = sprig_kv_create_paged(P, CTX, &err);
+    CHECK(a && b);
+    CHECK_STR(sprig_kv_kind(a), "paged");
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 10);
+    fill(a, 9, &r);                                    /* 3 blocks */
+    fill(b, 5, &r);                                    /* 2 blocks */
+    fill(a, 6, &r);                                    /* 15 slots: 4 blocks */
+    CHECK_EQ_INT(sprig_kv_paged_blocks(a), 4);
+    CHECK_EQ_INT(sprig_kv_paged_blocks(b), 2);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 4);
+    struct snap *sa = take(a);
+    /* b's writes, gathers and trims leave a's records alone */
+    fill(b, 10, &r);                                   /* 15 slots: 4 blocks, 2 free */
+    const int kept[3] = { 0, 4, 7 };
+    CHECK_EQ_INT(sprig_kv_gather_within_tail(b, 10, kept, 3, &err), SPRIG_OK);
+    CHECK_EQ_INT(sprig_kv_paged_blocks(b), 2);         /* 8 slots */
+    bool ok = true;
+    for (int j = 0; j < 15; j++) ok &= row_eq(a, j, sa, j);
+    CHECK(ok);
+    /* out of blocks: 4 free, b needs 5 more for 8 + 20 slots */
+    struct snap *sb = take(b);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 4);
+    err.msg[0] = 0;
+    CHECK_EQ_INT(sprig_kv_reserve(b, 20, &err), SPRIG_E_CONTEXT_FULL);
+    CHECKF(strstr(err.msg, "out of blocks") && strstr(err.msg, "4 free"), "%s", err.msg);
+    CHECK_EQ_INT(sprig_kv_paged_blocks(b), 2);         /* nothing taken */
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 4);
+    ok = true;
+    for (int j = 0; j < 15; j++) ok &= row_eq(a, j, sa, j);
+    for (int j = 0; j < 8; j++) ok &= row_eq(b, j, sb, j);
+    CHECK(ok);
+    /* a gives blocks back; b can grow into them (reused ids) */
+    CHECK_EQ_INT(sprig_kv_trim(a, 11, &err), SPRIG_OK);        /* 4 slots: 1 block */
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 7);
+    fill(b, 20, &r);
+    CHECK_EQ_INT(sprig_kv_paged_blocks(b), 7);         /* 28 slots; a holds 1 */
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 2);
+    ok = true;
+    for (int j = 0; j < 4; j++) ok &= row_eq(a, j, sa, j);
+    for (int j = 0; j < 8; j++) ok &= row_eq(b, j, sb, j);
+    CHECK(ok);
+    /* a sequence's own capacity still bounds it */
+    sprig_kv_clear(b);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 9);
+    CHECK_EQ_INT(sprig_kv_reserve(b, CTX + 1, &err), SPRIG_E_CONTEXT_FULL);
+    fill(b, 3, &r);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 8);
+    sprig_kv_free(a);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 9);
+    sprig_kv_free(b);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 10);
+    free(sa);
+    free(sb);
+    sprig_kv_pool_free(P);
+    /* bad pool parameters, named */
+    struct { struct sprig_kv_pool_params p; const char *field; } bad[] = {
+        { { NL, NKV, g_hd, mode, 3, 10 }, "block_slots" },
+        { { NL, NKV, g_hd, mode, 0, 10 }, "block_slots" },
+        { { NL, NKV, g_hd, mode, 4, 0 }, "n_blocks" },
+        { { 0, NKV, g_hd, mode, 4, 10 }, "n_layer" },
+        { { NL, NKV, g_hd, 99, 4, 10 }, "mode" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(sprig_kv_pool_create(&bad[i].p, &err) == NULL);
+        CHECKF(strstr(err.msg, bad[i].field) != NULL, "case %zu: '%s'", i, err.msg);
+    }
+    CHECK(sprig_kv_create_paged(NULL, 8, &err) == NULL);
 }
 
 /* A cache kind without gather: the dispatcher refuses with a reason. */
@@ -417,14 +522,29 @@ int main(void)
         { SPRIG_KV_MODE_TURBO4, 16 }, { SPRIG_KV_MODE_TURBO4_ASYM, 16 }, { SPRIG_KV_MODE_TURBO3_ASYM, 16 },
         { SPRIG_KV_MODE_TURBO3_ASYM, 8 }, { SPRIG_KV_MODE_TURBO3_ASYM, 64 }, { SPRIG_KV_MODE_TURBO4, 64 },
     };
-    for (size_t t = 0; t < sizeof runs / sizeof runs[0]; t++) {
-        g_hd = runs[t].hd;
-        fprintf(stderr, "mode %s, head size %d\n", sprig_kv_mode_name(runs[t].mode), g_hd);
-        test_write_view(runs[t].mode);
-        test_trim_and_identity(runs[t].mode);
-        test_gather_equivalences(runs[t].mode);
-        test_tree_rollback_shape(runs[t].mode);
-        test_bad_arguments(runs[t].mode);
-    }
+    for (int paged = 0; paged < 2; paged++)
+        for (size_t t = 0; t < sizeof runs / sizeof runs[0]; t++) {
+            g_hd = runs[t].hd;
+            sprig_error err;
+            if (paged) {
+                /* one pool for the (up to three) caches a test holds at once */
+                struct sprig_kv_pool_params pp = { .n_layer = NL, .n_kv_head = NKV, .head_dim = g_hd, .mode = runs[t].mode,
+                                                   .block_slots = BLOCK, .n_blocks = 3 * CTX / BLOCK };
+                g_pool = sprig_kv_pool_create(&pp, &err);
+                CHECKF(g_pool != NULL, "%s", err.msg);
+            }
+            fprintf(stderr, "%s, mode %s, head size %d\n", paged ? "paged" : "dense", sprig_kv_mode_name(runs[t].mode), g_hd);
+            test_write_view(runs[t].mode);
+            test_trim_and_identity(runs[t].mode);
+            test_gather_equivalences(runs[t].mode);
+            test_tree_rollback_shape(runs[t].mode);
+            test_bad_arguments(runs[t].mode);
+            if (paged) {
+                CHECK_EQ_INT(sprig_kv_pool_free_blocks(g_pool), 3 * CTX / BLOCK);   /* every block came back */
+                sprig_kv_pool_free(g_pool);
+                g_pool = NULL;
+                test_paged_pool(runs[t].mode);
+            }
+        }
     return test_summary("test-kv");
 }

@@ -8,6 +8,7 @@
  */
 #include "test.h"
 #include "vectors.h"
+#include "kv/kv.h"
 #include "model/model.h"
 #include "tensor/ops.h"
 
@@ -211,6 +212,81 @@ static void test_tree_forward_then_gather_equals_plain(void)
     sprig_model_free(m);
 }
 
+/* Two sequences on one shared paged pool, forwarded in turns, give the
+ * logits bits of two dense contexts; a pool that runs out refuses the
+ * sequence that asked (SPRIG_E_CONTEXT_FULL, naming the pool) and the other
+ * sequence goes on unharmed. */
+static void test_shared_pool_sequences(void)
+{
+    sprig_model *m = load("models/stories260K.gguf");
+    if (!m) return;
+    const int V = m->hp.n_vocab;
+    sprig_error err = { 0 };
+    struct sprig_kv_pool_params pp = { .n_layer = m->hp.n_layer, .n_kv_head = m->hp.n_kv_head, .head_dim = m->hp.head_dim,
+                                       .mode = SPRIG_KV_MODE_INT8, .block_slots = 8, .n_blocks = 9 };
+    sprig_kv_pool *P = sprig_kv_pool_create(&pp, &err);
+    CHECKF(P != NULL, "%s", err.msg);
+    if (!P) { sprig_model_free(m); return; }
+    sprig_ctx *a = NULL, *b = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = 64, .n_batch = 16, .kv_pool = P };
+    CHECK(sprig_ctx_create(m, g_pool, &cp, &a, &err) == SPRIG_OK);
+    CHECK(sprig_ctx_create(m, g_pool, &cp, &b, &err) == SPRIG_OK);
+    sprig_ctx *da = new_ctx(m, 64, 16, SPRIG_KV_MODE_INT8), *db = new_ctx(m, 64, 16, SPRIG_KV_MODE_INT8);
+    if (!a || !b || !da || !db) goto out;
+    CHECK_STR(sprig_kv_kind(sprig_ctx_kv(a)), "paged");
+    float *la = malloc(sizeof(float) * V), *lb = malloc(sizeof(float) * V);
+    int32_t ta = 1, tb = 1;
+    bool ok = true;
+    for (int step = 0; step < 40; step++) {   /* a: 40 tokens (5 blocks), b: 20 (3 blocks) */
+        struct sprig_fwd f = { .n = 1, .tokens = &ta, .n_out = 1, .logits = la };
+        CHECK(sprig_forward(a, &f, &err) == SPRIG_OK);
+        f.logits = lb;
+        CHECK(sprig_forward(da, &f, &err) == SPRIG_OK);
+        ok &= memcmp(la, lb, sizeof(float) * V) == 0;
+        ta = 3 + (ta * 31 + step) % 400;
+        if (step % 2) continue;
+        struct sprig_fwd g = { .n = 1, .tokens = &tb, .n_out = 1, .logits = la };
+        CHECK(sprig_forward(b, &g, &err) == SPRIG_OK);
+        g.logits = lb;
+        CHECK(sprig_forward(db, &g, &err) == SPRIG_OK);
+        ok &= memcmp(la, lb, sizeof(float) * V) == 0;
+        tb = 3 + (tb * 17 + step) % 400;
+    }
+    CHECK(ok);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 1);
+    /* b wants 13 more slots: 2 more blocks, 1 free: refused; a is unharmed */
+    int32_t many[13] = { 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17 };
+    struct sprig_fwd h = { .n = 13, .tokens = many };
+    err.msg[0] = 0;
+    CHECK_EQ_INT(sprig_forward(b, &h, &err), SPRIG_E_CONTEXT_FULL);
+    CHECKF(strstr(err.msg, "out of blocks") != NULL, "%s", err.msg);
+    CHECK_EQ_INT(sprig_kv_len(sprig_ctx_kv(b)), 20);
+    struct sprig_fwd f = { .n = 1, .tokens = &ta, .n_out = 1, .logits = la };
+    CHECK(sprig_forward(a, &f, &err) == SPRIG_OK);
+    f.logits = lb;
+    CHECK(sprig_forward(da, &f, &err) == SPRIG_OK);
+    CHECK(memcmp(la, lb, sizeof(float) * V) == 0);
+    /* a pool for another shape is refused by name */
+    sprig_ctx *x = NULL;
+    struct sprig_kv_pool_params qp = pp;
+    qp.n_layer = pp.n_layer + 1;
+    sprig_kv_pool *Q = sprig_kv_pool_create(&qp, &err);
+    struct sprig_ctx_params xp = { .n_ctx = 64, .kv_pool = Q };
+    CHECK_EQ_INT(sprig_ctx_create(m, g_pool, &xp, &x, &err), SPRIG_E_INVALID_ARG);
+    CHECK(strstr(err.msg, "kv_pool") != NULL && !x);
+    sprig_kv_pool_free(Q);
+    free(la);
+    free(lb);
+out:
+    sprig_ctx_free(a);
+    sprig_ctx_free(b);
+    sprig_ctx_free(da);
+    sprig_ctx_free(db);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 9);
+    sprig_kv_pool_free(P);
+    sprig_model_free(m);
+}
+
 static void test_forward_rejects_bad_input(void)
 {
     sprig_model *m = load("models/stories260K.gguf");
@@ -243,6 +319,7 @@ int main(void)
     RUN(test_greedy_target_f16_kv);
     RUN(test_batched_rows_equal_sequential);
     RUN(test_tree_forward_then_gather_equals_plain);
+    RUN(test_shared_pool_sequences);
     RUN(test_forward_rejects_bad_input);
     sprig_pool_free(g_pool);
     return test_summary("test-model");

@@ -10,7 +10,9 @@
  *     so attention matters), a ~2,050-token prompt and 160 generated tokens,
  *     so verification runs past 2,048 slots of context: every mode, a
  *     draft model (another seed) and the n-gram drafter, chain and tree.
- * Each run's statistics prove what ran: the mode (kv_type), the path
+ * Paged caches too: stories260K in f32 (16-slot blocks) and turbo4 (8), and
+ * turbo4 on the synthetic models (32-slot blocks), plain vs speculative
+ * each on a paged cache. Each run's statistics prove what ran: the mode (kv_type), the path
  * ("chain" / "tree") with rounds; across a model's runs zero and partial
  * accepts occur (rollback happened). A lossy mode must also change the
  * generated ids somewhere against f32 on the synthetic models (proof the
@@ -54,6 +56,8 @@ static bool same_ids(const struct run *a, const struct run *b)
     return a->n == b->n && !memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)a->n);
 }
 
+static int g_block;   /* kv_block_slots of the current runs */
+
 static struct sprig_session_params greedy(enum sprig_kv_type mode, int n_ctx)
 {
     struct sprig_session_params p = sprig_session_default_params();
@@ -63,6 +67,7 @@ static struct sprig_session_params greedy(enum sprig_kv_type mode, int n_ctx)
     p.ignore_eos = true;
     p.tree = SPRIG_TREE_OFF;
     p.kv_type = mode;
+    p.kv_block_slots = g_block;
     return p;
 }
 
@@ -70,13 +75,15 @@ struct drafter { enum sprig_drafter_kind kind; const char *path; const char *lab
 
 /* Plain, chain and branching tree for each drafter in one mode; returns the plain run. */
 static void check_mode(const sprig_model *m, enum sprig_kv_type mode, const struct drafter *d, int nd, const char *prompt,
-                       int n_tok, int n_ctx, int block, int64_t acc[2], struct run *plain_out)
+                       int n_tok, int n_ctx, int block, int kv_block, int64_t acc[2], struct run *plain_out)
 {
+    g_block = kv_block;
     struct sprig_session_params p = greedy(mode, n_ctx);
     struct run plain;
     if (!run_once(m, &p, prompt, n_tok, &plain)) return;
     CHECK_STR(plain.st.path, "plain");
     CHECK_STR(plain.st.kv_type, sprig_kv_type_name(mode));
+    CHECK_STR(plain.st.kv_layout, kv_block ? "paged" : "dense");
     CHECK_EQ_INT(plain.n, n_tok);
     for (int di = 0; di < nd; di++)
         for (int tree = 0; tree < 2; tree++) {
@@ -90,6 +97,7 @@ static void check_mode(const sprig_model *m, enum sprig_kv_type mode, const stru
             CHECKF(same_ids(&r, &plain), "kv %s, %s %s: output differs from plain decoding", sprig_kv_type_name(mode),
                    d[di].label, tree ? "tree" : "chain");
             CHECK_STR(r.st.kv_type, sprig_kv_type_name(mode));
+            CHECK_STR(r.st.kv_layout, kv_block ? "paged" : "dense");
             CHECK_STR(r.st.path, tree ? "tree" : "chain");
             CHECK(r.st.rounds > 0);
             acc[0] += r.st.zero_accept_rounds;
@@ -114,9 +122,15 @@ static void test_stories_every_mode(void)
     const int n_tok = test_quick() ? 64 : 256;
     for (int mi = 1; mi < N_MODES; mi++) {   /* f32: test-spec */
         int64_t acc[2] = { 0, 0 };
-        check_mode(m, all_modes[mi], d, 3, "Once upon a time", n_tok, 512, 5, acc, NULL);
+        check_mode(m, all_modes[mi], d, 3, "Once upon a time", n_tok, 512, 5, 0, acc, NULL);
         CHECKF(acc[0] > 0 && acc[1] > 0, "kv %s: zero/partial accepts %lld/%lld", sprig_kv_type_name(all_modes[mi]),
                (long long)acc[0], (long long)acc[1]);
+    }
+    /* paged caches (blocks of 8 and 16 slots) in a plain and a lossy mode */
+    for (int mi = 0; mi < N_MODES; mi += 4) {
+        int64_t acc[2] = { 0, 0 };
+        check_mode(m, all_modes[mi], d, 3, "Once upon a time", n_tok, 512, 5, mi ? 8 : 16, acc, NULL);
+        CHECK(acc[0] > 0 && acc[1] > 0);
     }
     sprig_model_free(m);
 }
@@ -183,7 +197,7 @@ static void synthetic(int hd)
     int differs = 0;
     for (int mi = 0; mi < N_MODES; mi++) {
         struct run plain = { 0 };
-        check_mode(m, all_modes[mi], d, 2, prompt, n_tok, 2304, 5, acc, &plain);
+        check_mode(m, all_modes[mi], d, 2, prompt, n_tok, 2304, 5, mi == 3 ? 32 : 0, acc, &plain);
         if (mi == 0) base = plain;
         else {
             if (!same_ids(&plain, &base)) differs++;

@@ -40,6 +40,7 @@ static void usage(FILE *f)
         "  -c, --ctx-size N       KV cache slots (default: min(model context, 4096))\n"
         "  -b, --batch-size N     prompt chunk size (default 64)\n"
         "      --kv-type T        KV cache: f32 (default), f16, int8, turbo4, turbo4-asym, turbo3-asym\n"
+        "      --kv-block N       a paged KV cache of N-slot blocks (a power of two) instead of one buffer\n"
         "      --temp T           temperature; 0 = greedy (default 0.8)\n"
         "      --top-k K          (default 40; 0 = off)\n"
         "      --top-p P          (default 0.95; 1 = off)\n"
@@ -208,6 +209,7 @@ int sprig_cmd_run(int argc, char **argv)
                 return 2;
             }
         }
+        else if (!strcmp(a, "--kv-block")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 4096, &v)) return 2; p.kv_block_slots = (int)v; }
         else if (!strcmp(a, "--temp")) { NEEDV(); if (!cli_parse_float(C, a, val, 0, 1e6, &d)) return 2; p.temp = (float)d; }
         else if (!strcmp(a, "--top-k")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 1 << 24, &v)) return 2; p.top_k = (int)v; }
         else if (!strcmp(a, "--top-p")) {

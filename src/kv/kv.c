@@ -127,6 +127,14 @@ sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer)
     return kv->vt->view(kv, layer);
 }
 
+sprig_status sprig_kv_reserve(sprig_kv *kv, int n, sprig_error *err)
+{
+    if (n < 0 || n > kv->p.n_ctx - kv->len)
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "kv: %d cached + %d new slots exceed the capacity of %d", kv->len, n,
+                         kv->p.n_ctx);
+    return kv->vt->reserve ? kv->vt->reserve(kv, n, err) : SPRIG_OK;
+}
+
 void sprig_kv_commit(sprig_kv *kv, int n)
 {
     SPRIG_ASSERT(n >= 0 && n <= kv->p.n_ctx - kv->len);

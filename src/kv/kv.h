@@ -94,6 +94,9 @@ struct sprig_kv_vt {
     sprig_status (*gather_within_tail)(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err);
     /* Optional: reset per-kind state when the cache is cleared (len -> 0). */
     void (*clear)(sprig_kv *kv);
+    /* Optional: make room for n more slots before they are written (a paged
+     * cache takes blocks from its pool); an error names the cause. */
+    sprig_status (*reserve)(sprig_kv *kv, int n, sprig_error *err);
 };
 
 /* Common header every kind embeds first. */
@@ -107,6 +110,31 @@ struct sprig_kv {
  * for values, every mode but the delegated one (kv_dense.c). Validates p,
  * naming the field. */
 sprig_kv *sprig_kv_create_dense(const struct sprig_kv_params *p, sprig_error *err);
+/* Paged caches (kv_paged.c): fixed-size blocks of block_slots slots from a
+ * pool shared by several sequences, a block table per sequence. Every mode
+ * but the delegated one. Blocks are taken when a forward reserves room and
+ * returned as soon as a trim, a gather or a clear leaves them empty, or the
+ * sequence is freed; running out is SPRIG_E_CONTEXT_FULL for the sequence
+ * that asked, and never touches another sequence's blocks. The pool is
+ * thread-safe; one sequence is used by one thread at a time. */
+typedef struct sprig_kv_pool sprig_kv_pool;
+struct sprig_kv_pool_params {
+    int n_layer, n_kv_head, head_dim, mode;
+    int block_slots;    /* slots per block: a power of two in [1, 4096] */
+    int n_blocks;       /* blocks in the pool */
+};
+sprig_kv_pool *sprig_kv_pool_create(const struct sprig_kv_pool_params *p, sprig_error *err);
+/* Frees the pool; every sequence on it must have been freed first (a broken
+ * invariant otherwise: aborts). */
+void           sprig_kv_pool_free(sprig_kv_pool *pool);
+int            sprig_kv_pool_free_blocks(sprig_kv_pool *pool);
+int            sprig_kv_pool_n_blocks(const sprig_kv_pool *pool);
+const struct sprig_kv_pool_params *sprig_kv_pool_params(const sprig_kv_pool *pool);
+/* A sequence of at most n_ctx slots on the pool (no block is taken yet). */
+sprig_kv      *sprig_kv_create_paged(sprig_kv_pool *pool, int n_ctx, sprig_error *err);
+/* Blocks a paged sequence holds (0 for other kinds). */
+int            sprig_kv_paged_blocks(const sprig_kv *kv);
+
 /* The cache a mode uses (dense, or the delegated hot/cold cache). */
 sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err);
 /* Validate p (shared by every kind), naming the field. */
@@ -127,6 +155,9 @@ sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer);
  * the mode stores rotated rows, q is rotated into the key codec's basis IN
  * PLACE first and a->out back from the value codec's basis after. */
 void          sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, sprig_attn_args *a);
+/* Room for n more slots: SPRIG_E_CONTEXT_FULL past the capacity or when a
+ * pooled cache's pool has no block left (naming it); call before writing. */
+sprig_status  sprig_kv_reserve(sprig_kv *kv, int n, sprig_error *err);
 /* len += n after every layer was written (same precondition). */
 void          sprig_kv_commit(sprig_kv *kv, int n);
 

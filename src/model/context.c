@@ -18,6 +18,7 @@ void sprig_ctx_free(sprig_ctx *c)
 {
     if (!c) return;
     sprig_kv_free(c->kv);
+    sprig_kv_pool_free(c->own_pool);
     float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sprig_free_aligned(*bufs[i]);
     sprig_free_aligned(c->pos);
@@ -36,6 +37,11 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     int n_ctx = p && p->n_ctx > 0 ? p->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     int n_batch = p && p->n_batch > 0 ? p->n_batch : 64;
     int kv_mode = p ? p->kv_mode : SPRIG_KV_MODE_F32;
+    struct sprig_kv_pool *kv_pool = p ? p->kv_pool : NULL;
+    const int block = p && !kv_pool ? p->kv_block_slots : 0;
+    if (block < 0 || block > 4096 || (block & (block - 1)))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_block_slots: %d must be 0 (dense) or a power of two <= 4096", block);
+    if (kv_pool) kv_mode = sprig_kv_pool_params(kv_pool)->mode;
     if (n_ctx < 1 || n_ctx > (1 << 24))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d is out of range [1, %d]", n_ctx, 1 << 24);
     if (n_batch < 1 || n_batch > 4096)
@@ -48,7 +54,7 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         if (st) return st;
         const double bytes = (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * hp->n_layer * n_ctx;
         const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-        if (phys > 0 && bytes > phys)
+        if (phys > 0 && bytes > phys && !kv_pool)
             return sprig_err(err, SPRIG_E_NOMEM,
                              "n_ctx: a %s KV cache of %d slots needs %.2f GiB (%d layers x %lld bytes per slot); this machine "
                              "has %.2f GiB of memory",
@@ -69,7 +75,24 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     struct sprig_kv_params kp = { .n_layer = hp->n_layer, .n_ctx = n_ctx, .n_kv_head = hp->n_kv_head,
                                   .head_dim = hp->head_dim, .mode = kv_mode };
     sprig_status st = SPRIG_OK;
-    c->kv = sprig_kv_create(&kp, err);
+    if (block) {   /* a private pool exactly covering the context */
+        struct sprig_kv_pool_params pp = { .n_layer = hp->n_layer, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
+                                           .mode = kv_mode, .block_slots = block, .n_blocks = (n_ctx + block - 1) / block };
+        if (!(c->own_pool = sprig_kv_pool_create(&pp, err))) { st = err ? err->code : SPRIG_E_NOMEM; goto fail; }
+        kv_pool = c->own_pool;
+    }
+    if (kv_pool) {
+        const struct sprig_kv_pool_params *pp = sprig_kv_pool_params(kv_pool);
+        if (pp->n_layer != hp->n_layer || pp->n_kv_head != hp->n_kv_head || pp->head_dim != hp->head_dim) {
+            st = sprig_err(err, SPRIG_E_INVALID_ARG,
+                           "kv_pool: its blocks hold %d layers x %d kv heads x head size %d; this model has %d x %d x %d",
+                           pp->n_layer, pp->n_kv_head, pp->head_dim, hp->n_layer, hp->n_kv_head, hp->head_dim);
+            goto fail;
+        }
+        c->kv = sprig_kv_create_paged(kv_pool, n_ctx, err);
+    } else {
+        c->kv = sprig_kv_create(&kp, err);
+    }
     if (!c->kv) { st = err ? err->code : SPRIG_E_NOMEM; goto fail; }
     size_t B = (size_t)n_batch;
     struct { float **p; size_t n; } fb[] = {
@@ -128,6 +151,8 @@ sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error 
         for (int i = 0; i < f->n_out; i++)
             if (f->out_rows[i] < 0 || f->out_rows[i] >= f->n)
                 return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: out_rows[%d] = %d is outside the batch of %d", i, f->out_rows[i], f->n);
+    sprig_status st = sprig_kv_reserve(c->kv, f->n, err);
+    if (st) return st;
     return c->m->arch->forward(c, f, err);
 }
 

@@ -12,6 +12,7 @@ struct sprig_ctx {
     const sprig_model *m;
     sprig_pool *pool;         /* not owned */
     sprig_kv *kv;             /* owned */
+    struct sprig_kv_pool *own_pool;   /* the private pool of a paged cache (kv_block_slots), or NULL */
     int n_batch;
     int n_ctx;
     /* scratch, sized for n_batch rows (B) */

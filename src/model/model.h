@@ -92,6 +92,11 @@ struct sprig_ctx_params {
     int n_ctx;        /* KV slots; 0 = min(model context, 4096) */
     int n_batch;      /* largest batch one forward takes; 0 = 64 */
     int kv_mode;      /* enum sprig_kv_mode (kv/kv.h); 0 = f32 */
+    struct sprig_kv_pool *kv_pool;   /* non-NULL: the cache is a paged sequence on this shared
+                                        pool (its mode and shapes must be the model's; kv_mode
+                                        is then the pool's) */
+    int kv_block_slots;              /* kv_pool NULL and > 0: a paged cache on a private pool
+                                        of blocks this size (a power of two) covering n_ctx */
 };
 
 typedef struct sprig_ctx sprig_ctx;
