@@ -542,11 +542,16 @@ static void recs_init(struct recs *R, int fmt, int paged, int n_keys, int n_kv_h
     const int64_t rec = sprig_kvrows_record_bytes(fmt, hd), hb = rec + (fmt == SPRIG_KVROWS_I8 ? 1 : 0);
     const int64_t stride = hb * n_kv_head + 3;
     const int shift = 2, per = 1 << shift, n_pages = (n_keys + per - 1) / per;
-    const size_t total = (size_t)(paged ? n_pages * per : n_keys) * (size_t)stride;
+    const int ring = paged == 2 ? n_keys + 5 : 0;   /* layout 2: a ring of n_keys + 5 slots read from slot 7 */
+    const size_t total = (size_t)(paged == 1 ? n_pages * per : ring ? ring : n_keys) * (size_t)stride;
     R->buf = sprig_calloc_aligned(total + 64, 1);
     for (size_t i = 0; i < total; i++) R->buf[i] = (uint8_t)sprig_rng_u64(rng);
     R->r = (sprig_kvrows){ .fmt = fmt, .stride = stride, .head_bytes = hb, .codebook = cb, .page_shift = shift };
-    if (paged) {
+    if (ring) {
+        R->r.base = R->buf;
+        R->r.ring_cap = ring;
+        R->r.ring_rot = 7 % ring;
+    } else if (paged) {
         /* page p lives at backing slot (p * 7 + 3) % n_pages: scattered, never in order */
         R->pages = calloc((size_t)n_pages, sizeof *R->pages);
         for (int pg = 0; pg < n_pages; pg++) {
@@ -622,7 +627,7 @@ static void test_records_match_ref(void)
     for (size_t pi = 0; pi < sizeof pairs / sizeof pairs[0]; pi++)
         for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
-                for (int paged = 0; paged < 2; paged++) {
+                for (int paged = 0; paged < 3; paged++) {   /* contiguous, paged, ring */
                     const int hd = hds[hi], n = ns[ni], n_kv = 2, n_head = 4;
                     const int n_keys = n + 37 + (int)(hi * 29);
                     fx f;
@@ -634,7 +639,7 @@ static void test_records_match_ref(void)
                     }
                     struct recs K, V;
                     recs_init(&K, pairs[pi].kf, paged, n_keys, n_kv, hd, cb, &rng);
-                    recs_init(&V, pairs[pi].vf, !paged, n_keys, n_kv, hd, cb, &rng);
+                    recs_init(&V, pairs[pi].vf, (paged + 1) % 3, n_keys, n_kv, hd, cb, &rng);
                     sprig_attn_args a = fx_args(&f);
                     a.kr = &K.r;
                     a.vr = &V.r;
@@ -672,7 +677,7 @@ static void test_records_match_ref(void)
                     fx_free(&f);
                     cases++;
                 }
-    CHECK(cases == 7 * 4 * 4 * 2);
+    CHECK(cases == 7 * 4 * 4 * 3);
 }
 
 static void test_arg_checks(void)

@@ -127,6 +127,11 @@ sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer)
     return kv->vt->view(kv, layer);
 }
 
+bool sprig_kv_tail_is_in_logical_order(const sprig_kv *kv)
+{
+    return !kv->vt->tail_in_order || kv->vt->tail_in_order(kv);
+}
+
 sprig_status sprig_kv_reserve(sprig_kv *kv, int n, sprig_error *err)
 {
     if (n < 0 || n > kv->p.n_ctx - kv->len)

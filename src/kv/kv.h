@@ -72,6 +72,8 @@ struct sprig_kv_params {
 typedef struct sprig_kv_view {
     sprig_kvrows k, v;
     const sprig_kv_codec *kc, *vc;
+    int first;          /* logical slot of row 0: rows hold slots [first, len + pending);
+                           0 except on a sliding-window layer that dropped old slots */
 } sprig_kv_view;
 
 /* One vtable per cache kind. Optional slots may be NULL (= refuse / nothing
@@ -97,6 +99,8 @@ struct sprig_kv_vt {
     /* Optional: make room for n more slots before they are written (a paged
      * cache takes blocks from its pool); an error names the cause. */
     sprig_status (*reserve)(sprig_kv *kv, int n, sprig_error *err);
+    /* Optional: whether the last slots sit in logical order (NULL: always). */
+    bool (*tail_in_order)(const sprig_kv *kv);
 };
 
 /* Common header every kind embeds first. */
@@ -134,6 +138,25 @@ const struct sprig_kv_pool_params *sprig_kv_pool_params(const sprig_kv_pool *poo
 sprig_kv      *sprig_kv_create_paged(sprig_kv_pool *pool, int n_ctx, sprig_error *err);
 /* Blocks a paged sequence holds (0 for other kinds). */
 int            sprig_kv_paged_blocks(const sprig_kv *kv);
+
+/* Sliding-window caches (kv_ring.c): per layer either the full history
+ * (window 0) or the last `window` slots in a rotating buffer. A sliding layer
+ * holds window - 1 + max_batch slots, enough for a forward of up to max_batch
+ * tokens to see its whole window; it wraps around (a ring) until
+ * sprig_kv_ring_set_buffer turns on the speculative buffer: then it keeps
+ * logical order and compacts from the front (dropping slots no future query
+ * can see) instead of wrapping, so a verify block's tail stays in order and
+ * can be gathered. Once a ring has wrapped, gathers are refused by name
+ * (can_gather says which layer), and so is a trim that would need dropped
+ * slots. */
+sprig_kv *sprig_kv_create_ring(const struct sprig_kv_params *p, const int *windows, int max_batch, sprig_error *err);
+/* Turn the speculative buffer of `slack` extra slots on (0: off): converts
+ * every sliding layer to logical order (keeping what a query can still see)
+ * and reallocates once. Not in the round loop. */
+sprig_status sprig_kv_ring_set_buffer(sprig_kv *kv, int slack, sprig_error *err);
+/* Whether the last slots of every layer sit in logical order (a verify tail
+ * can be gathered); true for dense and paged caches. */
+bool sprig_kv_tail_is_in_logical_order(const sprig_kv *kv);
 
 /* The cache a mode uses (dense, or the delegated hot/cold cache). */
 sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err);

@@ -516,7 +516,7 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
     it.g = g;
     it.nr = nr;
     it.rp = (nr + 15) & ~15;
-    it.kplain = a->kr->base && (a->kr->fmt == SPRIG_KVROWS_F16 ||
+    it.kplain = a->kr->base && !a->kr->ring_cap && (a->kr->fmt == SPRIG_KVROWS_F16 ||
                                 (a->kr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)a->kr->base & 3) == 0 && a->kr->stride % 4 == 0 &&
                                  a->kr->head_bytes % 4 == 0));
     sprig_attn_work_split(slot, (size_t)it.rp, (size_t)nk, &it.w);

@@ -150,8 +150,12 @@ static sprig_status rows_check(const sprig_attn_args *a, const sprig_kvrows *r, 
     if (r->stride < r->head_bytes * a->n_kv_head)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.stride %lld < n_kv_head x head_bytes = %lld", name,
                          (long long)r->stride, (long long)(r->head_bytes * a->n_kv_head));
+    if (r->ring_cap && (!r->base || r->ring_cap < a->n_keys || r->ring_rot < 0 || r->ring_rot >= r->ring_cap))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s ring of %d slots from %d cannot hold %d keys (contiguous rows only)",
+                         name, r->ring_cap, r->ring_rot, a->n_keys);
     if (r->base) {
-        if (r->stride > INT64_MAX / 2 / a->n_keys)
+        const int64_t slots = r->ring_cap ? r->ring_cap : a->n_keys;
+        if (r->stride > INT64_MAX / 2 / slots)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.stride %lld x n_keys %d overflows", name,
                              (long long)r->stride, a->n_keys);
     } else {

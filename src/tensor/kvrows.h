@@ -4,9 +4,12 @@
  *
  * A cache slot holds, per kv head, one record of `head_bytes` bytes; records
  * of a slot sit `head_bytes` apart and slots `stride` bytes apart, either in
- * one contiguous buffer (slot j at base + j*stride) or in fixed-size pages
- * (slot j at pages[j >> page_shift] + (j & page_mask)*stride), which is how a
- * pooled cache shares memory between sequences without copying.
+ * one contiguous buffer (slot j at base + j*stride), in a ring of ring_cap
+ * slots read from slot ring_rot on (slot j at base + ((j + ring_rot) mod
+ * ring_cap)*stride: a sliding window that has wrapped, read in logical
+ * order), or in fixed-size pages (slot j at pages[j >> page_shift] +
+ * (j & page_mask)*stride), which is how a pooled cache shares memory between
+ * sequences without copying.
  *
  * Record formats ([hd] = the head size; f16 = IEEE half; all little-endian):
  *   F32 | f32 x[hd] |                                      x[d]
@@ -49,6 +52,8 @@ typedef struct sprig_kvrows {
     const uint8_t *base;             /* contiguous slots, or NULL when paged */
     const uint8_t *const *pages;     /* paged slots (base == NULL) */
     int page_shift;                  /* slots per page = 1 << page_shift */
+    int ring_cap, ring_rot;          /* contiguous rows only: a ring of ring_cap slots (0: none),
+                                        slot 0 at physical slot ring_rot (< ring_cap) */
     int64_t stride;                  /* bytes between consecutive slots */
     int64_t head_bytes;              /* bytes between the records of kv heads g and g+1 */
     const float *codebook;           /* T4: 16 floats, T3: 8 floats */
@@ -72,6 +77,10 @@ const char *sprig_kvrows_fmt_name(int fmt);
 /* The record of slot j, kv head g. */
 static inline const uint8_t *sprig_kvrows_at(const sprig_kvrows *r, int j, int g)
 {
+    if (r->ring_cap) {
+        j += r->ring_rot;
+        if (j >= r->ring_cap) j -= r->ring_cap;
+    }
     const uint8_t *s = r->base ? r->base + (int64_t)j * r->stride
                                : r->pages[j >> r->page_shift] + (int64_t)(j & ((1 << r->page_shift) - 1)) * r->stride;
     return s + (int64_t)g * r->head_bytes;
@@ -82,7 +91,7 @@ static inline const uint8_t *sprig_kvrows_at(const sprig_kvrows *r, int j, int g
 static inline bool sprig_kvrows_plain(const sprig_kvrows *r)
 {
     const int64_t es = r->fmt == SPRIG_KVROWS_F32 ? 4 : 2;
-    return r->base && (r->fmt == SPRIG_KVROWS_F32 || r->fmt == SPRIG_KVROWS_F16) &&
+    return r->base && !r->ring_cap && (r->fmt == SPRIG_KVROWS_F32 || r->fmt == SPRIG_KVROWS_F16) &&
            r->stride % es == 0 && r->head_bytes % es == 0;
 }
 
