@@ -105,17 +105,19 @@ typedef struct sprig_logprob {
  *   INT8: int8 codes + one f16 absmax/127 scale per token and kv head, keys and values;
  *   TURBO4: keys and values as 4-bit Lloyd-Max codes of the row rotated by
  *     random signs x Walsh-Hadamard x random signs, plus norm and rescale;
- *   TURBO4_ASYM / TURBO3_ASYM: f16 keys, 4-bit / 3-bit rotated values.
+ *   TURBO4_ASYM / TURBO3_ASYM: f16 keys, 4-bit / 3-bit rotated values;
+ *   TURBO4_DELEGATED: f16 keys; values of the last 128-256 positions in f16
+ *     (a hot ring), older ones folded into 4-bit rotated codes.
  * Rotated modes need a head size that is a power of two (refused by name).
  * Every mode keeps speculative output byte-identical to plain decoding with
  * the same mode (a verify block reads its own rows as the cache holds them). */
 enum sprig_kv_type {
     SPRIG_KV_F32 = 0, SPRIG_KV_F16 = 1, SPRIG_KV_INT8 = 2, SPRIG_KV_TURBO4 = 3,
-    SPRIG_KV_TURBO4_ASYM = 4, SPRIG_KV_TURBO3_ASYM = 5
+    SPRIG_KV_TURBO4_ASYM = 4, SPRIG_KV_TURBO3_ASYM = 5, SPRIG_KV_TURBO4_DELEGATED = 6
 };
 /* "turbo4-asym" etc., or NULL for a value that is not a KV type. */
 const char *sprig_kv_type_name(enum sprig_kv_type t);
-/* The KV type called `name` (f32|f16|int8|turbo4|turbo4-asym|turbo3-asym); false if none. */
+/* The KV type called `name` (f32|f16|int8|turbo4|turbo4-asym|turbo3-asym|turbo4-delegated); false if none. */
 bool sprig_kv_type_from_name(const char *name, enum sprig_kv_type *out);
 /* "f32|f16|..." — the accepted names, for help and errors. */
 const char *sprig_kv_type_list(void);

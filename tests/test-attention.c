@@ -680,6 +680,64 @@ static void test_records_match_ref(void)
     CHECK(cases == 7 * 4 * 4 * 3);
 }
 
+/* Two-segment value rows (old slots as 4-bit codes, recent ones as f16 in a
+ * ring, split anywhere, including 0 and n_keys): every kernel equals the
+ * reference, and the reference equals attention over the rows decoded. */
+static void test_split_rows_match_ref(void)
+{
+    sprig_rng rng;
+    sprig_rng_seed(&rng, 77);
+    float cb[16];
+    for (int i = 0; i < 16; i++) cb[i] = (float)(-2.0 + 0.27 * i);
+    const int hd = 64, n_kv = 2, n_head = 4;
+    for (int n = 1; n <= 9; n += 4)
+        for (int split = 0; split <= 90; split += 30) {
+            const int n_keys = 90;
+            fx f;
+            fx_init(&f, n, n_head, n_kv, hd, n_keys, SPRIG_TYPE_F32, 0, 500 + (uint64_t)split + (uint64_t)n);
+            struct recs K, A, B;
+            recs_init(&K, SPRIG_KVROWS_F16, 0, n_keys, n_kv, hd, cb, &rng);
+            recs_init(&A, SPRIG_KVROWS_T4, 0, n_keys, n_kv, hd, cb, &rng);
+            recs_init(&B, SPRIG_KVROWS_F16, 2, n_keys, n_kv, hd, cb, &rng);
+            sprig_kvrows vr = A.r;
+            vr.split = split;
+            vr.next = &B.r;
+            sprig_attn_args a = fx_args(&f);
+            a.kr = &K.r;
+            a.vr = &vr;
+            sprig_error e;
+            CHECKF(sprig_attn_check(&a, &e) == SPRIG_OK, "%s", e.msg);
+            const size_t on = (size_t)n * n_head * hd, row = (size_t)n_kv * hd;
+            float *ref = sprig_calloc_aligned(on, sizeof(float));
+            sprig_attention_ref(&a);
+            memcpy(ref, f.out, on * sizeof(float));
+            float *dv = sprig_calloc_aligned((size_t)n_keys * row, sizeof(float));
+            for (int j = 0; j < n_keys; j++)
+                memcpy(dv + j * row, j < split ? A.dec + j * row : B.dec + (size_t)(j - split) * row, row * sizeof(float));
+            sprig_attn_args b = fx_args(&f);
+            b.k = K.dec; b.v = dv; b.kv_stride = (int64_t)row;
+            sprig_attention_ref(&b);
+            CHECK(memcmp(ref, f.out, on * sizeof(float)) == 0);
+            for (int kk = 0; kk < N_KERNELS; kk++) {
+                if (!g_has[kk]) continue;
+                sprig_attention_use_kernel(g_kernels[kk]);
+                memset(f.out, 0x7f, on * sizeof(float));
+                sprig_attention(g_pool[2], &a);
+                CHECKF(memcmp(f.out, ref, on * sizeof(float)) == 0, "kernel %s n %d split %d", g_kernels[kk], n, split);
+            }
+            sprig_attention_use_kernel(NULL);
+            /* a split past n_keys is refused */
+            vr.split = n_keys + 1;
+            CHECK(sprig_attn_check(&a, &e) == SPRIG_E_INVALID_ARG && strstr(e.msg, "split"));
+            sprig_free_aligned(ref);
+            sprig_free_aligned(dv);
+            recs_free(&K);
+            recs_free(&A);
+            recs_free(&B);
+            fx_free(&f);
+        }
+}
+
 static void test_arg_checks(void)
 {
     fx f;
@@ -801,6 +859,7 @@ int main(void)
     RUN(test_small_heads_match_ref);
     RUN(test_small_heads_rows_alone);
     RUN(test_records_match_ref);
+    RUN(test_split_rows_match_ref);
     RUN(test_arg_checks);
     RUN(test_small_scratch_limits_threads);
     sprig_attention_set_parallel_threshold(-1);

@@ -120,17 +120,16 @@ static void test_create_validates(void)
     sprig_error err;
     struct sprig_kv_params good = { .n_layer = 2, .n_ctx = 8, .n_kv_head = 2, .head_dim = 16, .mode = SPRIG_KV_MODE_F16 };
     struct { struct sprig_kv_params p; const char *field; } bad[] = {
-        { { 0, 8, 2, 16, 0 }, "n_layer" },
-        { { 2, 0, 2, 16, 0 }, "n_ctx" },
-        { { 2, 8, 0, 16, 0 }, "n_kv_head" },
-        { { 2, 8, 2, -1, 0 }, "head_dim" },
-        { { 2, 8, 2, 512, 0 }, "head_dim" },
-        { { 2, 8, 2, 16, 999 }, "mode" },
-        { { 2, 8, 2, 16, -1 }, "mode" },
-        { { 2, 8, 2, 16, SPRIG_KV_MODE_TURBO4_DELEGATED }, "mode" },
-        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4 }, "power of two" },
-        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4_ASYM }, "head size is 24" },
-        { { 2, 8, 2, 4, SPRIG_KV_MODE_TURBO3_ASYM }, "turbo3-asym" },
+        { { 0, 8, 2, 16, 0, 0, 0 }, "n_layer" },
+        { { 2, 0, 2, 16, 0, 0, 0 }, "n_ctx" },
+        { { 2, 8, 0, 16, 0, 0, 0 }, "n_kv_head" },
+        { { 2, 8, 2, -1, 0, 0, 0 }, "head_dim" },
+        { { 2, 8, 2, 512, 0, 0, 0 }, "head_dim" },
+        { { 2, 8, 2, 16, 999, 0, 0 }, "mode" },
+        { { 2, 8, 2, 16, -1, 0, 0 }, "mode" },
+        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4, 0, 0 }, "power of two" },
+        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4_ASYM, 0, 0 }, "head size is 24" },
+        { { 2, 8, 2, 4, SPRIG_KV_MODE_TURBO3_ASYM, 0, 0 }, "turbo3-asym" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;
@@ -497,7 +496,7 @@ static void test_refusing_kind(void)
     static const struct sprig_kv_vt vt = {
         .kind = "paged-test", .destroy = nogather_destroy, .write = nogather_write, .view = nogather_view,
     };
-    sprig_kv kv = { .vt = &vt, .p = { 1, 16, 1, 4, SPRIG_KV_MODE_F32 }, .len = 8 };
+    sprig_kv kv = { .vt = &vt, .p = { 1, 16, 1, 4, SPRIG_KV_MODE_F32, 0, 0 }, .len = 8 };
     char reason[128];
     CHECK(!sprig_kv_can_gather(&kv, reason, sizeof reason));
     CHECK(strstr(reason, "paged-test") != NULL);

@@ -4,7 +4,7 @@
  * a verify block reads its own keys and values exactly as the cache holds
  * them, as plain decoding does:
  *   - stories260K (head size 8) in f16, int8, turbo4, turbo4-asym,
- *     turbo3-asym: every drafter (draft model, MTP head, n-gram), chain and
+ *     turbo3-asym, turbo4-delegated: every drafter (draft model, MTP head, n-gram), chain and
  *     branching tree, 256 tokens;
  *   - synthetic llama models with head sizes 64 and 128 (mkmodel, std 0.08
  *     so attention matters), a ~2,050-token prompt and 160 generated tokens,
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 
 static const enum sprig_kv_type all_modes[] = { SPRIG_KV_F32, SPRIG_KV_F16, SPRIG_KV_INT8, SPRIG_KV_TURBO4,
-                                                SPRIG_KV_TURBO4_ASYM, SPRIG_KV_TURBO3_ASYM };
+                                                SPRIG_KV_TURBO4_ASYM, SPRIG_KV_TURBO3_ASYM, SPRIG_KV_TURBO4_DELEGATED };
 #define N_MODES ((int)(sizeof all_modes / sizeof all_modes[0]))
 
 struct run { int32_t *ids; int n; struct sprig_stats st; };
@@ -83,7 +83,7 @@ static void check_mode(const sprig_model *m, enum sprig_kv_type mode, const stru
     if (!run_once(m, &p, prompt, n_tok, &plain)) return;
     CHECK_STR(plain.st.path, "plain");
     CHECK_STR(plain.st.kv_type, sprig_kv_type_name(mode));
-    CHECK_STR(plain.st.kv_layout, kv_block ? "paged" : "dense");
+    CHECK_STR(plain.st.kv_layout, kv_block ? "paged" : mode == SPRIG_KV_TURBO4_DELEGATED ? "delegated" : "dense");
     CHECK_EQ_INT(plain.n, n_tok);
     for (int di = 0; di < nd; di++)
         for (int tree = 0; tree < 2; tree++) {
@@ -97,7 +97,7 @@ static void check_mode(const sprig_model *m, enum sprig_kv_type mode, const stru
             CHECKF(same_ids(&r, &plain), "kv %s, %s %s: output differs from plain decoding", sprig_kv_type_name(mode),
                    d[di].label, tree ? "tree" : "chain");
             CHECK_STR(r.st.kv_type, sprig_kv_type_name(mode));
-            CHECK_STR(r.st.kv_layout, kv_block ? "paged" : "dense");
+            CHECK_STR(r.st.kv_layout, kv_block ? "paged" : mode == SPRIG_KV_TURBO4_DELEGATED ? "delegated" : "dense");
             CHECK_STR(r.st.path, tree ? "tree" : "chain");
             CHECK(r.st.rounds > 0);
             acc[0] += r.st.zero_accept_rounds;

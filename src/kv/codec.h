@@ -58,6 +58,9 @@ void sprig_kv_codec_rotate(const sprig_kv_codec *c, float *x, int n, bool invers
 /* Internal: the per-format encoders (one file each) and turbo's setup. */
 void sprig_kv_encode_int8(const sprig_kv_codec *c, const float *x, uint8_t *rec);
 void sprig_kv_encode_turbo(const sprig_kv_codec *c, const float *x, uint8_t *rec);
+/* A T4/T3 record of a row xr[hd] already in the codec's rotated basis (the
+ * delegated cache folds its rotated f16 rows with it). */
+void sprig_kv_encode_turbo_rotated(const sprig_kv_codec *c, const float *xr, uint8_t *rec);
 sprig_status sprig_kv_turbo_init(sprig_kv_codec *c, uint32_t seed, sprig_error *err);
 
 #endif

@@ -14,6 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A view's second value segment lives in the view itself. */
+static void link_view(sprig_kv_view *vw)
+{
+    if (vw->v_next.stride) vw->v.next = &vw->v_next;
+}
+
 /* ------------------------------------------------------------------ modes */
 
 #define SEED_V 0x5EEDC0DEu
@@ -29,6 +35,7 @@ static const struct {
     [SPRIG_KV_MODE_TURBO4]           = { "turbo4",           SPRIG_KVROWS_T4,  SPRIG_KVROWS_T4 },
     [SPRIG_KV_MODE_TURBO4_ASYM]      = { "turbo4-asym",      SPRIG_KVROWS_F16, SPRIG_KVROWS_T4 },
     [SPRIG_KV_MODE_TURBO3_ASYM]      = { "turbo3-asym",      SPRIG_KVROWS_F16, SPRIG_KVROWS_T3 },
+    [SPRIG_KV_MODE_TURBO4_DELEGATED] = { "turbo4-delegated", SPRIG_KVROWS_F16, SPRIG_KVROWS_T4 },
 };
 
 const char *sprig_kv_mode_name(int mode)
@@ -89,17 +96,48 @@ sprig_status sprig_kv_params_check(const struct sprig_kv_params *p, const char *
 
 sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err)
 {
+    if (p && p->mode == SPRIG_KV_MODE_TURBO4_DELEGATED) return sprig_kv_create_delegated(p, err);
     return sprig_kv_create_dense(p, err);
 }
 
-void sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, sprig_attn_args *a)
+void sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, const int32_t *pos, sprig_attn_args *a)
 {
-    const sprig_kv_view vw = sprig_kv_view_layer(kv, layer);
+    sprig_kv_view vw = sprig_kv_view_layer(kv, layer);
+    link_view(&vw);
     a->q = q;
     if (vw.kc && sprig_kv_codec_rotates(vw.kc)) sprig_kv_codec_rotate(vw.kc, q, a->n * a->n_head, false);
-    a->kr = &vw.k;
-    a->vr = &vw.v;
-    sprig_attention(pool, a);
+    if (!kv->vt->epoch) {
+        a->kr = &vw.k;
+        a->vr = &vw.v;
+        sprig_attention(pool, a);
+    } else {
+        /* one attention per distinct epoch among the rows; each row keeps the
+         * output of its own (rows are independent: attention's contract) */
+        const int n = a->n, width = a->n_head * a->hd;
+        float *out = a->out, *alt = kv->vt->alt_out(kv);
+        SPRIG_ASSERT(n <= (kv->p.max_batch > 0 ? kv->p.max_batch : 1) && n <= 4096);
+        uint64_t done[4096 / 64] = { 0 };
+#define EPOCH(i) kv->vt->epoch(kv, pos ? pos[i] : kv->len + (i))
+        bool first = true;
+        for (int i0 = 0; i0 < n; i0++) {
+            if (done[i0 >> 6] >> (i0 & 63) & 1) continue;
+            const int e = EPOCH(i0);
+            sprig_kv_view ve = kv->vt->view_at(kv, layer, e);
+            link_view(&ve);
+            a->kr = &ve.k;
+            a->vr = &ve.v;
+            a->out = first ? out : alt;
+            sprig_attention(pool, a);
+            for (int i = i0; i < n; i++) {
+                if ((done[i >> 6] >> (i & 63) & 1) || EPOCH(i) != e) continue;
+                done[i >> 6] |= 1ull << (i & 63);
+                if (!first) memcpy(out + (size_t)i * width, alt + (size_t)i * width, sizeof(float) * (size_t)width);
+            }
+            first = false;
+        }
+#undef EPOCH
+        a->out = out;
+    }
     a->kr = a->vr = NULL;
     if (vw.vc && sprig_kv_codec_rotates(vw.vc)) sprig_kv_codec_rotate(vw.vc, a->out, a->n * a->n_head, true);
 }
@@ -126,6 +164,7 @@ sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer)
     SPRIG_ASSERT(layer >= 0 && layer < kv->p.n_layer);
     return kv->vt->view(kv, layer);
 }
+
 
 bool sprig_kv_tail_is_in_logical_order(const sprig_kv *kv)
 {

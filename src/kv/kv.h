@@ -43,7 +43,7 @@ enum sprig_kv_mode {
     SPRIG_KV_MODE_TURBO4 = 3,          /* 4-bit rotated codes, K and V (own signs each) */
     SPRIG_KV_MODE_TURBO4_ASYM = 4,     /* K f16, V 4-bit rotated codes */
     SPRIG_KV_MODE_TURBO3_ASYM = 5,     /* K f16, V 3-bit rotated codes */
-    SPRIG_KV_MODE_TURBO4_DELEGATED = 6,/* reserved: K f16, V f16 hot ring + 4-bit cold body (not built yet) */
+    SPRIG_KV_MODE_TURBO4_DELEGATED = 6,/* K f16, V: f16 hot ring + 4-bit cold body (kv_delegated.c) */
     SPRIG_KV_MODE_COUNT
 };
 
@@ -65,12 +65,16 @@ struct sprig_kv_params {
     int n_kv_head;
     int head_dim;
     int mode;           /* enum sprig_kv_mode */
+    int max_batch;      /* optional (0 = 1): the largest forward; the delegated kind needs it */
+    int n_head;         /* optional (0 = n_kv_head): query heads, likewise */
 };
 
 /* Where attention reads one layer: records (tensor/kvrows.h) plus the codecs
  * whose rotation the queries / outputs need (sprig_kv_attend applies them). */
 typedef struct sprig_kv_view {
     sprig_kvrows k, v;
+    sprig_kvrows v_next;   /* v's second segment when v.split is used (the views are
+                              values: sprig_kv_view_layer links v.next to it) */
     const sprig_kv_codec *kc, *vc;
     int first;          /* logical slot of row 0: rows hold slots [first, len + pending);
                            0 except on a sliding-window layer that dropped old slots */
@@ -101,6 +105,14 @@ struct sprig_kv_vt {
     sprig_status (*reserve)(sprig_kv *kv, int n, sprig_error *err);
     /* Optional: whether the last slots sit in logical order (NULL: always). */
     bool (*tail_in_order)(const sprig_kv *kv);
+    /* Optional, for caches whose rows a query reads depending on its
+     * position (the delegated hot/cold split): epoch(pos) names what a query
+     * at pos sees (equal epochs: the same view), view_at gives that view.
+     * sprig_kv_attend runs one attention per distinct epoch of a block. */
+    int (*epoch)(const sprig_kv *kv, int pos);
+    sprig_kv_view (*view_at)(const sprig_kv *kv, int layer, int epoch);
+    /* Optional: [max_batch][n_head*head_dim] floats for the other epochs' outputs. */
+    float *(*alt_out)(const sprig_kv *kv);
 };
 
 /* Common header every kind embeds first. */
@@ -158,6 +170,12 @@ sprig_status sprig_kv_ring_set_buffer(sprig_kv *kv, int slack, sprig_error *err)
  * can be gathered); true for dense and paged caches. */
 bool sprig_kv_tail_is_in_logical_order(const sprig_kv *kv);
 
+/* The delegated cache (kv_delegated.c, mode turbo4-delegated): f16 keys;
+ * values as 4-bit rotated codes for old slots and rotated f16 rows in a hot
+ * ring for recent ones. Which a query reads is a function of its position
+ * only, so verify blocks and plain decoding read the same bits. */
+sprig_kv *sprig_kv_create_delegated(const struct sprig_kv_params *p, sprig_error *err);
+
 /* The cache a mode uses (dense, or the delegated hot/cold cache). */
 sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err);
 /* Validate p (shared by every kind), naming the field. */
@@ -173,11 +191,13 @@ const char *sprig_kv_kind(const sprig_kv *kv);
  * checked; a violation is a broken invariant and aborts). */
 void          sprig_kv_write(sprig_kv *kv, int layer, int n, const float *k, const float *v);
 sprig_kv_view sprig_kv_view_layer(const sprig_kv *kv, int layer);
-/* Attention of the queries q[n][n_head*hd] against layer `layer` (a->q,
- * a->kr and a->vr are filled in; the other fields are the caller's): where
- * the mode stores rotated rows, q is rotated into the key codec's basis IN
- * PLACE first and a->out back from the value codec's basis after. */
-void          sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, sprig_attn_args *a);
+/* Attention of the queries q[n][n_head*hd] at positions pos[n] (NULL: len,
+ * len+1, ...) against layer `layer` (a->q, a->kr and a->vr are filled in;
+ * the other fields are the caller's): where the mode stores rotated rows, q
+ * is rotated into the key codec's basis IN PLACE first and a->out back from
+ * the value codec's basis after. */
+void          sprig_kv_attend(sprig_pool *pool, const sprig_kv *kv, int layer, float *q, const int32_t *pos,
+                              sprig_attn_args *a);
 /* Room for n more slots: SPRIG_E_CONTEXT_FULL past the capacity or when a
  * pooled cache's pool has no block left (naming it); call before writing. */
 sprig_status  sprig_kv_reserve(sprig_kv *kv, int n, sprig_error *err);

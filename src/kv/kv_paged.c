@@ -63,6 +63,10 @@ sprig_kv_pool *sprig_kv_pool_create(const struct sprig_kv_pool_params *p, sprig_
     struct sprig_kv_params kp = { .n_layer = p->n_layer, .n_ctx = p->block_slots, .n_kv_head = p->n_kv_head,
                                   .head_dim = p->head_dim, .mode = p->mode };
     if (sprig_kv_params_check(&kp, "kv pool", err)) return NULL;
+    if (p->mode == SPRIG_KV_MODE_TURBO4_DELEGATED) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "kv pool: mode turbo4-delegated keeps a hot ring per sequence and is not paged");
+        return NULL;
+    }
     sprig_kv_pool *P = calloc(1, sizeof *P);
     if (!P) { sprig_err(err, SPRIG_E_NOMEM, "kv pool: out of memory"); return NULL; }
     P->p = *p;

@@ -73,8 +73,12 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     c->n_ctx = n_ctx;
     int qdim = hp->n_head * hp->head_dim, kvdim = hp->n_kv_head * hp->head_dim;
     struct sprig_kv_params kp = { .n_layer = hp->n_layer, .n_ctx = n_ctx, .n_kv_head = hp->n_kv_head,
-                                  .head_dim = hp->head_dim, .mode = kv_mode };
+                                  .head_dim = hp->head_dim, .mode = kv_mode, .max_batch = n_batch, .n_head = hp->n_head };
     sprig_status st = SPRIG_OK;
+    if ((block || kv_pool) && kv_mode == SPRIG_KV_MODE_TURBO4_DELEGATED) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "kv_block_slots: the turbo4-delegated cache is not paged (its hot ring is per sequence)");
+        goto fail;
+    }
     if (block) {   /* a private pool exactly covering the context */
         struct sprig_kv_pool_params pp = { .n_layer = hp->n_layer, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
                                            .mode = kv_mode, .block_slots = block, .n_blocks = (n_ctx + block - 1) / block };

@@ -152,7 +152,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
             .n_keys = len + n, .mask = f->mask, .scale = 1.0f / sqrtf((float)hd),
             .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
         };
-        sprig_kv_attend(pool, c->kv, l, c->q, &aa);
+        sprig_kv_attend(pool, c->kv, l, c->q, pos, &aa);
 
         sprig_act_init(&act, c->att, n, qdim, c->act, c->act_bytes);
         float *wo_out[1] = { c->tmp };

@@ -305,7 +305,7 @@ sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *
             .scale = 1.0f / sqrtf((float)h->hd), .out = s->att, .scratch = s->attn_scratch,
             .scratch_floats = s->attn_floats,
         };
-        sprig_kv_attend(pool, kv, h->kv_layer, s->q, &aa);
+        sprig_kv_attend(pool, kv, h->kv_layer, s->q, &pos, &aa);
         mm1(pool, s, &L->wo, s->att, s->t);
         sprig_add_inplace(s->z, s->t, dim);
         sprig_rmsnorm(s->a, s->z, L->ffn_norm, 1, dim, h->eps);

@@ -127,6 +127,13 @@ static const float *dec_row(const sprig_kvrows *r, const uint8_t *p, int hd, flo
     return dst;
 }
 
+/* Slot j of kv head g of rows r, decoded (two-segment rows included). */
+static inline const float *fetch(const sprig_kvrows *r, int j, int g, int hd, float *dst)
+{
+    const sprig_kvrows *s = sprig_kvrows_seg(r, &j);
+    return dec_row(s, sprig_kvrows_at(s, j, g), hd, dst);
+}
+
 struct item {
     const sprig_attn_args *a;
     sprig_attn_work w;
@@ -162,7 +169,7 @@ AI void scores_block(struct item *it, int v0, const int NV, const int KK)
         const float *kp[4] = { 0 };
 #pragma GCC unroll 4
         for (int kk = 0; kk < KK; kk++) {
-            if (kk < kn) kp[kk] = dec_row(a->kr, sprig_kvrows_at(a->kr, j0 + kk, it->g), hd, it->w.kb + kk * hd);
+            if (kk < kn) kp[kk] = fetch(a->kr, j0 + kk, it->g, hd, it->w.kb + kk * hd);
             else kp[kk] = kp[0];
         }
         __m256 acc[4][4];
@@ -296,7 +303,7 @@ static void values(struct item *it)
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
         for (int j = j0; j < j1; j++)
-            vp[j - j0] = dec_row(a->vr, sprig_kvrows_at(a->vr, j, it->g), hd, it->w.vb + (j - j0) * hd);
+            vp[j - j0] = fetch(a->vr, j, it->g, hd, it->w.vb + (j - j0) * hd);
         for (int c0 = 0; c0 < hd; c0 += 32) {
             const int cw = hd - c0 < 32 ? hd - c0 : 32;
             const int nc = (cw + 7) / 8;

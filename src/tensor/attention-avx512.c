@@ -139,6 +139,13 @@ static const float *dec_row(const sprig_kvrows *r, const uint8_t *p, int hd, flo
     }
 }
 
+/* Slot j of kv head g of rows r, decoded (two-segment rows included). */
+static inline const float *fetch(const sprig_kvrows *r, int j, int g, int hd, float *dst)
+{
+    const sprig_kvrows *s = sprig_kvrows_seg(r, &j);
+    return dec_row(s, sprig_kvrows_at(s, j, g), hd, dst);
+}
+
 /* Number of leading entries of row[0..lim) equal to +-0 (NaN counts as non-zero). */
 static int zero_prefix(const float *row, int lim)
 {
@@ -190,7 +197,7 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
         const float *kp[8] = { 0 };
 #pragma GCC unroll 8
         for (int kk = 0; kk < KK; kk++) {
-            if (kk < kn) kp[kk] = dec_row(a->kr, sprig_kvrows_at(a->kr, j0 + kk, it->g), hd, it->w.kb + kk * hd);
+            if (kk < kn) kp[kk] = fetch(a->kr, j0 + kk, it->g, hd, it->w.kb + kk * hd);
             else kp[kk] = kp[0];
         }
         __m512 acc[8][4];
@@ -359,7 +366,7 @@ AI void scores_few(struct item *it, float *S, const int NR)
         if (!it->kplain)
             for (int k = 0; k < kn; k++) {
                 float *dst = it->w.kb + (size_t)k * (size_t)hd;
-                const float *src = dec_row(a->kr, sprig_kvrows_at(a->kr, j + k, it->g), hd, dst);
+                const float *src = fetch(a->kr, j + k, it->g, hd, dst);
                 if (src != dst) memcpy(dst, src, (size_t)hd * sizeof(float));
             }
         for (int d0 = 0; d0 < hd; d0 += 16) {
@@ -482,7 +489,7 @@ static void values(struct item *it)
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
         for (int j = j0; j < j1; j++)
-            vp[j - j0] = dec_row(a->vr, sprig_kvrows_at(a->vr, j, it->g), hd, it->w.vb + (j - j0) * hd);
+            vp[j - j0] = fetch(a->vr, j, it->g, hd, it->w.vb + (j - j0) * hd);
         for (int c0 = 0; c0 < hd; c0 += 64) {
             const int cw = hd - c0 < 64 ? hd - c0 : 64;
             const int nc = (cw + 15) / 16;
@@ -516,7 +523,7 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
     it.g = g;
     it.nr = nr;
     it.rp = (nr + 15) & ~15;
-    it.kplain = a->kr->base && !a->kr->ring_cap && (a->kr->fmt == SPRIG_KVROWS_F16 ||
+    it.kplain = a->kr->base && !a->kr->ring_cap && !a->kr->next && (a->kr->fmt == SPRIG_KVROWS_F16 ||
                                 (a->kr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)a->kr->base & 3) == 0 && a->kr->stride % 4 == 0 &&
                                  a->kr->head_bytes % 4 == 0));
     sprig_attn_work_split(slot, (size_t)it.rp, (size_t)nk, &it.w);

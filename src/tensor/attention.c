@@ -134,8 +134,12 @@ const char *sprig_kvrows_fmt_name(int fmt)
 }
 
 /* Rows of any format and layout (n_keys, n_kv_head and hd already checked). */
-static sprig_status rows_check(const sprig_attn_args *a, const sprig_kvrows *r, const char *name, sprig_error *err)
+static sprig_status rows_check(const sprig_attn_args *a, const sprig_kvrows *r, int n_keys, const char *name, sprig_error *err)
 {
+    if (r->next && (r->split < 0 || r->split > a->n_keys || r->next->next))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.split = %d (need 0..n_keys = %d, one level)", name, r->split,
+                         a->n_keys);
+    if (n_keys < 1) return SPRIG_OK;   /* an empty segment is never read */
     if (r->fmt < 0 || r->fmt >= SPRIG_KVROWS_COUNT)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.fmt = %d is not a row format", name, r->fmt);
     if ((r->fmt == SPRIG_KVROWS_T4 && a->hd % 2) || (r->fmt == SPRIG_KVROWS_T3 && a->hd % 8))
@@ -150,20 +154,20 @@ static sprig_status rows_check(const sprig_attn_args *a, const sprig_kvrows *r, 
     if (r->stride < r->head_bytes * a->n_kv_head)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.stride %lld < n_kv_head x head_bytes = %lld", name,
                          (long long)r->stride, (long long)(r->head_bytes * a->n_kv_head));
-    if (r->ring_cap && (!r->base || r->ring_cap < a->n_keys || r->ring_rot < 0 || r->ring_rot >= r->ring_cap))
+    if (r->ring_cap && (!r->base || r->ring_cap < n_keys || r->ring_rot < 0 || r->ring_rot >= r->ring_cap))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s ring of %d slots from %d cannot hold %d keys (contiguous rows only)",
-                         name, r->ring_cap, r->ring_rot, a->n_keys);
+                         name, r->ring_cap, r->ring_rot, n_keys);
     if (r->base) {
-        const int64_t slots = r->ring_cap ? r->ring_cap : a->n_keys;
+        const int64_t slots = r->ring_cap ? r->ring_cap : n_keys;
         if (r->stride > INT64_MAX / 2 / slots)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.stride %lld x n_keys %d overflows", name,
-                             (long long)r->stride, a->n_keys);
+                             (long long)r->stride, n_keys);
     } else {
         if (!r->pages) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s has neither base nor pages", name);
         if (r->page_shift < 0 || r->page_shift > 24 || r->stride > INT64_MAX / 2 >> r->page_shift)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.page_shift = %d (need 0..24, pages of bounded size)",
                              name, r->page_shift);
-        for (int64_t pg = 0; pg <= (int64_t)(a->n_keys - 1) >> r->page_shift; pg++)
+        for (int64_t pg = 0; pg <= (int64_t)(n_keys - 1) >> r->page_shift; pg++)
             if (!r->pages[pg]) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s.pages[%lld] is NULL", name, (long long)pg);
     }
     return SPRIG_OK;
@@ -197,8 +201,11 @@ sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
     if (!a->kr != !a->vr)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: %s is set but %s is NULL", a->kr ? "kr" : "vr", a->kr ? "vr" : "kr");
     if (a->kr) {
-        sprig_status st = rows_check(a, a->kr, "kr", err);
-        if (st == SPRIG_OK) st = rows_check(a, a->vr, "vr", err);
+        sprig_status st = rows_check(a, a->kr, a->kr->next ? a->kr->split : a->n_keys, "kr", err);
+        if (st == SPRIG_OK) st = rows_check(a, a->vr, a->vr->next ? a->vr->split : a->n_keys, "vr", err);
+        /* second segments (one level): the keys past the split */
+        if (st == SPRIG_OK && a->kr->next) st = rows_check(a, a->kr->next, a->n_keys - a->kr->split, "kr.next", err);
+        if (st == SPRIG_OK && a->vr->next) st = rows_check(a, a->vr->next, a->n_keys - a->vr->split, "vr.next", err);
         if (st) return st;
     } else {
         if (!a->k || !a->v)
@@ -265,7 +272,9 @@ void sprig_attention_ref(const sprig_attn_args *a)
             float *o = a->out + i * qd + (int64_t)h * hd;
             float mx = -INFINITY;
             for (int j = 0; j < lim; j++) {
-                sprig_kvrows_decode_ref(kr, sprig_kvrows_at(kr, j, g), hd, row);
+                int js = j;
+                const sprig_kvrows *ks = sprig_kvrows_seg(kr, &js);
+                sprig_kvrows_decode_ref(ks, sprig_kvrows_at(ks, js, g), hd, row);
                 float acc = 0.0f;
                 for (int d = 0; d < hd; d++) acc = fmaf(q[d], row[d], acc);
                 float s = acc * a->scale;
@@ -279,7 +288,9 @@ void sprig_attention_ref(const sprig_attn_args *a)
                 const float p = sprig_expf_poly(sc[j] - mx);
                 if (p == 0.0f) continue;
                 sum += p;
-                sprig_kvrows_decode_ref(vr, sprig_kvrows_at(vr, j, g), hd, row);
+                int js = j;
+                const sprig_kvrows *vs = sprig_kvrows_seg(vr, &js);
+                sprig_kvrows_decode_ref(vs, sprig_kvrows_at(vs, js, g), hd, row);
                 for (int d = 0; d < hd; d++) o[d] = fmaf(p, row[d], o[d]);
             }
             for (int d = 0; d < hd; d++) o[d] = o[d] / sum;
@@ -325,13 +336,14 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
         const int kn = jmax - j0 < 4 ? jmax - j0 : 4;
         const float *kp[4];
         for (int kk = 0; kk < 4; kk++) {
-            const int j = j0 + (kk < kn ? kk : 0);
-            const uint8_t *src = sprig_kvrows_at(a->kr, j, g);
-            if (a->kr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)src & 3) == 0) {
+            int j = j0 + (kk < kn ? kk : 0);
+            const sprig_kvrows *ks = sprig_kvrows_seg(a->kr, &j);
+            const uint8_t *src = sprig_kvrows_at(ks, j, g);
+            if (ks->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)src & 3) == 0) {
                 kp[kk] = (const float *)(const void *)src;
             } else {
                 float *dst = w.kb + (size_t)kk * (size_t)hd;
-                sprig_kvrows_decode_ref(a->kr, src, hd, dst);
+                sprig_kvrows_decode_ref(ks, src, hd, dst);
                 kp[kk] = dst;
             }
         }
@@ -376,11 +388,13 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
     for (int j = 0; j < jmax; j++) {
         const float *sj = w.sc + (size_t)j * rp;
         const float *vp;
-        const uint8_t *src = sprig_kvrows_at(a->vr, j, g);
-        if (a->vr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)src & 3) == 0) {
+        int js = j;
+        const sprig_kvrows *vs = sprig_kvrows_seg(a->vr, &js);
+        const uint8_t *src = sprig_kvrows_at(vs, js, g);
+        if (vs->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)src & 3) == 0) {
             vp = (const float *)(const void *)src;
         } else {
-            sprig_kvrows_decode_ref(a->vr, src, hd, w.vb);
+            sprig_kvrows_decode_ref(vs, src, hd, w.vb);
             vp = w.vb;
         }
         for (int r = 0; r < nr; r++) {

@@ -9,7 +9,9 @@
  * ring_cap)*stride: a sliding window that has wrapped, read in logical
  * order), or in fixed-size pages (slot j at pages[j >> page_shift] +
  * (j & page_mask)*stride), which is how a pooled cache shares memory between
- * sequences without copying.
+ * sequences without copying. Rows may also come in two segments: slots
+ * below `split` from these rows, the others from `next` (e.g. old values
+ * in 4-bit codes, recent ones in f16).
  *
  * Record formats ([hd] = the head size; f16 = IEEE half; all little-endian):
  *   F32 | f32 x[hd] |                                      x[d]
@@ -57,6 +59,8 @@ typedef struct sprig_kvrows {
     int64_t stride;                  /* bytes between consecutive slots */
     int64_t head_bytes;              /* bytes between the records of kv heads g and g+1 */
     const float *codebook;           /* T4: 16 floats, T3: 8 floats */
+    int split;                       /* with next: slots >= split are slot - split of *next */
+    const struct sprig_kvrows *next; /* (a cache whose old slots are stored in another format) */
 } sprig_kvrows;
 
 /* Bytes of one record of hd elements (hd a multiple of 8 for T3, of 2 for T4). */
@@ -86,12 +90,22 @@ static inline const uint8_t *sprig_kvrows_at(const sprig_kvrows *r, int j, int g
     return s + (int64_t)g * r->head_bytes;
 }
 
+/* The segment holding slot *j; *j becomes the slot within it. */
+static inline const sprig_kvrows *sprig_kvrows_seg(const sprig_kvrows *r, int *j)
+{
+    while (r->next && *j >= r->split) {
+        *j -= r->split;
+        r = r->next;
+    }
+    return r;
+}
+
 /* Whether rows are plain contiguous f32/f16 with element-aligned strides (the
  * layout the older attention paths read directly). */
 static inline bool sprig_kvrows_plain(const sprig_kvrows *r)
 {
     const int64_t es = r->fmt == SPRIG_KVROWS_F32 ? 4 : 2;
-    return r->base && !r->ring_cap && (r->fmt == SPRIG_KVROWS_F32 || r->fmt == SPRIG_KVROWS_F16) &&
+    return r->base && !r->ring_cap && !r->next && (r->fmt == SPRIG_KVROWS_F32 || r->fmt == SPRIG_KVROWS_F16) &&
            r->stride % es == 0 && r->head_bytes % es == 0;
 }
 
