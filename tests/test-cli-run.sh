@@ -114,6 +114,7 @@ bad "draft-max 0" "--draft-max" --draft-ngram --draft-max 0
 bad "draft-max 100" "--draft-max" --draft-ngram --draft-max 100
 bad "tree without drafter" "--tree" --tree
 bad "bad kv type" "--kv-type" --kv-type q4
+bad "bad kv block" "--kv-block" --kv-block 0
 
 # runtime failures: exit 1 with a message naming the file
 "$BIN" run -m "$TMP/nope.gguf" >/dev/null 2>"$TMP/e1"; rc=$?
@@ -135,5 +136,42 @@ fi
 "$BIN" run -m "$M/stories260K.gguf" -c 8 -n 50 --temp 0 -q >/dev/null 2>"$TMP/e6"; rc=$?
 check "context limit ends the run cleanly" [ $rc -eq 0 ]
 check "context limit is reported" has "context limit" "$TMP/e6"
+
+# KV cache modes: every mode runs (greedy tree output = plain output in the
+# same mode), the stats name the mode and layout; bad modes are named
+"$BIN" run -m "$M/stories260K.gguf" --kv-type turbo3 -n 4 >/dev/null 2>"$TMP/k1"; rc=$?
+check "unknown kv type exits 2" [ $rc -eq 2 ]
+check "unknown kv type lists the modes" has "turbo4-delegated" "$TMP/k1"
+for mode in int8 turbo4 turbo4-asym turbo3-asym turbo4-delegated; do
+    "$BIN" run -m "$M/stories260K.gguf" --kv-type $mode --temp 0 -n 60 -t 1 -q >"$TMP/kp" 2>/dev/null
+    "$BIN" run -m "$M/stories260K.gguf" --kv-type $mode --temp 0 -n 60 -t 1 -q --draft "$M/stories-draft.gguf" --tree \
+        --tree-branches 2 --stats-json "$TMP/ks.json" >"$TMP/kt" 2>/dev/null; rc=$?
+    check "--kv-type $mode with a tree exits 0 (rc $rc)" [ $rc -eq 0 ]
+    check "--kv-type $mode: tree output = plain output" cmp -s "$TMP/kp" "$TMP/kt"
+    check "--kv-type $mode: stats name the mode" has "\"kv_type\":\"$mode\"" "$TMP/ks.json"
+    check "--kv-type $mode: the tree path ran" has '"path":"tree"' "$TMP/ks.json"
+done
+"$BIN" run -m "$M/stories260K.gguf" --kv-type int8 --kv-block 16 --temp 0 -n 60 -t 1 -q --draft-ngram --tree \
+    --stats-json "$TMP/kb.json" >"$TMP/kbo" 2>/dev/null; rc=$?
+check "--kv-block 16 exits 0" [ $rc -eq 0 ]
+check "--kv-block runs a paged cache" has '"kv_layout":"paged"' "$TMP/kb.json"
+"$BIN" run -m "$M/stories260K.gguf" --kv-type int8 --temp 0 -n 60 -t 1 -q >"$TMP/kbp" 2>/dev/null
+check "a paged cache gives the dense cache's output" cmp -s "$TMP/kbo" "$TMP/kbp"
+"$BIN" run -m "$M/stories260K.gguf" --kv-block 12 -n 4 >/dev/null 2>"$TMP/k2"; rc=$?
+check "a block size that is not a power of two exits 1" [ $rc -eq 1 ]
+check "the block size is named" has "kv_block_slots" "$TMP/k2"
+"$BIN" mkmodel --preset tiny --head-dim 24 -o "$TMP/hd24.gguf" >/dev/null 2>&1
+"$BIN" run -m "$TMP/hd24.gguf" --kv-type turbo4 -n 4 >/dev/null 2>"$TMP/k3"; rc=$?
+check "a rotated mode on head size 24 exits 1" [ $rc -eq 1 ]
+check "the head size is named" has "head size is 24" "$TMP/k3"
+"$BIN" run -m "$TMP/hd24.gguf" --kv-type int8 -n 4 >/dev/null 2>&1; rc=$?
+check "int8 takes head size 24" [ $rc -eq 0 ]
+"$BIN" mkmodel --preset tiny --layers 16 --dim 256 --heads 4 --kv-heads 4 -o "$TMP/wide.gguf" >/dev/null 2>&1
+"$BIN" run -m "$TMP/wide.gguf" -c 16777216 -n 4 >/dev/null 2>"$TMP/k4"; rc=$?   # 512 GiB of f32 cache
+check "a context larger than memory exits 1 before allocating" [ $rc -eq 1 ]
+check "the memory needed is given" has "GiB of memory is available" "$TMP/k4"
+"$BIN" run -m "$M/stories260K.gguf" --kv-type turbo4-delegated -c 16 -n 50 --temp 0 -q --draft-ngram >/dev/null 2>"$TMP/k5"; rc=$?
+check "a lossy cache filling mid-generation ends cleanly" [ $rc -eq 0 ]
+check "and says so" has "context limit" "$TMP/k5"
 
 exit $fail

@@ -18,6 +18,8 @@ int sprig_cmd_mkmodel(int argc, char **argv);
 int sprig_cmd_tokenize(int argc, char **argv);
 /* `sprig bench tokenize` (tools/bench_tokenize.c), dispatched by cmd_bench.c. */
 int sprig_bench_tokenize(int argc, char **argv);
+/* `sprig bench kv` (tools/bench_kv.c). */
+int sprig_bench_kv(int argc, char **argv);
 
 /* Strict number parsing for flag values: the whole string must parse and be
  * within [lo, hi]; on failure print "sprig <cmd>: <flag>: <why>" to stderr and

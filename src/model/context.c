@@ -10,6 +10,7 @@
 #include "tensor/attention.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,22 @@ void sprig_ctx_free(sprig_ctx *c)
     sprig_free_aligned(c->rows);
     sprig_free_aligned(c->act);
     free(c);
+}
+
+/* Bytes of memory available now (MemAvailable), or physical memory, or 0 if unknown. */
+static double mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        double kb = 0;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+        fclose(f);
+        if (kb > 0) return kb * 1024.0;
+    }
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    return phys > 0 ? phys : 0;
 }
 
 sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
@@ -48,22 +65,27 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d is out of range [1, 4096]", n_batch);
     if (!sprig_kv_mode_name(kv_mode) || sprig_kv_mode_from_name(sprig_kv_mode_name(kv_mode)) != kv_mode)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "kv type: %d is not a KV cache mode (%s)", kv_mode, sprig_kv_mode_list());
-    {   /* the mode must fit the head size, and the cache the machine: both before allocating */
+    {   /* the mode must fit the head size */
         sprig_kv_codec kc, vc;
         sprig_status st = sprig_kv_mode_codecs(kv_mode, hp->head_dim, &kc, &vc, err);
         if (st) return st;
-        const double bytes = (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * hp->n_layer * n_ctx;
-        const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-        if (phys > 0 && bytes > phys && !kv_pool)
-            return sprig_err(err, SPRIG_E_NOMEM,
-                             "n_ctx: a %s KV cache of %d slots needs %.2f GiB (%d layers x %lld bytes per slot); this machine "
-                             "has %.2f GiB of memory",
-                             sprig_kv_mode_name(kv_mode), n_ctx, bytes / 1073741824.0, hp->n_layer,
-                             (long long)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim), phys / 1073741824.0);
     }
     if (n_batch > n_ctx) n_batch = n_ctx;
     if ((int64_t)n_batch * n_ctx > INT32_MAX)   /* the attention's score indices are int32 */
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch %d x n_ctx %d exceeds %d", n_batch, n_ctx, INT32_MAX);
+    {   /* the cache and the attention scratch must fit the memory available, estimated before allocating
+         * (an over-committed allocation would otherwise be killed when first touched) */
+        const double kv = kv_pool ? 0 : (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * hp->n_layer * n_ctx;
+        const double scratch = 4.0 * (double)sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, pool ? sprig_pool_size(pool) : 1);
+        const double avail = mem_available();
+        if (avail > 0 && kv + scratch > avail)
+            return sprig_err(err, SPRIG_E_NOMEM,
+                             "n_ctx: %d slots need %.2f GiB (a %s KV cache: %d layers x %lld bytes per slot = %.2f GiB; "
+                             "attention scratch for batches of %d: %.2f GiB); %.2f GiB of memory is available",
+                             n_ctx, (kv + scratch) / 1073741824.0, sprig_kv_mode_name(kv_mode), hp->n_layer,
+                             (long long)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim), kv / 1073741824.0,
+                             n_batch, scratch / 1073741824.0, avail / 1073741824.0);
+    }
 
     sprig_ctx *c = calloc(1, sizeof *c);
     if (!c) return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory");

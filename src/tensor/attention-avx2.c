@@ -169,7 +169,10 @@ AI void scores_block(struct item *it, int v0, const int NV, const int KK)
         const float *kp[4] = { 0 };
 #pragma GCC unroll 4
         for (int kk = 0; kk < KK; kk++) {
-            if (kk < kn) kp[kk] = fetch(a->kr, j0 + kk, it->g, hd, it->w.kb + kk * hd);
+            if (kk < kn) {
+                sprig_kvrows_prefetch(a->kr, j0 + kk + 64, it->g, jmax);
+                kp[kk] = fetch(a->kr, j0 + kk, it->g, hd, it->w.kb + kk * hd);
+            }
             else kp[kk] = kp[0];
         }
         __m256 acc[4][4];
@@ -302,8 +305,10 @@ static void values(struct item *it)
     const float *vp[SPRIG_ATTN_TV];
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
-        for (int j = j0; j < j1; j++)
+        for (int j = j0; j < j1; j++) {
+            sprig_kvrows_prefetch(a->vr, j + 2 * SPRIG_ATTN_TV, it->g, jmax);
             vp[j - j0] = fetch(a->vr, j, it->g, hd, it->w.vb + (j - j0) * hd);
+        }
         for (int c0 = 0; c0 < hd; c0 += 32) {
             const int cw = hd - c0 < 32 ? hd - c0 : 32;
             const int nc = (cw + 7) / 8;

@@ -163,6 +163,7 @@ struct item {
     sprig_attn_work w;
     int g, nr, rp, jmax, open;
     bool kplain;                   /* keys are contiguous f32/f16 rows (read in place) */
+    bool kgather;                  /* keys are I8/T4/T3 records decoded by column gathers (qcols) */
     const float *mbase;            /* mask row of the item's first query */
     float *P;                      /* [jmax][pstride] probabilities */
     int pstride;
@@ -197,7 +198,10 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
         const float *kp[8] = { 0 };
 #pragma GCC unroll 8
         for (int kk = 0; kk < KK; kk++) {
-            if (kk < kn) kp[kk] = fetch(a->kr, j0 + kk, it->g, hd, it->w.kb + kk * hd);
+            if (kk < kn) {
+                sprig_kvrows_prefetch(a->kr, j0 + kk + PF_KEYS, it->g, jmax);
+                kp[kk] = fetch(a->kr, j0 + kk, it->g, hd, it->w.kb + kk * hd);
+            }
             else kp[kk] = kp[0];
         }
         __m512 acc[8][4];
@@ -295,6 +299,79 @@ AI void transpose16(__m512 r[16])
     }
 }
 
+/* Quantized key columns without a transpose: 16 keys' records are fetched
+ * by 32-bit gathers (one word holds 8 dims of T4 / T3 codes, 4 of int8),
+ * each dim's codes unpacked lane-wise (lanes = keys) and decoded with the
+ * spec's one product (C[c] * s or q * s), so r[e] holds exactly the values
+ * sprig_kvrows_decode_ref gives. Used for I8 / T4 / T3 records of hd a
+ * multiple of 16 (any layout: the 16 record addresses are 64-bit). */
+struct qcols {
+    __m512i lo, hi;          /* record addresses of keys 0-7 and 8-15 (64-bit) */
+    __mmask8 mlo, mhi;       /* live keys */
+    __m512 s;                /* per-key scale (I8) / rescale (T4, T3); 0 past kn */
+    __m512 cb;               /* the codebook (T4: 16 entries; T3: 8, repeated) */
+    int fmt;
+};
+
+AI __m512i gather16(const struct qcols *q, int off)
+{
+    const __m512i o = _mm512_set1_epi64(off);
+    const __m256i a = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), q->mlo, _mm512_add_epi64(q->lo, o), NULL, 1);
+    const __m256i b = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), q->mhi, _mm512_add_epi64(q->hi, o), NULL, 1);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+static void qcols_init(const struct item *it, int j, int kn, struct qcols *q)
+{
+    const sprig_kvrows *kr = it->a->kr;
+    const int hd = it->a->hd;
+    _Alignas(64) int64_t addr[16];
+    for (int k = 0; k < 16; k++) {
+        int jj = j + (k < kn ? k : 0);
+        const sprig_kvrows *s = sprig_kvrows_seg(kr, &jj);
+        addr[k] = (int64_t)(intptr_t)sprig_kvrows_at(s, jj, it->g);
+    }
+    q->lo = _mm512_load_si512(addr);
+    q->hi = _mm512_load_si512(addr + 8);
+    const __mmask16 live = tail_mask(kn);
+    q->mlo = (__mmask8)(live & 0xFF);
+    q->mhi = (__mmask8)(live >> 8);
+    q->fmt = kr->fmt;
+    const int sidecar = kr->fmt == SPRIG_KVROWS_I8 ? hd : kr->fmt == SPRIG_KVROWS_T4 ? hd / 2 + 2 : 3 * hd / 8 + 2;
+    const __m512i w = _mm512_and_si512(gather16(q, sidecar), _mm512_set1_epi32(0xFFFF));
+    q->s = _mm512_maskz_mov_ps(live, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(w)));
+    q->cb = kr->fmt == SPRIG_KVROWS_T4 ? _mm512_loadu_ps(kr->codebook)
+          : kr->fmt == SPRIG_KVROWS_T3 ? _mm512_broadcast_f32x8(_mm256_loadu_ps(kr->codebook)) : _mm512_setzero_ps();
+}
+
+AI void qcols_get(const struct qcols *q, __m512 r[16], int d0)
+{
+    if (q->fmt == SPRIG_KVROWS_I8) {
+#pragma GCC unroll 4
+        for (int w = 0; w < 4; w++) {
+            const __m512i x = gather16(q, d0 + 4 * w);
+#pragma GCC unroll 4
+            for (int e = 0; e < 4; e++) {
+                const __m512i c = _mm512_srai_epi32(_mm512_slli_epi32(x, 24 - 8 * e), 24);
+                r[4 * w + e] = _mm512_mul_ps(_mm512_cvtepi32_ps(c), q->s);
+            }
+        }
+    } else {
+        const int bits = q->fmt == SPRIG_KVROWS_T4 ? 4 : 3;
+        const __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
+#pragma GCC unroll 2
+        for (int w = 0; w < 2; w++) {
+            const int dd = d0 + 8 * w;
+            const __m512i x = gather16(q, bits == 4 ? dd / 2 : 3 * (dd / 8));
+#pragma GCC unroll 8
+            for (int e = 0; e < 8; e++) {
+                const __m512i c = _mm512_and_si512(_mm512_srli_epi32(x, (unsigned)(bits * e)), mask);
+                r[8 * w + e] = _mm512_mul_ps(_mm512_permutexvar_ps(c, q->cb), q->s);
+            }
+        }
+    }
+}
+
 /* Load keys [j, j + kn) (kn <= 16), dims [d0, d0 + 16) of the item's kv
  * head and transpose them: r[e] = dim d0+e of the 16 keys (0 past kn or hd). */
 AI void key_columns(const struct item *it, __m512 r[16], int j, int kn, int d0)
@@ -363,15 +440,21 @@ AI void scores_few(struct item *it, float *S, const int NR)
         __m512 acc[8];
 #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
-        if (!it->kplain)
+        struct qcols qc;
+        if (it->kgather) {
+            for (int k = 0; k < kn; k++) sprig_kvrows_prefetch(a->kr, j + k + PF_KEYS, it->g, jmax);
+            qcols_init(it, j, kn, &qc);
+        } else if (!it->kplain)
             for (int k = 0; k < kn; k++) {
+                sprig_kvrows_prefetch(a->kr, j + k + PF_KEYS, it->g, jmax);
                 float *dst = it->w.kb + (size_t)k * (size_t)hd;
                 const float *src = fetch(a->kr, j + k, it->g, hd, dst);
                 if (src != dst) memcpy(dst, src, (size_t)hd * sizeof(float));
             }
         for (int d0 = 0; d0 < hd; d0 += 16) {
             __m512 kc[16];
-            key_columns(it, kc, j, kn, d0);
+            if (it->kgather) qcols_get(&qc, kc, d0);
+            else key_columns(it, kc, j, kn, d0);
             const float *qt = it->w.qt + (size_t)d0 * (size_t)rp;
 #pragma GCC unroll 16
             for (int e = 0; e < 16; e++) {
@@ -488,8 +571,10 @@ static void values(struct item *it)
     const float *vp[SPRIG_ATTN_TV];
     for (int j0 = 0; j0 < jmax; j0 += SPRIG_ATTN_TV) {
         const int j1 = jmax - j0 < SPRIG_ATTN_TV ? jmax : j0 + SPRIG_ATTN_TV;
-        for (int j = j0; j < j1; j++)
+        for (int j = j0; j < j1; j++) {
+            sprig_kvrows_prefetch(a->vr, j + 2 * SPRIG_ATTN_TV, it->g, jmax);
             vp[j - j0] = fetch(a->vr, j, it->g, hd, it->w.vb + (j - j0) * hd);
+        }
         for (int c0 = 0; c0 < hd; c0 += 64) {
             const int cw = hd - c0 < 64 ? hd - c0 : 64;
             const int nc = (cw + 15) / 16;
@@ -523,6 +608,11 @@ void sprig_attn_item_avx512(const sprig_attn_args *a, int g, int r0, int nr, flo
     it.g = g;
     it.nr = nr;
     it.rp = (nr + 15) & ~15;
+    {   /* one format for every key (no second segment in another format) */
+        const int f = a->kr->fmt;
+        it.kgather = (f == SPRIG_KVROWS_I8 || f == SPRIG_KVROWS_T4 || f == SPRIG_KVROWS_T3) && hd % 16 == 0 &&
+                     (!a->kr->next || (a->kr->next->fmt == f && a->kr->next->codebook == a->kr->codebook));
+    }
     it.kplain = a->kr->base && !a->kr->ring_cap && !a->kr->next && (a->kr->fmt == SPRIG_KVROWS_F16 ||
                                 (a->kr->fmt == SPRIG_KVROWS_F32 && ((uintptr_t)a->kr->base & 3) == 0 && a->kr->stride % 4 == 0 &&
                                  a->kr->head_bytes % 4 == 0));

@@ -100,6 +100,18 @@ static inline const sprig_kvrows *sprig_kvrows_seg(const sprig_kvrows *r, int *j
     return r;
 }
 
+/* Prefetch the record of slot j, kv head g (no-op past n_keys): the kernels
+ * call it a few dozen keys ahead, since a record is a short strided read the
+ * hardware prefetchers do not follow. */
+static inline void sprig_kvrows_prefetch(const sprig_kvrows *r, int j, int g, int n_keys)
+{
+    if (j >= n_keys) return;
+    const sprig_kvrows *s = sprig_kvrows_seg(r, &j);
+    const uint8_t *p = sprig_kvrows_at(s, j, g);
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + s->head_bytes - 1);
+}
+
 /* Whether rows are plain contiguous f32/f16 with element-aligned strides (the
  * layout the older attention paths read directly). */
 static inline bool sprig_kvrows_plain(const sprig_kvrows *r)
