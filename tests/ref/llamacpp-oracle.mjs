@@ -4,7 +4,7 @@
 // --top-logprobs` against.
 //
 //   node tests/ref/llamacpp-oracle.mjs MODEL.gguf --prompt 1,403,407 [-n 128] [-t 2] [--top 5]
-//        [--follow 29,871,...]
+//        [--follow 29,871,...] [--kv F32|F16|Q8_0|Q4_0] [--flash]
 //
 // llama.cpp is node-llama-cpp's prebuilt CPU binary (pinned in
 // tests/ref/package.json), loaded with no GPU and never built or downloaded.
@@ -24,6 +24,9 @@
 // llama.cpp can: KV cache in F32 (sprig's default; llama.cpp's default F16
 // would round every K and V), no flash attention (the plain soft-max path),
 // one sequence, a context just large enough (no context shift can happen).
+// --kv TYPE stores K and V in another ggml type (a quantized V needs
+// --flash, flash attention): bench/kv-agree-llamacpp.sh measures how often
+// llama.cpp's greedy choice with a quantized cache stays that of F32.
 //
 // Output: one JSON object {tokens: [n], top_logprobs: [n][top] of {id,
 // logprob}, llama_cpp: version facts}. node-llama-cpp returns the greedy
@@ -37,7 +40,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const die = (code, msg) => { console.error(`llamacpp-oracle: ${msg}`); process.exit(code); };
 const args = process.argv.slice(2);
-let model = null, prompt = null, follow = null, nSteps = 128, threads = 2, top = 5;
+let model = null, prompt = null, follow = null, nSteps = 128, threads = 2, top = 5, kvType = "F32", flash = false;
 const int = (flag, v, lo, hi) => {
     const x = Number(v);
     if (!Number.isInteger(x) || x < lo || x > hi) die(2, `${flag}: '${v}' is not an integer in [${lo}, ${hi}]`);
@@ -50,6 +53,12 @@ for (let i = 0; i < args.length; i++) {
     else if (a === "-n") { nSteps = int(a, v, 1, 1 << 16); i++; }
     else if (a === "-t") { threads = int(a, v, 1, 256); i++; }
     else if (a === "--top") { top = int(a, v, 1, 100); i++; }
+    else if (a === "--kv") {
+        if (!["F32", "F16", "Q8_0", "Q4_0"].includes(v)) die(2, `--kv: '${v}' is not F32, F16, Q8_0 or Q4_0`);
+        kvType = v;
+        i++;
+    }
+    else if (a === "--flash") flash = true;
     else if (a.startsWith("-")) die(2, `unknown option '${a}'`);
     else if (model === null) model = a;
     else die(2, `unexpected argument '${a}'`);
@@ -82,9 +91,9 @@ const ctx = await m.createContext({
     batchSize: Math.max(prompt.length, 8),
     sequences: 1,
     threads,
-    flashAttention: false,
-    experimentalKvCacheKeyType: "F32",
-    experimentalKvCacheValueType: "F32",
+    flashAttention: flash,
+    experimentalKvCacheKeyType: kvType,
+    experimentalKvCacheValueType: kvType,
 });
 const seq = ctx.getSequence();
 const tokens = [], tops = [];
