@@ -58,7 +58,7 @@ sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_param
 
 /* Per-layer vectors an architecture adds to llama's tensors, written after
  * them (so a llama file's bytes do not move): F32, center + N(0, std). */
-enum { XD_Q, XD_KV, XD_HEAD };
+enum { XD_Q, XD_KV, XD_HEAD, XD_DIM };
 struct extra { const char *name; int dim; float center, std; };
 
 static const struct extra qwen2_extra[] = {
@@ -70,23 +70,33 @@ static const struct extra qwen3_extra[] = {
     { "blk.%d.attn_q_norm.weight", XD_HEAD, 1.0f, 0.2f },
     { "blk.%d.attn_k_norm.weight", XD_HEAD, 1.0f, 0.2f },
 };
+/* Gemma 3: per-head q/k norms and the post-attention / post-FFN norms (as
+ * llama.cpp's converter stores Gemma's norms: the multiplier, 1 + w) */
+static const struct extra gemma3_extra[] = {
+    { "blk.%d.attn_q_norm.weight", XD_HEAD, 1.0f, 0.2f },
+    { "blk.%d.attn_k_norm.weight", XD_HEAD, 1.0f, 0.2f },
+    { "blk.%d.post_attention_norm.weight", XD_DIM, 1.0f, 0.2f },
+    { "blk.%d.post_ffw_norm.weight", XD_DIM, 1.0f, 0.2f },
+};
 
 struct mk_arch {
     const char *name;             /* general.architecture and key prefix */
     bool tied;                    /* default: no output.weight */
     bool key_length;              /* always write attention.key_length / value_length */
     bool rope_llama3;             /* may carry rope_freqs */
+    bool swa;                     /* sliding-window layers: attention.sliding_window(_pattern), rope.freq_base_swa */
     const struct extra *extra;
     int n_extra;
 };
 
 static const struct mk_arch mk_arches[] = {
-    { "llama", false, false, true, NULL, 0 },
-    { "qwen2", false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]) },
-    { "qwen3", true, true, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]) },
+    { "llama", false, false, true, false, NULL, 0 },
+    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]) },
+    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]) },
+    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]) },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3"; }
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma3"; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -478,6 +488,11 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     }
     TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
     TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
+    if (arch->swa && p->window > 0) {
+        TRY(w_arch_u32(w, an, "attention.sliding_window", (uint32_t)p->window, err));
+        TRY(w_arch_u32(w, an, "attention.sliding_window_pattern", (uint32_t)(p->swa_pattern > 0 ? p->swa_pattern : 6), err));
+        TRY(w_arch_f32(w, an, "rope.freq_base_swa", 10000.0f, err));
+    }
     if (vsrc) {
         TRY(copy_vocab(w, vsrc, p->chat_template != NULL, err));
     } else {
@@ -536,7 +551,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
             snprintf(nm, sizeof nm, x->name, l);
             struct tdesc *t = &td[k];
             t->g = &g; t->index = k; t->type = SPRIG_TYPE_F32; t->rows = 1;
-            t->ne0 = x->dim == XD_Q ? Q : x->dim == XD_KV ? KV : HDIM;
+            t->ne0 = x->dim == XD_Q ? Q : x->dim == XD_KV ? KV : x->dim == XD_DIM ? D : HDIM;
             t->std = x->std; t->center = x->center;
             t->row_bytes = (size_t)t->ne0 * sizeof(float);
             int64_t ne[1] = { t->ne0 };

@@ -50,6 +50,8 @@ struct sprig_mkmodel_params {
     int rope_scaling;       /* enum sprig_mkmodel_rope */
     int output;             /* enum sprig_mkmodel_output */
     float std;              /* matrices ~N(0, std); 0 = 0.02 (bigger makes attention and position matter) */
+    int window;             /* gemma3: attention.sliding_window (0: no sliding layers) */
+    int swa_pattern;        /* gemma3: attention.sliding_window_pattern (every N-th layer global; 0 = 6) */
 };
 
 enum sprig_mkmodel_rope { SPRIG_MKMODEL_ROPE_NONE = 0, SPRIG_MKMODEL_ROPE_LLAMA3 = 1 };

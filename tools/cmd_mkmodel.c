@@ -29,6 +29,8 @@ static void usage(FILE *f)
             "  --arch A         %s (default llama; qwen2 adds q/k/v biases, qwen3\n"
             "                   per-head q/k norms and a tied output)\n"
             "  --head-dim N     head size, written as attention.key_length (default dim / heads)\n"
+            "  --window N       gemma3: sliding-window layers of window N (attention.sliding_window)\n"
+            "  --swa-pattern N  gemma3: every N-th layer global, the others sliding (default 6)\n"
             "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
             "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
             "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
@@ -88,7 +90,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     const struct int_flag ints[] = {
         { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
         { "--kv-heads", &p.n_kv_heads, 1, 1 << 12 }, { "--ffn", &p.ffn, 1, 1 << 20 }, { "--vocab", &p.vocab, 260, 1 << 20 },
-        { "--ctx", &p.ctx, 1, 1 << 24 }, { "--head-dim", &p.head_dim, 2, 4096 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
+        { "--ctx", &p.ctx, 1, 1 << 24 }, { "--head-dim", &p.head_dim, 2, 4096 }, { "--window", &p.window, 1, 1 << 24 }, { "--swa-pattern", &p.swa_pattern, 1, 4096 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
