@@ -124,5 +124,24 @@ check "convert garbage exits 1 (rc $rc)" [ $rc -eq 1 ]
 check "convert garbage message" has "g.bin: checkpoint is 7 bytes" "$TMP/cerr"
 check "convert garbage writes nothing" [ ! -e "$TMP/o.gguf" ]
 
+# gemma3 layout: llama.cpp's keys and tensor names (its loader requires every
+# one of them: tests/ref's llama.cpp runs these files); sprig has no gemma3
+# forward yet and refuses the architecture by name
+"$BIN" mkmodel --preset tiny --arch gemma3 --window 32 --swa-pattern 3 --layers 6 -o "$TMP/g3.gguf" >/dev/null 2>&1; rc=$?
+check "mkmodel --arch gemma3 exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/g3.gguf" >"$TMP/g3.txt" 2>&1
+for key in gemma3.attention.sliding_window gemma3.attention.sliding_window_pattern gemma3.rope.freq_base_swa \
+           gemma3.attention.key_length blk.5.attn_q_norm.weight blk.5.attn_k_norm.weight \
+           blk.5.post_attention_norm.weight blk.5.post_ffw_norm.weight; do
+    check "gemma3 file has $key" has "$key" "$TMP/g3.txt"
+done
+check "gemma3 output is tied (no output.weight)" sh -c "! grep -q ' output.weight' '$TMP/g3.txt'"
+"$BIN" mkmodel --preset tiny --arch gemma3 -o "$TMP/g3n.gguf" >/dev/null 2>&1
+"$BIN" gguf "$TMP/g3n.gguf" >"$TMP/g3n.txt" 2>&1
+check "gemma3 without --window has no sliding keys" sh -c "! grep -q sliding_window '$TMP/g3n.txt'"
+"$BIN" run -m "$TMP/g3.gguf" -n 2 >/dev/null 2>"$TMP/g3err"; rc=$?
+check "sprig refuses gemma3 for now (rc $rc)" [ $rc -eq 1 ]
+check "naming the architecture" has "gemma3" "$TMP/g3err"
+
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
 exit $fail
