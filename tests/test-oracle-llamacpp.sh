@@ -97,6 +97,8 @@ qwen3-vocab-q4_k_m | qwen3 | random | --vocab-from VOCAB/ggml-vocab-qwen2.gguf -
 fallback-q4_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --layers 2 --type q4_k_m | 3e-2 | ties
 fallback-q5_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --layers 2 --type q5_k_m | 3e-2 | ties
 random-q4_1 | llama | random | --preset tiny --type q4_1                                           | 1e-2 | ties
+gemma3-f32  | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type f32 | 1e-2 | ties
+gemma3-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type q8_0 | 6e-2 | ties
 '
 QUICK_CASES="stories260K widened-q8_0 random-f16"
 

@@ -74,17 +74,28 @@ static const struct sprig_tensor_spec qwen3_tensors[] = {
     QKV_BIASES(LO),
 };
 
+/* gemma3: qwen3's tensors plus the post-attention and post-FFN norms; GELU
+ * FFN, embeddings scaled by sqrt(dim), tied output (llama.cpp's gemma3) */
+static const struct sprig_tensor_spec gemma3_tensors[] = {
+    COMMON_TENSORS,
+    L("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM, SPRIG_D_HEAD, SPRIG_D_NONE, q_norm),
+    L("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM, SPRIG_D_HEAD, SPRIG_D_NONE, k_norm),
+    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, attn_post_norm),
+    L("blk.%d.post_ffw_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm),
+};
+
 #undef G
 #undef L
 #undef LO
 #undef COMMON_TENSORS
 #undef QKV_BIASES
 
-#define ROW(nm, mode, t) { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward }
+#define ROW(nm, mode, t, act, es) { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es }
 static const struct sprig_arch arches[] = {
-    ROW("llama", SPRIG_ROPE_NORM, llama_tensors),
-    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors),
-    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors),
+    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false),
+    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false),
+    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false),
+    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true),
 };
 #undef ROW
 

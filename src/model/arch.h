@@ -35,12 +35,16 @@ struct sprig_tensor_spec {
 
 typedef sprig_status (*sprig_forward_fn)(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
 
+enum sprig_ffn_act { SPRIG_FFN_SILU = 0, SPRIG_FFN_GELU };
+
 struct sprig_arch {
     const char *name;
     int rope_mode;
     const struct sprig_tensor_spec *tensors;
     int n_tensors;
     sprig_forward_fn forward;
+    int ffn_act;            /* enum sprig_ffn_act: the gated FFN's activation */
+    bool embed_scale;       /* token embeddings multiplied by sqrt(dim) (gemma) */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);

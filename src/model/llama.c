@@ -34,7 +34,7 @@
 /* The row-wise ops between the matmuls, over the pool's threads when a batch
  * is big enough to pay for a dispatch (rows split; a row's bits do not
  * depend on the rows around it). */
-enum { RW_NORM, RW_ADD_NORM, RW_ROPE, RW_SWIGLU };
+enum { RW_NORM, RW_ADD_NORM, RW_ROPE, RW_SWIGLU, RW_GEGLU };
 
 struct rowwise {
     int op, n, dim;
@@ -94,6 +94,9 @@ static void rowwise_task(void *ctx, int ith, int nth)
     case RW_SWIGLU:
         sprig_swiglu(t->gate + o, t->gate + o, t->up + o, (int64_t)rows * t->dim);
         break;
+    case RW_GEGLU:
+        sprig_geglu(t->gate + o, t->gate + o, t->up + o, (int64_t)rows * t->dim);
+        break;
     default: break;
     }
 }
@@ -125,6 +128,10 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
 
     /* x[n][dim] = token embeddings */
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
+    if (m->arch->embed_scale) {   /* gemma: embeddings times sqrt(dim), rounded to f32 as llama.cpp's ggml_scale */
+        const float s = sqrtf((float)dim);
+        for (int64_t i = 0; i < (int64_t)n * dim; i++) c->x[i] *= s;
+    }
 
     sprig_act act;
     for (int l = 0; l < hp->n_layer; l++) {
@@ -160,6 +167,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         sprig_matmul_then(pool, &act, 1, wo, wo_out, 2, gu);
         if (L->bo)   /* tmp[n][dim] += bo[dim], before the residual add (llama's optional attn_output.bias) */
             for (int i = 0; i < n; i++) sprig_add_inplace(c->tmp + (size_t)i * dim, L->bo, dim);
+        if (L->attn_post_norm) sprig_rmsnorm(c->tmp, c->tmp, L->attn_post_norm, n, dim, hp->eps);   /* gemma */
         struct rowwise an = { .op = RW_ADD_NORM, .n = n, .dim = dim, .x = c->x, .xn = c->xn, .add = c->tmp,
                               .w = L->ffn_norm, .eps = hp->eps };
         rowwise(pool, &an);
@@ -167,7 +175,8 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         float *gu_out[2] = { c->gate, c->up };
         const sprig_weight *wd[1] = { &L->w_down };
         sprig_matmul_then(pool, &act, 2, gu, gu_out, 1, wd);
-        struct rowwise sw = { .op = RW_SWIGLU, .n = n, .dim = hp->n_ff, .gate = c->gate, .up = c->up };
+        struct rowwise sw = { .op = m->arch->ffn_act == SPRIG_FFN_GELU ? RW_GEGLU : RW_SWIGLU, .n = n, .dim = hp->n_ff,
+                              .gate = c->gate, .up = c->up };
         rowwise(pool, &sw);
 
         sprig_act_init(&act, c->gate, n, hp->n_ff, c->act, c->act_bytes);
@@ -182,6 +191,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
             nq[0] = &m->output; mq = 1;
         }
         sprig_matmul_then(pool, &act, 1, wd, wd_out, mq, nq);
+        if (L->ffn_post_norm) sprig_rmsnorm(c->tmp, c->tmp, L->ffn_post_norm, n, dim, hp->eps);   /* gemma */
         if (l + 1 < hp->n_layer) {   /* the residual add and the next layer's attention norm */
             struct rowwise t = { .op = RW_ADD_NORM, .n = n, .dim = dim, .x = c->x, .xn = c->xn, .add = c->tmp,
                                  .w = m->layers[l + 1].attn_norm, .eps = hp->eps };

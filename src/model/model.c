@@ -111,6 +111,26 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
 
     if ((st = read_rope_scaling(g, a, hp, err))) return st;
 
+    /* what the forward does not do yet is refused by name, never run wrongly */
+    static const char *const unsupported[] = { "attention.sliding_window", "final_logit_softcapping", "attn_logit_softcapping" };
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", a->name, unsupported[i]);
+        const int64_t kv = sprig_gguf_find_kv(g, key);
+        if (kv < 0) continue;
+        double v = 0;
+        if (sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR) v = 1;
+        else {
+            float f = 0;
+            int64_t iv = 0;
+            if (sprig_gguf_get_f32(g, key, &f, false, NULL) == SPRIG_OK) v = f;
+            else if (sprig_gguf_get_i64(g, key, &iv, false, NULL) == SPRIG_OK) v = (double)iv;
+            else v = 1;
+        }
+        if (v != 0)
+            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run %s yet", path, key,
+                             i == 0 ? "sliding-window layers" : "logit soft-capping");
+    }
+
     if (hp->n_kv_head < 0) hp->n_kv_head = hp->n_head;
     if (hp->head_dim < 0 && hp->dim % hp->n_head)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d (and no %s.attention.key_length)",

@@ -55,6 +55,8 @@ struct sprig_layer {
     float       *k_norm;      /* [head_dim] the same for k, or NULL */
     sprig_weight wo;          /* n_head*head_dim -> dim */
     float       *bo;          /* [dim] output-projection bias or NULL (llama's optional attn_output.bias) */
+    float       *attn_post_norm; /* [dim] norm of the attention output before the residual add, or NULL (gemma) */
+    float       *ffn_post_norm;  /* [dim] the same for the FFN output, or NULL */
     float       *ffn_norm;    /* [dim] */
     sprig_weight w_gate;      /* dim -> n_ff */
     sprig_weight w_up;        /* dim -> n_ff */

@@ -244,6 +244,15 @@ void sprig_rope_apply(float *x, const float *cs, int n, int n_head, int hd, int 
 
 /* ------------------------------------------------------------------ swiglu, add, argmax */
 
+void sprig_geglu(float *out, const float *gate, const float *up, int64_t n)
+{
+    const float k = 0.7978845608028654f;   /* sqrt(2/pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const float g = gate[i];
+        out[i] = 0.5f * g * (1.0f + tanhf(k * (g + 0.044715f * g * g * g))) * up[i];
+    }
+}
+
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n)
 {
     if (n <= 0) return;

@@ -49,6 +49,9 @@ void sprig_rope_table_scaled(float *cs, const int32_t *pos, int n, int hd, int n
 
 /* out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up  (out may alias gate or up) */
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n);
+/* out = gelu(gate) * up, GELU's tanh approximation (Gemma's FFN):
+ * 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
+void sprig_geglu(float *out, const float *gate, const float *up, int64_t n);
 
 /* y[i] += x[i] */
 void sprig_add_inplace(float *y, const float *x, int64_t n);
