@@ -238,6 +238,8 @@ void sprig_model_free(sprig_model *m)
             struct sprig_layer *L = &m->layers[l];
             free(L->attn_norm);
             free(L->ffn_norm);
+            free(L->attn_post_norm);
+            free(L->ffn_post_norm);
             free(L->bq);
             free(L->bk);
             free(L->bv);
