@@ -126,27 +126,28 @@ static sprig_f16 half_clamped(float v)
 /* Codes of r = the normalised row in the rotated basis, n its length. */
 static void encode_codes(const sprig_kv_codec *c, const float *r, float n, uint8_t *rec);
 
-void sprig_kv_encode_turbo(const sprig_kv_codec *c, const float *x, uint8_t *rec)
+/* r = x / |x| (a zero or non-finite length divides by 1); returns |x|. */
+static float normalise(const float *x, float *r, int hd)
 {
-    const int hd = c->hd;
-    float r[SPRIG_KV_CODEC_MAX_HD];
     double ss = 0.0;
     for (int d = 0; d < hd; d++) ss += (double)x[d] * x[d];
     const float n = (float)sqrt(ss), div = n > 0.0f && isfinite(n) ? n : 1.0f;
     for (int d = 0; d < hd; d++) r[d] = x[d] / div;
+    return n;
+}
+
+void sprig_kv_encode_turbo(const sprig_kv_codec *c, const float *x, uint8_t *rec)
+{
+    float r[SPRIG_KV_CODEC_MAX_HD];
+    const float n = normalise(x, r, c->hd);
     sprig_kv_codec_rotate(c, r, 1, false);
     encode_codes(c, r, n, rec);
 }
 
 void sprig_kv_encode_turbo_rotated(const sprig_kv_codec *c, const float *xr, uint8_t *rec)
 {
-    const int hd = c->hd;
     float r[SPRIG_KV_CODEC_MAX_HD];
-    double ss = 0.0;
-    for (int d = 0; d < hd; d++) ss += (double)xr[d] * xr[d];
-    const float n = (float)sqrt(ss), div = n > 0.0f && isfinite(n) ? n : 1.0f;
-    for (int d = 0; d < hd; d++) r[d] = xr[d] / div;
-    encode_codes(c, r, n, rec);
+    encode_codes(c, r, normalise(xr, r, c->hd), rec);
 }
 
 static void encode_codes(const sprig_kv_codec *c, const float *r, float n, uint8_t *rec)
