@@ -10,9 +10,11 @@
 # table, measured the same way on the same machine in the same minutes.
 #
 # What is measured, for each model:
-#   decode   tok/s of plain one-token decoding, GEN tokens (default 64) from
-#            an empty context: sprig `bench decode -n GEN` (mean ms/token,
-#            i.e. tokens / time) against llama-bench `-p 0 -n GEN` (tg).
+#   decode   tok/s of plain one-token decoding, GEN tokens (default 64) after
+#            DECODE_CTX tokens of context (default 0: from an empty one):
+#            sprig `bench decode -n GEN --ctx DECODE_CTX` (mean ms/token, i.e.
+#            tokens / time) against llama-bench `-d DECODE_CTX -p 0 -n GEN`
+#            (tg at that depth; both prefill the context untimed).
 #   forward  T(n), the time of one forward of a batch of n new tokens on top
 #            of CTX tokens of context (default 64), for n in NS (default
 #            1,2,4,8,16,32), and T(n)/T(1): sprig `bench forward --ctx CTX
@@ -77,6 +79,7 @@ ROUNDS=${ROUNDS:-5}
 INNER=${INNER:-3}
 GEN=${GEN:-64}
 CTX=${CTX:-64}
+DECODE_CTX=${DECODE_CTX:-0}
 NS=${NS:-1,2,4,8,16,32}
 OUT=${OUT:-build/llamacpp-compare}
 LB=${LLAMA_BENCH:-}
@@ -110,8 +113,8 @@ if ! "$LB" --help 2>&1 | grep -q -- '--n-depth'; then
     exit 3
 fi
 [ -x "$SPRIG" ] || { echo "llamacpp-compare: $SPRIG not built (make)" >&2; exit 1; }
-for v in "$T" "$ROUNDS" "$INNER" "$GEN" "$CTX"; do
-    case "$v" in '' | *[!0-9]*) echo "llamacpp-compare: SPRIG_BENCH_THREADS, ROUNDS, INNER, GEN, CTX must be positive integers" >&2; exit 2 ;; esac
+for v in "$T" "$ROUNDS" "$INNER" "$GEN" "$CTX" "$DECODE_CTX"; do
+    case "$v" in '' | *[!0-9]*) echo "llamacpp-compare: SPRIG_BENCH_THREADS, ROUNDS, INNER, GEN, CTX, DECODE_CTX must be integers" >&2; exit 2 ;; esac
 done
 case "$NS" in '' | *[!0-9,]*) echo "llamacpp-compare: NS must be a list like 1,2,4,8" >&2; exit 2 ;; esac
 mkdir -p "$OUT" || exit 1
@@ -154,7 +157,7 @@ run_engine() {
     case "$e" in
     sprig-*)
         k=${e#sprig-}
-        if SPRIG_KERNELS=$k "$SPRIG" bench decode -m "$m" -t "$T" -n "$GEN" --kv-type f16 --json >"$raw.dec" 2>"$raw.dec.err"; then
+        if SPRIG_KERNELS=$k "$SPRIG" bench decode -m "$m" -t "$T" -n "$GEN" --ctx "$DECODE_CTX" --kv-type f16 --json >"$raw.dec" 2>"$raw.dec.err"; then
             echo "$k $(jstr kernels <"$raw.dec")" >>"$OUT/kernels.$base"
             v=$(jnum ms_per_token_mean <"$raw.dec")
             awk -v r="$r" -v e="$e" -v g="$GEN" -v v="$v" 'BEGIN { if (v > 0) printf "%s %s dec %s %.6f\n", r, e, g, 1000 / v }' >>"$S"
@@ -166,7 +169,7 @@ run_engine() {
         else echo "llamacpp-compare: $e forward failed (round $r): $(head -c 300 "$raw.fwd.err")" >&2; fi
         ;;
     llama.cpp)
-        if lb -m "$m" -t "$T" -p 0 -n "$GEN" -r 1 -o jsonl >"$raw.dec" 2>"$raw.dec.err"; then
+        if lb -m "$m" -t "$T" -d "$DECODE_CTX" -p 0 -n "$GEN" -r 1 -o jsonl >"$raw.dec" 2>"$raw.dec.err"; then
             cp "$raw.dec" "$OUT/llamacpp-last.$base.jsonl"
             ns=$(sed -n 's/.*"samples_ns": *\[ *\([0-9, ]*\)\].*/\1/p' "$raw.dec" | tr ',' '\n' | median)
             awk -v r="$r" -v g="$GEN" -v ns="$ns" 'BEGIN { if (ns > 0) printf "%s llama.cpp dec %s %.6f\n", r, g, g / (ns * 1e-9) }' >>"$S"
@@ -226,7 +229,7 @@ for m in $models; do
 
     kernels=$(sort -u "$OUT/kernels.$base" | tr '\n' ';')
     awk -v engines="$engines" -v ns_list="$NS" -v kernels="$kernels" -v json="$json" -v model="$m" -v mtype="$mtype" \
-        -v machine="$machine" -v threads="$T" -v rounds="$ROUNDS" -v inner="$INNER" -v gen="$GEN" -v ctx="$CTX" \
+        -v machine="$machine" -v threads="$T" -v rounds="$ROUNDS" -v inner="$INNER" -v gen="$GEN" -v ctx="$CTX" -v dctx="$DECODE_CTX" \
         -v lbinfo="$lbinfo" -v repack="$repack" -v load="$load" -v ncpu="$(nproc)" -v fa="${fa:-unknown}" -v kv="$kv" -v lbpath="$LB" '
     function sortv(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } }
     function stat(key,   n, a, i, m) {     # sets MED, SPREAD, MIN, MAX, CNT, SAMP for key
@@ -252,7 +255,7 @@ for m in $models; do
         }
         if (json) {
             printf "{\"model\":\"%s\",\"model_type\":\"%s\",\"machine\":\"%s\",\"threads\":%d,\"rounds\":%d,\"inner_reps\":%d,", esc(model), esc(mtype), esc(machine), threads, rounds, inner
-            printf "\"load\":\"%s\",\"decode_tokens\":%d,\"context\":%d,\"kv_type\":\"f16\",\"llamacpp\":{\"path\":\"%s\",\"info\":\"%s\",\"weights\":\"%s\",\"flash_attn\":\"%s\",\"kv_type\":\"%s\"},\"engines\":[", esc(load), gen, ctx, esc(lbpath), esc(lbinfo), esc(repack), esc(fa), esc(kv)
+            printf "\"load\":\"%s\",\"decode_tokens\":%d,\"decode_context\":%d,\"context\":%d,\"kv_type\":\"f16\",\"llamacpp\":{\"path\":\"%s\",\"info\":\"%s\",\"weights\":\"%s\",\"flash_attn\":\"%s\",\"kv_type\":\"%s\"},\"engines\":[", esc(load), gen, dctx, ctx, esc(lbpath), esc(lbinfo), esc(repack), esc(fa), esc(kv)
             for (i = 1; i <= ne; i++) {
                 e = E[i]
                 printf "%s{\"engine\":\"%s\",\"label\":\"%s\",\"decode\":{\"tok_s\":%.4f,\"best_tok_s\":%.4f,\"spread\":%.4f,\"samples\":[%s]", (i > 1 ? "," : ""), e, esc(lab[e]), dmed[e], dbest[e], dspr[e], dsamp[e]
@@ -278,7 +281,7 @@ for m in $models; do
         printf "llama.cpp  %s; flash attention: %s; KV %s\n", lbinfo, fa, kv
         printf "           weights: %s\n", repack
         printf "sprig      KV f16; kernels per SPRIG_KERNELS as listed\n"
-        printf "\ndecode: %d tokens from an empty context, tok/s = tokens / time\n", gen
+        printf "\ndecode: %d tokens after %d tokens of context, tok/s = tokens / time\n", gen, dctx
         printf "%-22s %10s %8s %6s %16s %10s %16s\n", "engine", "tok/s", "spread", "runs", "sprig/llama.cpp", "best", "best sprig/l.cpp"
         for (i = 1; i <= ne; i++) {
             e = E[i]

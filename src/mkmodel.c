@@ -30,10 +30,14 @@ static const struct preset presets[] = {
                       .arch = "qwen3", .head_dim = 128, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f } },
     { "qwen3-1.7b", { .dim = 2048, .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .ffn = 6144, .vocab = 151936, .ctx = 40960,
                       .arch = "qwen3", .head_dim = 128, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f } },
+    /* Gemma 3 1B's published shape: head size 256, one kv head, window 512 on five layers of six */
+    { "gemma3-1b", { .dim = 1152, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1, .ffn = 6912, .vocab = 262144, .ctx = 32768,
+                     .arch = "gemma3", .head_dim = 256, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .window = 512,
+                     .swa_pattern = 6 } },
 };
 #define N_PRESETS (int)(sizeof presets / sizeof presets[0])
 
-const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b"; }
+const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b, gemma3-1b"; }
 
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err)
 {
@@ -493,6 +497,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
         TRY(w_arch_u32(w, an, "attention.sliding_window_pattern", (uint32_t)(p->swa_pattern > 0 ? p->swa_pattern : 6), err));
         TRY(w_arch_f32(w, an, "rope.freq_base_swa", 10000.0f, err));
     }
+    if (arch->swa && p->final_softcap > 0) TRY(w_arch_f32(w, an, "final_logit_softcapping", p->final_softcap, err));
     if (vsrc) {
         TRY(copy_vocab(w, vsrc, p->chat_template != NULL, err));
     } else {

@@ -52,6 +52,7 @@ struct sprig_mkmodel_params {
     float std;              /* matrices ~N(0, std); 0 = 0.02 (bigger makes attention and position matter) */
     int window;             /* gemma3: attention.sliding_window (0: no sliding layers) */
     int swa_pattern;        /* gemma3: attention.sliding_window_pattern (every N-th layer global; 0 = 6) */
+    float final_softcap;    /* gemma3: final_logit_softcapping (0: key absent) */
 };
 
 enum sprig_mkmodel_rope { SPRIG_MKMODEL_ROPE_NONE = 0, SPRIG_MKMODEL_ROPE_LLAMA3 = 1 };

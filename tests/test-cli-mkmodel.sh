@@ -126,12 +126,12 @@ check "convert garbage writes nothing" [ ! -e "$TMP/o.gguf" ]
 
 # gemma3 layout: llama.cpp's keys and tensor names (its loader requires every
 # one of them: tests/ref's llama.cpp runs these files; test-oracle-llamacpp
-# compares sprig's gemma3 forward with it); sliding-window layers are refused
-# by name until the forward bands them
-"$BIN" mkmodel --preset tiny --arch gemma3 --window 32 --swa-pattern 3 --layers 6 -o "$TMP/g3.gguf" >/dev/null 2>&1; rc=$?
+# compares sprig's gemma3 forward with it, sliding windows included)
+"$BIN" mkmodel --preset tiny --arch gemma3 --window 32 --swa-pattern 3 --softcap 30 --layers 6 -o "$TMP/g3.gguf" >/dev/null 2>&1; rc=$?
 check "mkmodel --arch gemma3 exits 0 (rc $rc)" [ $rc -eq 0 ]
 "$BIN" gguf "$TMP/g3.gguf" >"$TMP/g3.txt" 2>&1
 for key in gemma3.attention.sliding_window gemma3.attention.sliding_window_pattern gemma3.rope.freq_base_swa \
+           gemma3.final_logit_softcapping \
            gemma3.attention.key_length blk.5.attn_q_norm.weight blk.5.attn_k_norm.weight \
            blk.5.post_attention_norm.weight blk.5.post_ffw_norm.weight; do
     check "gemma3 file has $key" has "$key" "$TMP/g3.txt"
@@ -140,11 +140,19 @@ check "gemma3 output is tied (no output.weight)" sh -c "! grep -q ' output.weigh
 "$BIN" mkmodel --preset tiny --arch gemma3 -o "$TMP/g3n.gguf" >/dev/null 2>&1
 "$BIN" gguf "$TMP/g3n.gguf" >"$TMP/g3n.txt" 2>&1
 check "gemma3 without --window has no sliding keys" sh -c "! grep -q sliding_window '$TMP/g3n.txt'"
-"$BIN" run -m "$TMP/g3.gguf" -n 2 >/dev/null 2>"$TMP/g3err"; rc=$?
-check "sprig refuses gemma3 sliding-window layers for now (rc $rc)" [ $rc -eq 1 ]
-check "naming the key" has "gemma3.attention.sliding_window" "$TMP/g3err"
-"$BIN" run -m "$TMP/g3n.gguf" -n 4 >/dev/null 2>&1; rc=$?
+check "gemma3 without --softcap has no soft-cap key" sh -c "! grep -q softcapping '$TMP/g3n.txt'"
+"$BIN" run -m "$TMP/g3.gguf" -n 40 --ignore-eos --stats-json "$TMP/g3.json" -q >/dev/null 2>&1; rc=$?
+check "gemma3 with sliding layers runs (rc $rc)" [ $rc -eq 0 ]
+check "on a rotating ring cache" has '"kv_layout":"ring"' "$TMP/g3.json"
+"$BIN" run -m "$TMP/g3n.gguf" -n 4 --stats-json "$TMP/g3n.json" -q >/dev/null 2>&1; rc=$?
 check "gemma3 without sliding layers runs (rc $rc)" [ $rc -eq 0 ]
+check "on a dense cache" has '"kv_layout":"dense"' "$TMP/g3n.json"
+"$BIN" mkmodel --preset tiny --arch gemma3 --window 600 --ctx 512 -o "$TMP/g3w.gguf" >/dev/null 2>&1
+"$BIN" run -m "$TMP/g3w.gguf" -n 2 >/dev/null 2>"$TMP/g3err"; rc=$?
+check "a window larger than the context is refused (rc $rc)" [ $rc -eq 1 ]
+check "naming the key" has "gemma3.attention.sliding_window' = 600" "$TMP/g3err"
+"$BIN" mkmodel --preset tiny --arch gemma3 --softcap 0 -o "$TMP/g3c.gguf" >/dev/null 2>"$TMP/g3err"; rc=$?
+check "mkmodel --softcap 0 is refused (rc $rc)" [ $rc -eq 2 ]
 
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
 exit $fail

@@ -99,6 +99,8 @@ fallback-q5_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --
 random-q4_1 | llama | random | --preset tiny --type q4_1                                           | 1e-2 | ties
 gemma3-f32  | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type f32 | 1e-2 | ties
 gemma3-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type q8_0 | 6e-2 | ties
+gemma3-swa-f32 | gemma3 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --swa-pattern 3 --type f32 | 1e-2 | ties
+gemma3-swa-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --swa-pattern 3 --softcap 5 --type q8_0 | 6e-2 | ties
 '
 QUICK_CASES="stories260K widened-q8_0 random-f16"
 

@@ -19,6 +19,7 @@
  * mode is not silently f32).
  */
 #include "test.h"
+#include "test_session.h"
 #include "sprig.h"
 #include "mkmodel.h"
 #include "base/rng.h"
@@ -29,29 +30,8 @@ static const enum sprig_kv_type all_modes[] = { SPRIG_KV_F32, SPRIG_KV_F16, SPRI
                                                 SPRIG_KV_TURBO4_ASYM, SPRIG_KV_TURBO3_ASYM, SPRIG_KV_TURBO4_DELEGATED };
 #define N_MODES ((int)(sizeof all_modes / sizeof all_modes[0]))
 
-struct run { int32_t *ids; int n; struct sprig_stats st; };
 
-static bool run_once(const sprig_model *m, const struct sprig_session_params *p, const char *prompt, int n, struct run *r)
-{
-    sprig_error err = { 0 };
-    sprig_session *s = NULL;
-    memset(r, 0, sizeof *r);
-    sprig_status rc = sprig_session_create(m, p, &s, &err);
-    CHECKF(rc == SPRIG_OK, "%s", err.msg);
-    if (rc) return false;
-    rc = sprig_session_generate(s, prompt, strlen(prompt), n, NULL, NULL, &err);
-    CHECKF(rc == SPRIG_OK, "%s", err.msg);
-    struct sprig_output o;
-    sprig_session_get_output(s, &o);
-    sprig_session_get_stats(s, &r->st);
-    r->n = o.n_tokens;
-    r->ids = malloc(sizeof(int32_t) * (size_t)(o.n_tokens + 1));
-    memcpy(r->ids, o.tokens, sizeof(int32_t) * (size_t)o.n_tokens);
-    sprig_session_free(s);
-    return rc == SPRIG_OK;
-}
-
-static bool same_ids(const struct run *a, const struct run *b)
+static bool same_ids(const struct test_run *a, const struct test_run *b)
 {
     return a->n == b->n && !memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)a->n);
 }
@@ -75,12 +55,12 @@ struct drafter { enum sprig_drafter_kind kind; const char *path; const char *lab
 
 /* Plain, chain and branching tree for each drafter in one mode; returns the plain run. */
 static void check_mode(const sprig_model *m, enum sprig_kv_type mode, const struct drafter *d, int nd, const char *prompt,
-                       int n_tok, int n_ctx, int block, int kv_block, int64_t acc[2], struct run *plain_out)
+                       int n_tok, int n_ctx, int block, int kv_block, int64_t acc[2], struct test_run *plain_out)
 {
     g_block = kv_block;
     struct sprig_session_params p = greedy(mode, n_ctx);
-    struct run plain;
-    if (!run_once(m, &p, prompt, n_tok, &plain)) return;
+    struct test_run plain;
+    if (!test_run_session(m, &p, prompt, n_tok, &plain)) return;
     CHECK_STR(plain.st.path, "plain");
     CHECK_STR(plain.st.kv_type, sprig_kv_type_name(mode));
     CHECK_STR(plain.st.kv_layout, kv_block ? "paged" : mode == SPRIG_KV_TURBO4_DELEGATED ? "delegated" : "dense");
@@ -92,8 +72,8 @@ static void check_mode(const sprig_model *m, enum sprig_kv_type mode, const stru
             p.draft_path = d[di].path;
             p.draft_max = block - 1;
             if (tree) { p.tree = SPRIG_TREE_ON; p.tree_branches = 2; }
-            struct run r;
-            if (!run_once(m, &p, prompt, n_tok, &r)) continue;
+            struct test_run r;
+            if (!test_run_session(m, &p, prompt, n_tok, &r)) continue;
             CHECKF(same_ids(&r, &plain), "kv %s, %s %s: output differs from plain decoding", sprig_kv_type_name(mode),
                    d[di].label, tree ? "tree" : "chain");
             CHECK_STR(r.st.kv_type, sprig_kv_type_name(mode));
@@ -192,13 +172,13 @@ static void synthetic(int hd)
     }
     CHECKF(np >= 2050 && np < 2200, "prompt of %d tokens", np);
     const int n_tok = test_quick() ? 48 : 160;
-    struct run base = { 0 };
+    struct test_run base = { 0 };
     int64_t acc[2] = { 0, 0 };
     int differs = 0;
     for (int mi = 0; mi < N_MODES; mi++) {
         /* quick runs (ASan): f32, turbo4 (paged) and the delegated cache */
         if (test_quick() && mi != 0 && mi != 3 && all_modes[mi] != SPRIG_KV_TURBO4_DELEGATED) continue;
-        struct run plain = { 0 };
+        struct test_run plain = { 0 };
         check_mode(m, all_modes[mi], d, 2, prompt, n_tok, 2304, 5, mi == 3 ? 32 : 0, acc, &plain);
         if (mi == 0) base = plain;
         else {

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "sprig.h"
 #include "base/pool.h"
+#include "base/rng.h"
 #include "base/timer.h"
 #include "model/model.h"
 #include "bench_attn.h"
@@ -182,7 +183,7 @@ static int bench_decode(int argc, char **argv)
 {
     const char *C = "bench decode";
     struct common c = { .threads = 0, .reps = 1 };
-    long long n_tok = 64, v;
+    long long n_tok = 64, depth = 0, v;
     for (int i = 1; i < argc; i++) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int r = common_flag(C, &c, argv[i], val);
@@ -193,8 +194,13 @@ static int bench_decode(int argc, char **argv)
             if (!val || !cli_parse_int(C, "-n", val, 4, 100000, &v)) return 2;
             n_tok = v;
             i++;
+        } else if (!strcmp(argv[i], "--ctx")) {
+            if (!val || !cli_parse_int(C, "--ctx", val, 0, 1 << 22, &v)) return 2;
+            depth = v;
+            i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--reps R] [--kv-type MODE] [--json]\n");
+            printf("usage: sprig bench decode -m FILE [-t N] [-n TOKENS] [--ctx DEPTH] [--reps R] [--kv-type MODE] [--json]\n"
+                   "  --ctx DEPTH  decode after DEPTH tokens of context (random ids, prefilled untimed; default 0)\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
@@ -206,9 +212,15 @@ static int bench_decode(int argc, char **argv)
     sprig_model *m;
     sprig_pool *pool;
     sprig_ctx *ctx;
-    if (!open_all(C, &c, (int)n_tok + 32, 16, &m, &pool, &ctx)) return 1;
+    if (!open_all(C, &c, (int)(depth + n_tok) + 32, 64, &m, &pool, &ctx)) return 1;
     int V = m->hp.n_vocab;
     float *logits = malloc(sizeof(float) * (size_t)V);
+    int32_t *ctx_ids = malloc(sizeof(int32_t) * (size_t)(depth + 1));
+    if (ctx_ids) {   /* the context: random ids (the same every rep) */
+        sprig_rng rng;
+        sprig_rng_seed(&rng, 1234);
+        for (long long i = 0; i < depth; i++) ctx_ids[i] = (int32_t)(sprig_rng_u64(&rng) % (uint64_t)V);
+    }
     size_t cap = (size_t)n_tok * (size_t)c.reps;
     double *ms = malloc(sizeof(double) * cap), *gbs = malloc(sizeof(double) * cap), *ratio = malloc(sizeof(double) * cap);
     double bytes = (double)m->weight_bytes + (double)m->tok_embd.row_bytes;
@@ -216,13 +228,18 @@ static int bench_decode(int argc, char **argv)
      * just before it: the host's bandwidth drifts (other tenants), so the
      * fair bound for a token is the bandwidth of that moment. */
     sprig_bw_probe *probe = sprig_bw_probe_create((size_t)256 << 20);
-    int n_ms = 0, rc = probe && logits && ms && gbs && ratio ? 0 : 1;
+    int n_ms = 0, rc = probe && logits && ms && gbs && ratio && ctx_ids ? 0 : 1;
     double sum_ms = 0;   /* for the mean: tokens / time, as engines that time a whole run report */
     if (rc) fprintf(stderr, "sprig %s: out of memory\n", C);
     if (!rc) sprig_bw_probe_read(pool, probe);   /* warm the probe's TLB */
     for (int rep = 0; rep < c.reps && !rc; rep++) {
         sprig_kv_clear(sprig_ctx_kv(ctx));
         int32_t t = sprig_tokenizer_bos(m->tok) >= 0 ? sprig_tokenizer_bos(m->tok) : 0;
+        if (depth && sprig_prefill(ctx, ctx_ids, (int)depth, NULL, NULL, &err)) {
+            fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+            rc = 1;
+            break;
+        }
         for (int i = 0; i < n_tok; i++) {
             double bw = sprig_bw_probe_read(pool, probe);
             double t0 = sprig_time_ms();
@@ -248,15 +265,16 @@ static int bench_decode(int argc, char **argv)
         sprig_model_get_info(m, &mi);
         if (c.json) {
             printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
-                   "\"kv_type\":\"%s\",\"tokens\":%d,\"ms_per_token_median\":%.4f,\"ms_per_token_mean\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
+                   "\"kv_type\":\"%s\",\"context\":%lld,\"tokens\":%d,\"ms_per_token_median\":%.4f,\"ms_per_token_mean\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
                    "\"achieved_gb_s\":%.3f,\"measured_read_gb_s\":%.3f,\"bound_tok_s\":%.3f,\"fraction_of_bound\":%.4f}\n",
-                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_kv_mode_name(c.kv_mode), n_ms, med, n_ms ? sum_ms / n_ms : 0,
+                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_kv_mode_name(c.kv_mode), depth, n_ms, med, n_ms ? sum_ms / n_ms : 0,
                    tok_s, bytes, achieved, med_bw, bound, med_ratio);
         } else {
             printf("model            %s (%s, %.1fM params, %s weights)\n", c.model, mi.arch, (double)mi.n_params / 1e6,
                    sprig_type_name(weight_type_of(m)));
             printf("threads          %d (kernels %s)\n", sprig_pool_size(pool), mi.kernels);
-            printf("decode           %.3f ms/token median over %d tokens = %.2f tok/s\n", med, n_ms, tok_s);
+            printf("decode           %.3f ms/token median over %d tokens after %lld of context = %.2f tok/s\n", med, n_ms,
+                   depth, tok_s);
             printf("weight bytes     %.1f MB per token\n", bytes / 1e6);
             printf("achieved         %.2f GB/s (median token)\n", achieved);
             printf("measured read    %.2f GB/s (median of a read paired with each token)\n", med_bw);
@@ -268,6 +286,7 @@ static int bench_decode(int argc, char **argv)
     free(ms);
     free(gbs);
     free(ratio);
+    free(ctx_ids);
     free(logits);
     close_all(m, pool, ctx);
     return rc;

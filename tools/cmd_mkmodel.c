@@ -31,6 +31,7 @@ static void usage(FILE *f)
             "  --head-dim N     head size, written as attention.key_length (default dim / heads)\n"
             "  --window N       gemma3: sliding-window layers of window N (attention.sliding_window)\n"
             "  --swa-pattern N  gemma3: every N-th layer global, the others sliding (default 6)\n"
+            "  --softcap X      gemma3: final logit soft-capping X (final_logit_softcapping)\n"
             "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
             "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
             "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
@@ -104,7 +105,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
-                       !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std");
+                       !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std") ||
+                       !strcmp(a, "--softcap");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -148,6 +150,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.chat_template = v;
         } else if (!strcmp(a, "--widen")) {
             widen = v;
+        } else if (!strcmp(a, "--softcap")) {
+            double x;
+            if (!cli_parse_float("mkmodel", a, v, 0.01, 1e5, &x)) return 2;
+            p.final_softcap = (float)x;
         } else if (!strcmp(a, "--std")) {
             double x;
             if (!cli_parse_float("mkmodel", a, v, 0.0, 10.0, &x)) return 2;

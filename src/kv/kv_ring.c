@@ -11,8 +11,10 @@
  *   buffered (sprig_kv_ring_set_buffer(slack)): cap = W - 1 + max_batch +
  *     slack; slot j lives at j - start, always in logical order. When a
  *     forward would not fit, the slots no future query can see (older than
- *     len - W + 1) are dropped from the front and the rest moved down once —
- *     every `slack` tokens or so, never per token.
+ *     len - W + 1, less up to max_batch kept so that a trim of that many
+ *     still finds its window, as in ring mode) are dropped from the front
+ *     and the rest moved down once — every `slack` tokens or so, never per
+ *     token.
  * Every query of a forward of n <= max_batch tokens at positions >= len
  * finds its W - 1 predecessors held, in both modes.
  *
@@ -109,7 +111,10 @@ static sprig_status ring_reserve(sprig_kv *kv, int n, sprig_error *err)
             continue;
         }
         if (len + n - L->start <= L->cap) continue;
-        const int keep_from = len - L->window + 1 > L->start ? len - L->window + 1 : L->start;
+        /* keep the window and, room permitting, max_batch more (a trim of up
+         * to max_batch slots stays possible, as in ring mode) */
+        const int extra = r->max_batch < r->max_batch + r->slack - n ? r->max_batch : r->max_batch + r->slack - n;
+        const int keep_from = len - L->window + 1 - extra > L->start ? len - L->window + 1 - extra : L->start;
         const int drop = keep_from - L->start, held = len - L->start;
         memmove(L->k, L->k + (int64_t)drop * r->ks, (size_t)(held - drop) * (size_t)r->ks);
         memmove(L->v, L->v + (int64_t)drop * r->vs, (size_t)(held - drop) * (size_t)r->vs);

@@ -16,6 +16,16 @@
  *         RoPE); biases optional as in llama.cpp. NEOX pairing. Its head
  *         size comes from qwen3.attention.key_length (128 for 0.6B, whose
  *         16 heads then span 2048 > dim 1024).
+ * gemma3: qwen3's tensors plus post_attention_norm and post_ffw_norm [dim]
+ *         (RMSNorm of the attention / FFN output before its residual add);
+ *         GELU-tanh gated FFN, embeddings times sqrt(dim), tied output
+ *         unless output.weight is present. Sliding-window layers by
+ *         gemma3.attention.sliding_window and _pattern (period 6 by
+ *         default: five local layers, one global), local RoPE theta from
+ *         rope.freq_base_swa (default 10000, no linear scaling), final logit
+ *         soft-capping when final_logit_softcapping is set; queries scaled by
+ *         1/sqrt(head_dim), 1/sqrt(dim / n_head) for the 62-layer (27B)
+ *         shape. NEOX pairing.
  * A tensor of the file that its row does not name is refused (llama.cpp:
  * "wrong number of tensors"), so nothing a file holds is silently ignored;
  * that is also why qwen2/qwen3 have no attn_output.bias row (llama.cpp does
@@ -90,13 +100,18 @@ static const struct sprig_tensor_spec gemma3_tensors[] = {
 #undef COMMON_TENSORS
 #undef QKV_BIASES
 
-#define ROW(nm, mode, t, act, es) { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es }
+/* swa: { default period, local layers' own RoPE, 27B query-scale layer count } */
+#define ROW(nm, mode, t, act, es, swa, fsc) { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, fsc }
+#define SWA(period, own_rope, dim_layers) { period, own_rope, dim_layers }
+#define NO_SWA SWA(0, false, 0)
 static const struct sprig_arch arches[] = {
-    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false),
-    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false),
-    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false),
-    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true),
+    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false, NO_SWA, false),
+    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false, NO_SWA, false),
+    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false, NO_SWA, false),
+    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62), true),
 };
+#undef NO_SWA
+#undef SWA
 #undef ROW
 
 void sprig_arch_names(char *buf, size_t cap)

@@ -37,6 +37,21 @@ typedef sprig_status (*sprig_forward_fn)(sprig_ctx *c, const struct sprig_fwd *f
 
 enum sprig_ffn_act { SPRIG_FFN_SILU = 0, SPRIG_FFN_GELU };
 
+/* Sliding-window (local attention) layers, as llama.cpp reads them for the
+ * row: <arch>.attention.sliding_window (the window W; a key the row reads),
+ * <arch>.attention.sliding_window_pattern (a period P — layer l slides when
+ * l % P < P - 1, P = 0: every layer — or a per-layer array of booleans),
+ * <arch>.rope.freq_base_swa. A row with period 0 has no sliding layers and
+ * refuses a file that sets a window. */
+struct sprig_swa_rule {
+    int period;            /* default pattern period when the file has none; 0 = no sliding layers */
+    bool own_rope;         /* local layers default to theta 10000 and no linear scaling (gemma3);
+                              false: to the global layers' theta and scaling (gemma2) */
+    int attn_scale_dim_layers;   /* a model of this many layers scales queries by
+                              1/sqrt(dim / n_head) instead of 1/sqrt(head_dim) (the 27B
+                              shapes; llama.cpp's rule); 0 = never */
+};
+
 struct sprig_arch {
     const char *name;
     int rope_mode;
@@ -45,6 +60,8 @@ struct sprig_arch {
     sprig_forward_fn forward;
     int ffn_act;            /* enum sprig_ffn_act: the gated FFN's activation */
     bool embed_scale;       /* token embeddings multiplied by sqrt(dim) (gemma) */
+    struct sprig_swa_rule swa;
+    bool final_softcap;     /* reads <arch>.final_logit_softcapping: logits = c * tanh(logits / c) */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);

@@ -20,7 +20,8 @@ void sprig_ctx_free(sprig_ctx *c)
     if (!c) return;
     sprig_kv_free(c->kv);
     sprig_kv_pool_free(c->own_pool);
-    float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch };
+    float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch,
+                       &c->rope_swa, &c->band };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sprig_free_aligned(*bufs[i]);
     sprig_free_aligned(c->pos);
     sprig_free_aligned(c->rows);
@@ -42,6 +43,27 @@ static double mem_available(void)
     }
     const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     return phys > 0 ? phys : 0;
+}
+
+/* A sliding layer keeps a ring when its window binds: the ring (window - 1
+ * + a batch) is smaller than the context. */
+static bool ring_fits(int window, int n_batch, int n_ctx) { return (int64_t)window - 1 + n_batch < n_ctx; }
+
+/* The speculative buffer of a ring of window w: compaction moves about w
+ * slots every `slack` tokens, so slack ~ w keeps it at one move per token. */
+static int spec_slack(int w, int n_batch) { return w > n_batch ? w : n_batch; }
+
+static int count_sliding(const sprig_model *m)
+{
+    int n = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) n += m->layers[l].window > 0;
+    return n;
+}
+
+sprig_status sprig_ctx_speculative(sprig_ctx *c, sprig_error *err)
+{
+    if (strcmp(sprig_kv_kind(c->kv), "ring")) return SPRIG_OK;
+    return sprig_kv_ring_set_buffer(c->kv, c->spec_slack, err);
 }
 
 sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
@@ -75,15 +97,21 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch %d x n_ctx %d exceeds %d", n_batch, n_ctx, INT32_MAX);
     {   /* the cache and the attention scratch must fit the memory available, estimated before allocating
          * (an over-committed allocation would otherwise be killed when first touched) */
-        const double kv = kv_pool ? 0 : (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * hp->n_layer * n_ctx;
+        double slots = 0;   /* a sliding layer's ring holds its window, the buffer and a batch (kv_ring.c) */
+        for (int l = 0; l < hp->n_layer; l++) {
+            const int w = m->layers[l].window;
+            slots += w && !block && kv_mode != SPRIG_KV_MODE_TURBO4_DELEGATED && ring_fits(w, n_batch, n_ctx)
+                         ? w - 1.0 + n_batch + spec_slack(w, n_batch) : n_ctx;
+        }
+        const double kv = kv_pool ? 0 : (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * slots;
         const double scratch = 4.0 * (double)sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, pool ? sprig_pool_size(pool) : 1);
         const double avail = mem_available();
         if (avail > 0 && kv + scratch > avail)
             return sprig_err(err, SPRIG_E_NOMEM,
-                             "n_ctx: %d slots need %.2f GiB (a %s KV cache: %d layers x %lld bytes per slot = %.2f GiB; "
+                             "n_ctx: %d slots need %.2f GiB (a %s KV cache: %d layers x %lld bytes per layer on average = %.2f GiB; "
                              "attention scratch for batches of %d: %.2f GiB); %.2f GiB of memory is available",
                              n_ctx, (kv + scratch) / 1073741824.0, sprig_kv_mode_name(kv_mode), hp->n_layer,
-                             (long long)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim), kv / 1073741824.0,
+                             (long long)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * (long long)(slots / hp->n_layer), kv / 1073741824.0,
                              n_batch, scratch / 1073741824.0, avail / 1073741824.0);
     }
 
@@ -107,6 +135,13 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         if (!(c->own_pool = sprig_kv_pool_create(&pp, err))) { st = err ? err->code : SPRIG_E_NOMEM; goto fail; }
         kv_pool = c->own_pool;
     }
+    int windows[SPRIG_MAX_LAYERS], n_ring = 0, widest = 0;
+    for (int l = 0; l < hp->n_layer; l++) {   /* sliding layers whose window binds keep a ring (dense caches only) */
+        const int w = m->layers[l].window;
+        windows[l] = !kv_pool && kv_mode != SPRIG_KV_MODE_TURBO4_DELEGATED && w && ring_fits(w, n_batch, n_ctx) ? w : 0;
+        if (windows[l]) n_ring++;
+        if (windows[l] > widest) widest = windows[l];
+    }
     if (kv_pool) {
         const struct sprig_kv_pool_params *pp = sprig_kv_pool_params(kv_pool);
         if (pp->n_layer != hp->n_layer || pp->n_kv_head != hp->n_kv_head || pp->head_dim != hp->head_dim) {
@@ -116,6 +151,9 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
             goto fail;
         }
         c->kv = sprig_kv_create_paged(kv_pool, n_ctx, err);
+    } else if (n_ring) {
+        c->kv = sprig_kv_create_ring(&kp, windows, n_batch, err);
+        c->spec_slack = spec_slack(widest, n_batch);
     } else {
         c->kv = sprig_kv_create(&kp, err);
     }
@@ -129,6 +167,23 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
         *fb[i].p = sprig_calloc_aligned(fb[i].n, sizeof(float));
         if (!*fb[i].p) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for scratch"); goto fail; }
+    }
+    bool sliding = false, own_rope = hp->rope_theta_swa != hp->rope_theta || hp->rope_freq_scale_swa != hp->rope_freq_scale;
+    for (int l = 0; l < hp->n_layer; l++) sliding |= m->layers[l].window > 0;
+    if (sliding) {   /* the band mask: as wide as the widest ring (buffer included), else the context */
+        c->band_keys = n_ctx;
+        if (n_ring && n_ring == count_sliding(m)) {
+            int64_t most = 0;
+            for (int l = 0; l < hp->n_layer; l++)
+                if (windows[l] && windows[l] - 1 + n_batch + c->spec_slack > most) most = windows[l] - 1 + n_batch + c->spec_slack;
+            if (most < c->band_keys) c->band_keys = most;
+        }
+        c->band = sprig_calloc_aligned(B * (size_t)c->band_keys, sizeof(float));
+        c->rope_swa = own_rope ? sprig_calloc_aligned(B * hp->head_dim, sizeof(float)) : NULL;
+        if (!c->band || (own_rope && !c->rope_swa)) {
+            st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the sliding layers' masks");
+            goto fail;
+        }
     }
     c->pos = sprig_calloc_aligned(B, sizeof(int32_t));
     c->rows = sprig_calloc_aligned(B, sizeof(int32_t));

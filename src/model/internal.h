@@ -33,7 +33,18 @@ struct sprig_ctx {
     size_t act_bytes;
     float *attn_scratch;
     size_t attn_floats;
+    /* sliding-window layers (model/band.h) */
+    float *rope_swa;          /* [B][n_rot] cos/sin at the sliding layers' theta, or NULL (same as rope) */
+    float *band;              /* [B][band_keys] a sliding layer's mask, or NULL (no sliding layer) */
+    int64_t band_keys;        /* the most keys a sliding layer reads: its ring's capacity, else n_ctx */
+    int spec_slack;           /* the ring's speculative buffer (sprig_ctx_speculative) */
 };
+
+/* Test hook: false makes sliding layers take a caller's mask as it is,
+ * without intersecting it with the window band (the defect the band fixes;
+ * a test proves speculation then differs from plain decoding). Returns the
+ * previous value. */
+bool sprig_band_set_enabled(bool on);
 
 /* The least floats (rows x row length) for which a row-wise op of the llama
  * forward (norms, residual adds, RoPE, SwiGLU) is split across the pool's

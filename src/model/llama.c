@@ -9,10 +9,17 @@
  *   RoPE(q, k) at the given positions (the row's pairing: NORM for llama,
  *     NEOX for qwen2/qwen3; frequencies scaled by the file's linear factor
  *     and divided by rope_freqs when present: Llama 3)
- *   append k, v to the cache; attention of q over the cache (causal or mask)
+ *   append k, v to the cache; attention of q over the cache (causal or mask;
+ *     a sliding-window layer reads the slots its cache holds under the
+ *     intersection of the mask with its window band, model/band.h, built
+ *     once per forward for all layers of one window; queries scaled by the
+ *     row's rule, 1/sqrt(head_dim) but for gemma's 27B shapes)
  *   x += att Wo^T (+ bo when the layer has attn_output.bias: llama)
  *   xn = RMSNorm(x) * ffn_norm
  *   x += (silu(xn Wgate^T) * (xn Wup^T)) Wdown^T  (gate/up fused)
+ * gemma adds: embeddings times sqrt(dim), norms of the attention and FFN
+ * outputs before their residual adds, GELU-tanh in place of SiLU, RoPE at
+ * the sliding layers' own theta, and final logit soft-capping.
  * then the final norm and the output projection for the wanted rows only.
  * Every kernel keeps a row's numerics independent of the batch around it,
  * so a token verified inside a tree gets the same bits as decoded alone.
@@ -23,11 +30,13 @@
  * ops (residual add fused with the next norm, RoPE, SwiGLU) are split across
  * the pool by rows for big batches.
  */
+#include "model/band.h"
 #include "model/internal.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -54,6 +63,10 @@ struct rowwise {
  * (measured on the 1B shape: a 2048-float norm row is ~0.4 us, a dispatch
  * ~1 us). */
 static _Atomic int64_t g_rowwise_min = 16384;
+
+static _Atomic bool g_band_on = true;
+
+bool sprig_band_set_enabled(bool on) { return atomic_exchange(&g_band_on, on); }
 
 int64_t sprig_llama_rowwise_split_min(int64_t floats)
 {
@@ -123,8 +136,12 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         pos = c->pos;
     }
 
-    /* cos/sin of the batch positions, once for the q and k of every layer */
+    /* cos/sin of the batch positions, once for the q and k of every layer
+     * (and once more at the sliding layers' theta when theirs differs) */
     sprig_rope_table_scaled(c->rope, pos, n, hd, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, m->rope_freqs);
+    if (c->rope_swa)
+        sprig_rope_table_scaled(c->rope_swa, pos, n, hd, hp->n_rot, hp->rope_theta_swa, hp->rope_freq_scale_swa, m->rope_freqs);
+    int band_w = -1, band_first = -1;   /* the window and first slot c->band was built for, in this forward */
 
     /* x[n][dim] = token embeddings */
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
@@ -147,7 +164,8 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         const sprig_weight *wo[1] = { &L->wo };
         sprig_matmul_then(pool, &act, 3, qkv, qkv_out, 1, wo);
 
-        struct rowwise rt = { .op = RW_ROPE, .n = n, .dim = qdim + kvdim, .q = c->q, .k = c->k, .v = c->v, .cs = c->rope,
+        struct rowwise rt = { .op = RW_ROPE, .n = n, .dim = qdim + kvdim, .q = c->q, .k = c->k, .v = c->v,
+                              .cs = L->window && c->rope_swa ? c->rope_swa : c->rope,
                               .bq = L->bq, .bk = L->bk, .bv = L->bv, .qn = L->q_norm, .kn = L->k_norm, .eps = hp->eps,
                               .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd, .n_rot = hp->n_rot,
                               .mode = hp->rope_mode };
@@ -156,9 +174,24 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
 
         sprig_attn_args aa = {
             .q = c->q, .n = n, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd,
-            .n_keys = len + n, .mask = f->mask, .scale = 1.0f / sqrtf((float)hd),
+            .n_keys = len + n, .mask = f->mask, .scale = hp->attn_scale,
             .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
         };
+        if (L->window) {   /* a sliding layer: the slots it holds, under its band (model/band.h) */
+            const int first = sprig_kv_view_layer(c->kv, l).first;
+            aa.n_keys = len - first + n;
+            if (first > 0 || sprig_band_needed(L->window, first, len, pos, n)) {
+                /* the test hook removes the band from caller-masked forwards only */
+                const int w = f->mask && !atomic_load_explicit(&g_band_on, memory_order_relaxed) ? INT32_MAX / 2 : L->window;
+                SPRIG_ASSERT((int64_t)aa.n_keys <= c->band_keys);
+                if (w != band_w || first != band_first) {
+                    sprig_band_mask(c->band, f->mask, w, first, len, pos, n);
+                    band_w = w;
+                    band_first = first;
+                }
+                aa.mask = c->band;
+            }
+        }
         sprig_kv_attend(pool, c->kv, l, c->q, pos, &aa);
 
         sprig_act_init(&act, c->att, n, qdim, c->act, c->act_bytes);
@@ -215,6 +248,10 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         const sprig_weight *wout[1] = { &m->output };
         float *lo[1] = { f->logits };
         sprig_matmul(pool, &act, 1, wout, lo);
+        if (hp->final_softcap > 0) {   /* gemma: c * tanh(x / c), as llama.cpp's scale, tanh, scale */
+            const float c_ = hp->final_softcap, inv = 1.0f / c_;
+            for (int64_t i = 0; i < (int64_t)f->n_out * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;
+        }
     }
     (void)err;
     return SPRIG_OK;

@@ -11,6 +11,7 @@
 #include "tensor/ops.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,10 +112,15 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
 
     if ((st = read_rope_scaling(g, a, hp, err))) return st;
 
-    /* what the forward does not do yet is refused by name, never run wrongly */
-    static const char *const unsupported[] = { "attention.sliding_window", "final_logit_softcapping", "attn_logit_softcapping" };
+    /* what the forward does not do (for this row) is refused by name, never run wrongly */
+    static const struct { const char *key; const char *what; } unsupported[] = {
+        { "attention.sliding_window", "sliding-window layers" },
+        { "final_logit_softcapping", "final logit soft-capping" },
+        { "attn_logit_softcapping", "attention logit soft-capping" },
+    };
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
-        snprintf(key, sizeof key, "%s.%s", a->name, unsupported[i]);
+        if ((i == 0 && a->swa.period) || (i == 1 && a->final_softcap)) continue;   /* the row reads it */
+        snprintf(key, sizeof key, "%s.%s", a->name, unsupported[i].key);
         const int64_t kv = sprig_gguf_find_kv(g, key);
         if (kv < 0) continue;
         double v = 0;
@@ -127,8 +133,17 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
             else v = 1;
         }
         if (v != 0)
-            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run %s yet", path, key,
-                             i == 0 ? "sliding-window layers" : "logit soft-capping");
+            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run %s for architecture '%s'", path, key,
+                             unsupported[i].what, a->name);
+    }
+    if (a->final_softcap) {   /* llama.cpp: applied when the key is present and non-zero */
+        snprintf(key, sizeof key, "%s.final_logit_softcapping", a->name);
+        if (sprig_gguf_find_kv(g, key) >= 0) {
+            if ((st = sprig_gguf_get_f32(g, key, &hp->final_softcap, true, err))) return st;
+            if (!(hp->final_softcap > 0 && hp->final_softcap < 1e6f))
+                return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g must be a positive soft-cap below 1e6 (remove the key "
+                                 "for none)", path, key, (double)hp->final_softcap);
+        }
     }
 
     if (hp->n_kv_head < 0) hp->n_kv_head = hp->n_head;
@@ -154,6 +169,60 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
     if (hp->n_rot % 2 || hp->n_rot > hp->head_dim)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.rope.dimension_count = %d must be even and at most the head dimension %d",
                          path, a->name, hp->n_rot, hp->head_dim);
+    hp->attn_scale = a->swa.attn_scale_dim_layers && hp->n_layer == a->swa.attn_scale_dim_layers
+                         ? 1.0f / sqrtf((float)(hp->dim / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
+    return SPRIG_OK;
+}
+
+/* Sliding-window layers (struct sprig_swa_rule): the window, which layers
+ * slide (a period or a per-layer array), and their RoPE. Needs the layers. */
+static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp,
+                             struct sprig_layer *layers, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(g);
+    char key[128];
+    sprig_status st;
+    hp->rope_theta_swa = a->swa.own_rope ? 10000.0f : hp->rope_theta;
+    hp->rope_freq_scale_swa = a->swa.own_rope ? 1.0f : hp->rope_freq_scale;
+    if (!a->swa.period) return SPRIG_OK;
+    snprintf(key, sizeof key, "%s.attention.sliding_window", a->name);
+    int64_t w = 0;
+    if ((st = sprig_gguf_get_i64(g, key, &w, false, err))) return st;
+    if (w == 0) return SPRIG_OK;   /* absent or 0: every layer full (llama.cpp: no SWA) */
+    if (w < 1 || w > hp->n_ctx_train || w > (1 << 24))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld must be in [1, %s.context_length = %d]: a window larger "
+                         "than the context", path, key, (long long)w, a->name, hp->n_ctx_train);
+    hp->swa_window = (int)w;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", a->name);
+    const int64_t kv = sprig_gguf_find_kv(g, key);
+    if (kv >= 0 && sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR) {   /* one flag per layer */
+        int et;
+        uint64_t n;
+        if ((st = sprig_gguf_get_arr(g, key, &et, &n, true, err))) return st;
+        if (n != (uint64_t)hp->n_layer)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu entries; %s.block_count is %d (one per layer)", path, key,
+                             (unsigned long long)n, a->name, hp->n_layer);
+        if (et != SPRIG_GGUF_BOOL && et != SPRIG_GGUF_U8 && et != SPRIG_GGUF_I8 && et != SPRIG_GGUF_U32 && et != SPRIG_GGUF_I32)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' is an array of %s; expected booleans", path, key, sprig_gguf_vtype_name(et));
+        for (int l = 0; l < hp->n_layer; l++) {
+            const int64_t f = sprig_gguf_arr_int(g, kv, (uint64_t)l);
+            if (f != 0 && f != 1)
+                return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] = %lld is not 0 or 1", path, key, l, (long long)f);
+            layers[l].window = f ? hp->swa_window : 0;
+        }
+    } else {
+        int64_t period = a->swa.period;
+        if ((st = sprig_gguf_get_i64(g, key, &period, false, err))) return st;
+        if (period < 0 || period > SPRIG_MAX_LAYERS)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [0, %d]", path, key, (long long)period,
+                             SPRIG_MAX_LAYERS);
+        for (int l = 0; l < hp->n_layer; l++)   /* llama.cpp's set_swa_pattern */
+            layers[l].window = period == 0 || l % period < period - 1 ? hp->swa_window : 0;
+    }
+    snprintf(key, sizeof key, "%s.rope.freq_base_swa", a->name);
+    if ((st = sprig_gguf_get_f32(g, key, &hp->rope_theta_swa, false, err))) return st;
+    if (!(hp->rope_theta_swa > 1 && hp->rope_theta_swa < 1e12f))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g is out of range (1, 1e12)", path, key, (double)hp->rope_theta_swa);
     return SPRIG_OK;
 }
 
@@ -310,6 +379,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     used = calloc((size_t)sprig_gguf_n_tensors(g) + 1, sizeof *used);
     if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
+    if ((st = read_swa(g, m->arch, &m->hp, m->layers, err))) goto fail;
     for (int i = 0; i < m->arch->n_tensors; i++) {
         const struct sprig_tensor_spec *s = &m->arch->tensors[i];
         if (!s->per_layer) {

@@ -41,6 +41,10 @@ struct sprig_hparams {
     float rope_theta;
     float rope_freq_scale;  /* 1 / <arch>.rope.scaling.factor for linear scaling; 1 = none */
     int   rope_mode;    /* SPRIG_ROPE_NORM / SPRIG_ROPE_NEOX */
+    float attn_scale;   /* query scale: 1/sqrt(head_dim), or the row's rule (gemma 27B) */
+    int   swa_window;   /* sliding layers' window W (0: none); which layers: sprig_layer.window */
+    float rope_theta_swa, rope_freq_scale_swa;   /* RoPE of the sliding layers */
+    float final_softcap;    /* logits = c * tanh(logits / c); 0 = none */
 };
 
 struct sprig_layer {
@@ -61,6 +65,7 @@ struct sprig_layer {
     sprig_weight w_gate;      /* dim -> n_ff */
     sprig_weight w_up;        /* dim -> n_ff */
     sprig_weight w_down;      /* n_ff -> dim */
+    int          window;      /* sliding-window layer: keys at positions > p - window only; 0 = full */
 };
 
 struct sprig_arch;
@@ -106,6 +111,12 @@ typedef struct sprig_ctx sprig_ctx;
 sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
                               sprig_ctx **out, sprig_error *err);
 void sprig_ctx_free(sprig_ctx *c);
+
+/* Prepare the cache for speculation: sliding layers' rings get their
+ * speculative buffer (kv_ring.c), so verify tails stay in logical order and
+ * trees can be gathered. Not in the round loop (it may allocate). A no-op
+ * for other caches. */
+sprig_status sprig_ctx_speculative(sprig_ctx *c, sprig_error *err);
 
 const sprig_model *sprig_ctx_model(const sprig_ctx *c);
 sprig_kv  *sprig_ctx_kv(sprig_ctx *c);

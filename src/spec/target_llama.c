@@ -188,5 +188,9 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
         sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for %d rows", max_rows);
         return NULL;
     }
+    if (sprig_ctx_speculative(ctx, err)) {   /* sliding layers keep verify tails gatherable */
+        sprig_model_target_free(&mt->base);
+        return NULL;
+    }
     return &mt->base;
 }

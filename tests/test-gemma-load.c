@@ -1,0 +1,164 @@
+/*
+ * tests/test-gemma-load.c — the gemma hyper-parameters as sprig reads them
+ * (llama.cpp's conventions) and the bad files it refuses, each by the key:
+ *   - a period pattern (layer l slides when l % P < P - 1) and the per-layer
+ *     array form give the layers' windows; rope.freq_base_swa and the
+ *     default 10000 for the sliding layers' theta; the final soft-cap;
+ *   - a window larger than the context, a pattern array of the wrong
+ *     length or with a value other than 0/1, a soft-cap of zero (and a
+ *     negative one), a local theta of zero, head counts that do not divide,
+ *     a sliding window on an architecture without sliding layers: each an
+ *     error naming the key, no model.
+ * Files: a gemma3 (and a llama) from sprig mkmodel, copied with one key
+ * changed.
+ */
+#include "test.h"
+#include "gguf.h"
+#include "mkmodel.h"
+#include "model/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static char *g_gemma, *g_llama;
+
+static void make_models(void)
+{
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params mp;
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "gemma3";
+    mp.n_layers = 7;
+    mp.head_dim = 32;
+    mp.ctx = 512;
+    mp.window = 64;
+    mp.swa_pattern = 3;
+    mp.final_softcap = 30.0f;
+    g_gemma = strdup(test_tmpfile("gemma-load.gguf"));
+    CHECKF(sprig_mkmodel_write(&mp, g_gemma, &err) == SPRIG_OK, "%s", err.msg);
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    g_llama = strdup(test_tmpfile("gemma-load-llama.gguf"));
+    CHECKF(sprig_mkmodel_write(&mp, g_llama, &err) == SPRIG_OK, "%s", err.msg);
+}
+
+/* One key to (re)write: a scalar of type vtype, or an array of n elements. */
+struct edit {
+    const char *key;
+    int vtype;              /* SPRIG_GGUF_* of the scalar, or of the array's elements */
+    const void *value;
+    int n_arr;              /* > 0: an array of n_arr elements at value */
+};
+
+static const char *variant(const char *src, const char *name, const struct edit *e)
+{
+    sprig_error err = { 0 };
+    sprig_gguf *g = sprig_gguf_open(src, &err);
+    if (!g) { CHECKF(g, "%s", err.msg); return NULL; }
+    sprig_gguf_writer *w = sprig_gguf_writer_create(&err);
+    for (int64_t i = 0; i < sprig_gguf_n_kv(g); i++)
+        if (strcmp(sprig_gguf_kv_key(g, i), e->key)) CHECK(sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK);
+    if (e->n_arr) CHECK(sprig_gguf_w_arr(w, e->key, e->vtype, e->value, (uint64_t)e->n_arr, &err) == SPRIG_OK);
+    else CHECK(sprig_gguf_w_scalar(w, e->key, e->vtype, e->value, &err) == SPRIG_OK);
+    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++) {
+        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
+        CHECK(sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK);
+    }
+    const char *path = test_tmpfile(name);
+    CHECKF(sprig_gguf_writer_write(w, path, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_gguf_writer_free(w);
+    sprig_gguf_close(g);
+    return path;
+}
+
+static void expect_fail(const char *src, const char *name, const struct edit *e, const char *needle)
+{
+    const char *path = variant(src, name, e);
+    if (!path) return;
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    sprig_status st = sprig_model_load(path, &m, &err);
+    CHECKF(st != SPRIG_OK && m == NULL, "%s: loaded", name);
+    CHECKF(strstr(err.msg, needle) != NULL, "%s: message '%s' should name '%s'", name, err.msg, needle);
+    sprig_model_free(m);
+}
+
+static void test_pattern_and_rope(void)
+{
+    sprig_model *m = NULL;
+    sprig_error err = { 0 };
+    CHECKF(sprig_model_load(g_gemma, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (!m) return;
+    CHECK_EQ_INT(m->hp.swa_window, 64);
+    static const int period3[7] = { 64, 64, 0, 64, 64, 0, 64 };   /* llama.cpp: l % 3 < 2 slides */
+    for (int l = 0; l < 7; l++) CHECK_EQ_INT(m->layers[l].window, period3[l]);
+    CHECK(m->hp.rope_theta_swa == 10000.0f);
+    CHECK(m->hp.rope_freq_scale_swa == 1.0f);
+    CHECK(m->hp.final_softcap == 30.0f);
+    CHECK(m->hp.attn_scale == 1.0f / sqrtf(32.0f));
+    sprig_model_free(m);
+
+    /* the per-layer array form */
+    const uint8_t flags[7] = { 0, 1, 1, 0, 0, 1, 0 };
+    struct edit e = { "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_BOOL, flags, 7 };
+    const char *p = variant(g_gemma, "gemma-load-arr.gguf", &e);
+    CHECKF(p && sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        for (int l = 0; l < 7; l++) CHECK_EQ_INT(m->layers[l].window, flags[l] ? 64 : 0);
+        sprig_model_free(m);
+        m = NULL;
+    }
+    /* period 0: every layer slides; the local theta as written */
+    const uint32_t zero = 0;
+    e = (struct edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_U32, &zero, 0 };
+    p = variant(g_gemma, "gemma-load-p0.gguf", &e);
+    CHECKF(p && sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        for (int l = 0; l < 7; l++) CHECK_EQ_INT(m->layers[l].window, 64);
+        sprig_model_free(m);
+        m = NULL;
+    }
+    const float theta = 5000.0f;
+    e = (struct edit){ "gemma3.rope.freq_base_swa", SPRIG_GGUF_F32, &theta, 0 };
+    p = variant(g_gemma, "gemma-load-theta.gguf", &e);
+    CHECKF(p && sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        CHECK(m->hp.rope_theta_swa == 5000.0f);
+        sprig_model_free(m);
+    }
+}
+
+static void test_bad_files_name_the_key(void)
+{
+    const uint32_t big = 600, three = 3;
+    const float fzero = 0.0f, fneg = -2.0f;
+    const uint8_t six[6] = { 1, 1, 0, 1, 1, 0 }, two[7] = { 1, 2, 0, 1, 1, 0, 1 };
+    struct edit e;
+    e = (struct edit){ "gemma3.attention.sliding_window", SPRIG_GGUF_U32, &big, 0 };
+    expect_fail(g_gemma, "gl-window.gguf", &e, "gemma3.attention.sliding_window' = 600");
+    e = (struct edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_BOOL, six, 6 };
+    expect_fail(g_gemma, "gl-arr6.gguf", &e, "gemma3.attention.sliding_window_pattern' has 6 entries");
+    e = (struct edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_U8, two, 7 };
+    expect_fail(g_gemma, "gl-arr2.gguf", &e, "gemma3.attention.sliding_window_pattern'[1] = 2");
+    e = (struct edit){ "gemma3.final_logit_softcapping", SPRIG_GGUF_F32, &fzero, 0 };
+    expect_fail(g_gemma, "gl-cap0.gguf", &e, "gemma3.final_logit_softcapping' = 0");
+    e = (struct edit){ "gemma3.final_logit_softcapping", SPRIG_GGUF_F32, &fneg, 0 };
+    expect_fail(g_gemma, "gl-capneg.gguf", &e, "gemma3.final_logit_softcapping' = -2");
+    e = (struct edit){ "gemma3.rope.freq_base_swa", SPRIG_GGUF_F32, &fzero, 0 };
+    expect_fail(g_gemma, "gl-theta0.gguf", &e, "gemma3.rope.freq_base_swa' = 0");
+    e = (struct edit){ "gemma3.attention.head_count_kv", SPRIG_GGUF_U32, &three, 0 };
+    expect_fail(g_gemma, "gl-heads.gguf", &e, "head_count_kv 3");
+    e = (struct edit){ "gemma3.attn_logit_softcapping", SPRIG_GGUF_F32, &fneg, 0 };
+    expect_fail(g_gemma, "gl-attncap.gguf", &e, "gemma3.attn_logit_softcapping");
+    e = (struct edit){ "llama.attention.sliding_window", SPRIG_GGUF_U32, &big, 0 };
+    expect_fail(g_llama, "gl-llama-window.gguf", &e, "llama.attention.sliding_window");
+}
+
+int main(void)
+{
+    make_models();
+    RUN(test_pattern_and_rope);
+    RUN(test_bad_files_name_the_key);
+    free(g_gemma);
+    free(g_llama);
+    return test_summary("test-gemma-load");
+}
