@@ -514,18 +514,18 @@ static void test_head_dim_bound(void)
     p.n_heads = 2;
     p.n_kv_heads = 1;
     p.n_layers = 1;
-    p.head_dim = 512;
-    const char *path = write_model("hd512.gguf", &p);
-    copy_to_corpus(path, "hd512.gguf");
+    p.head_dim = 1024;
+    const char *path = write_model("hd1024.gguf", &p);
+    copy_to_corpus(path, "hd1024.gguf");
     sprig_error err = { 0 };
     sprig_model *m = NULL;
     CHECK(sprig_model_load(path, &m, &err) == SPRIG_E_UNSUPPORTED && !m);
-    CHECKF(strstr(err.msg, path) == err.msg && strstr(err.msg, "head dimension 512"), "message '%s'", err.msg);
-    p.head_dim = 256;   /* the largest that runs */
-    path = write_model("hd256.gguf", &p);
+    CHECKF(strstr(err.msg, path) == err.msg && strstr(err.msg, "head dimension 1024"), "message '%s'", err.msg);
+    p.head_dim = 512;   /* the largest that runs (gemma4's global heads) */
+    path = write_model("hd512.gguf", &p);
     char msg[512];
     int nv = 0;
-    CHECKF(sprig_logits(path, var_l, &nv, msg, sizeof msg), "head dimension 256 runs: %s", msg);
+    CHECKF(sprig_logits(path, var_l, &nv, msg, sizeof msg), "head dimension 512 runs: %s", msg);
 }
 
 static void expect_refused(const char *src, const char *name, const struct edit *e, sprig_status want, const char *n1, const char *n2)

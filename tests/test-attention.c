@@ -4,7 +4,7 @@
  * softmax (tolerance), and the exactness contract the speculative decoder
  * relies on: row i of a causal batch equals that query alone, a tree-masked
  * row equals the same query alone against its visible keys compacted to
- * contiguous slots, bitwise, for f32/f16 caches, hd 8/64/128, GQA and
+ * contiguous slots, bitwise, for f32/f16 caches, hd 8/64/128/256/512, GQA and
  * thread counts 1/2/3. Small heads (hd <= 16, the AVX-512 chunked path):
  * every chunk layout, n = 1..16, histories up to 2048, random and tree masks,
  * a masked key holding inf values. Also: -1e9 rows never NaN, argument
@@ -198,7 +198,7 @@ static void test_ref_matches_double(void)
 static void test_kernels_match_ref(void)
 {
     const int shapes[][3] = { { 8, 4, 8 }, { 32, 8, 64 }, { 4, 1, 128 }, { 6, 6, 24 }, { 8, 2, 80 }, { 2, 2, 1 }, { 4, 2, 200 },
-                              { 2, 1, 256 } };
+                              { 2, 1, 256 }, { 4, 2, 512 } };
     const int ns[] = { 1, 3, 8, 17, 33 };
     const int offs[] = { 0, 5, 70 };
     int cases = 0, bad = 0;
@@ -617,7 +617,7 @@ static void test_records_match_ref(void)
         { SPRIG_KVROWS_F16, SPRIG_KVROWS_T4 }, { SPRIG_KVROWS_F16, SPRIG_KVROWS_T3 }, { SPRIG_KVROWS_T4, SPRIG_KVROWS_T4 },
         { SPRIG_KVROWS_T3, SPRIG_KVROWS_I8 },
     };
-    static const int hds[] = { 8, 24, 64, 128 };
+    static const int hds[] = { 8, 24, 64, 128, 512 };   /* 512: gemma4's global heads */
     static const int ns[] = { 1, 3, 9, 33 };
     sprig_rng rng;
     sprig_rng_seed(&rng, 4242);
@@ -677,7 +677,7 @@ static void test_records_match_ref(void)
                     fx_free(&f);
                     cases++;
                 }
-    CHECK(cases == 7 * 4 * 4 * 3);
+    CHECK(cases == 7 * 5 * 4 * 3);
 }
 
 /* Two-segment value rows (old slots as 4-bit codes, recent ones as f16 in a

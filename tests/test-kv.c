@@ -120,16 +120,19 @@ static void test_create_validates(void)
     sprig_error err;
     struct sprig_kv_params good = { .n_layer = 2, .n_ctx = 8, .n_kv_head = 2, .head_dim = 16, .mode = SPRIG_KV_MODE_F16 };
     struct { struct sprig_kv_params p; const char *field; } bad[] = {
-        { { 0, 8, 2, 16, 0, 0, 0 }, "n_layer" },
-        { { 2, 0, 2, 16, 0, 0, 0 }, "n_ctx" },
-        { { 2, 8, 0, 16, 0, 0, 0 }, "n_kv_head" },
-        { { 2, 8, 2, -1, 0, 0, 0 }, "head_dim" },
-        { { 2, 8, 2, 512, 0, 0, 0 }, "head_dim" },
-        { { 2, 8, 2, 16, 999, 0, 0 }, "mode" },
-        { { 2, 8, 2, 16, -1, 0, 0 }, "mode" },
-        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4, 0, 0 }, "power of two" },
-        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4_ASYM, 0, 0 }, "head size is 24" },
-        { { 2, 8, 2, 4, SPRIG_KV_MODE_TURBO3_ASYM, 0, 0 }, "turbo3-asym" },
+        { { 0, 8, 2, 16, 0, 0, 0, NULL, NULL }, "n_layer" },
+        { { 2, 0, 2, 16, 0, 0, 0, NULL, NULL }, "n_ctx" },
+        { { 2, 8, 0, 16, 0, 0, 0, NULL, NULL }, "n_kv_head" },
+        { { 2, 8, 2, -1, 0, 0, 0, NULL, NULL }, "head_dim" },
+        { { 2, 8, 2, 1024, 0, 0, 0, NULL, NULL }, "head_dim" },
+        { { 2, 8, 2, 16, 999, 0, 0, NULL, NULL }, "mode" },
+        { { 2, 8, 2, 16, -1, 0, 0, NULL, NULL }, "mode" },
+        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4, 0, 0, NULL, NULL }, "power of two" },
+        { { 2, 8, 2, 24, SPRIG_KV_MODE_TURBO4_ASYM, 0, 0, NULL, NULL }, "head size is 24" },
+        { { 2, 8, 2, 4, SPRIG_KV_MODE_TURBO3_ASYM, 0, 0, NULL, NULL }, "turbo3-asym" },
+        { { 2, 8, 2, 16, 0, 0, 0, (const int[]){ 2, 5000 }, NULL }, "layer_kv_head[1]" },
+        { { 2, 8, 2, 16, 0, 0, 0, NULL, (const int[]){ 16, 0 } }, "layer_hd[1]" },
+        { { 2, 8, 2, 16, 0, 0, 0, (const int[]){ 2, 1 }, NULL }, "per-layer (ring)" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.msg[0] = 0;

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SPRIG_KV_CODEC_MAX_HD 256   /* = SPRIG_ATTN_MAX_HD */
+#define SPRIG_KV_CODEC_MAX_HD 512   /* = SPRIG_ATTN_MAX_HD */
 
 typedef struct sprig_kv_codec {
     int fmt;                 /* enum sprig_kvrows_fmt */

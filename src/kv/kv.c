@@ -91,7 +91,22 @@ sprig_status sprig_kv_params_check(const struct sprig_kv_params *p, const char *
         return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: head_dim = %d must be in [1, %d]", who, p->head_dim, SPRIG_KV_CODEC_MAX_HD);
     if (!mode_built(p->mode))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: mode = %d is not a kv mode (%s)", who, p->mode, sprig_kv_mode_list());
+    for (int l = 0; l < p->n_layer; l++) {
+        if (p->layer_kv_head && (p->layer_kv_head[l] < 0 || p->layer_kv_head[l] > 4096))
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: layer_kv_head[%d] = %d must be in [0, 4096]", who, l, p->layer_kv_head[l]);
+        if (p->layer_hd && (p->layer_hd[l] < 1 || p->layer_hd[l] > SPRIG_KV_CODEC_MAX_HD))
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: layer_hd[%d] = %d must be in [1, %d]", who, l, p->layer_hd[l],
+                             SPRIG_KV_CODEC_MAX_HD);
+    }
     return SPRIG_OK;
+}
+
+bool sprig_kv_params_uniform(const struct sprig_kv_params *p)
+{
+    for (int l = 0; l < p->n_layer; l++)
+        if ((p->layer_kv_head && p->layer_kv_head[l] != p->n_kv_head) || (p->layer_hd && p->layer_hd[l] != p->head_dim))
+            return false;
+    return true;
 }
 
 sprig_kv *sprig_kv_create(const struct sprig_kv_params *p, sprig_error *err)

@@ -67,7 +67,15 @@ struct sprig_kv_params {
     int mode;           /* enum sprig_kv_mode */
     int max_batch;      /* optional (0 = 1): the largest forward; the delegated kind needs it */
     int n_head;         /* optional (0 = n_kv_head): query heads, likewise */
+    const int *layer_kv_head;   /* optional [n_layer]: per-layer kv heads (0 = the layer keeps no
+                                   cache: it reads another layer's); NULL = n_kv_head everywhere */
+    const int *layer_hd;        /* optional [n_layer]: per-layer head sizes; NULL = head_dim */
 };
+
+/* Whether every layer has n_kv_head heads of head_dim (the per-layer arrays
+ * absent or equal to them). Only the ring kind (kv_ring.c) holds layers of
+ * different shapes; the other kinds refuse params for which this is false. */
+bool sprig_kv_params_uniform(const struct sprig_kv_params *p);
 
 /* Where attention reads one layer: records (tensor/kvrows.h) plus the codecs
  * whose rotation the queries / outputs need (sprig_kv_attend applies them). */

@@ -116,6 +116,10 @@ static const struct sprig_kv_vt dense_vt = {
 sprig_kv *sprig_kv_create_dense(const struct sprig_kv_params *p, sprig_error *err)
 {
     if (sprig_kv_params_check(p, "kv dense", err)) return NULL;
+    if (!sprig_kv_params_uniform(p)) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "kv dense: layers of different kv heads or head sizes need the per-layer (ring) cache");
+        return NULL;
+    }
     struct kv_dense *d = calloc(1, sizeof *d);
     if (!d) { sprig_err(err, SPRIG_E_NOMEM, "kv dense: out of memory"); return NULL; }
     if (sprig_kv_mode_codecs(p->mode, p->head_dim, &d->kc, &d->vc, err)) { free(d); return NULL; }

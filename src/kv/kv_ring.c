@@ -36,13 +36,14 @@ struct ring_layer {
     int window;          /* 0 = full history */
     int cap;             /* slots held */
     int start;           /* oldest logical slot held */
+    int nkv, hd;         /* this layer's kv heads and head size; nkv 0: no cache (a layer sharing another's) */
+    sprig_kv_codec kc, vc;
+    int64_t ks, vs;      /* bytes per slot: keys, values */
     uint8_t *k, *v;      /* [cap][ks or vs] */
 };
 
 struct kv_ring {
     sprig_kv base;
-    sprig_kv_codec kc, vc;
-    int64_t ks, vs;
     int max_batch;
     int slack;           /* 0: ring mode; > 0: buffered */
     struct ring_layer *L;
@@ -116,8 +117,8 @@ static sprig_status ring_reserve(sprig_kv *kv, int n, sprig_error *err)
         const int extra = r->max_batch < r->max_batch + r->slack - n ? r->max_batch : r->max_batch + r->slack - n;
         const int keep_from = len - L->window + 1 - extra > L->start ? len - L->window + 1 - extra : L->start;
         const int drop = keep_from - L->start, held = len - L->start;
-        memmove(L->k, L->k + (int64_t)drop * r->ks, (size_t)(held - drop) * (size_t)r->ks);
-        memmove(L->v, L->v + (int64_t)drop * r->vs, (size_t)(held - drop) * (size_t)r->vs);
+        memmove(L->k, L->k + (int64_t)drop * L->ks, (size_t)(held - drop) * (size_t)L->ks);
+        memmove(L->v, L->v + (int64_t)drop * L->vs, (size_t)(held - drop) * (size_t)L->vs);
         L->start = keep_from;
     }
     return SPRIG_OK;
@@ -127,13 +128,14 @@ static void ring_write(sprig_kv *kv, int layer, int n, const float *k, const flo
 {
     struct kv_ring *r = (struct kv_ring *)kv;
     struct ring_layer *L = &r->L[layer];
-    const int nkv = kv->p.n_kv_head, hd = kv->p.head_dim;
+    const int nkv = L->nkv, hd = L->hd;
+    SPRIG_ASSERT(nkv > 0);   /* a layer without a cache is never written */
     SPRIG_ASSERT(!L->window || kv->len + n - L->start <= L->cap);   /* sprig_kv_reserve ran */
     for (int i = 0; i < n; i++) {
         const int p = phys(r, L, kv->len + i);
         for (int g = 0; g < nkv; g++) {
-            sprig_kv_codec_encode(&r->kc, k + ((size_t)i * nkv + g) * hd, L->k + p * r->ks + g * r->kc.rec_bytes);
-            sprig_kv_codec_encode(&r->vc, v + ((size_t)i * nkv + g) * hd, L->v + p * r->vs + g * r->vc.rec_bytes);
+            sprig_kv_codec_encode(&L->kc, k + ((size_t)i * nkv + g) * hd, L->k + p * L->ks + g * L->kc.rec_bytes);
+            sprig_kv_codec_encode(&L->vc, v + ((size_t)i * nkv + g) * hd, L->v + p * L->vs + g * L->vc.rec_bytes);
         }
     }
 }
@@ -142,10 +144,11 @@ static sprig_kv_view ring_view(const sprig_kv *kv, int layer)
 {
     const struct kv_ring *r = (const struct kv_ring *)kv;
     const struct ring_layer *L = &r->L[layer];
+    SPRIG_ASSERT(L->nkv > 0);   /* a layer sharing another's cache reads that layer's view */
     sprig_kv_view vw = {
-        .k = { .fmt = r->kc.fmt, .base = L->k, .stride = r->ks, .head_bytes = r->kc.rec_bytes, .codebook = r->kc.codebook },
-        .v = { .fmt = r->vc.fmt, .base = L->v, .stride = r->vs, .head_bytes = r->vc.rec_bytes, .codebook = r->vc.codebook },
-        .kc = &r->kc, .vc = &r->vc, .first = L->start,
+        .k = { .fmt = L->kc.fmt, .base = L->k, .stride = L->ks, .head_bytes = L->kc.rec_bytes, .codebook = L->kc.codebook },
+        .v = { .fmt = L->vc.fmt, .base = L->v, .stride = L->vs, .head_bytes = L->vc.rec_bytes, .codebook = L->vc.codebook },
+        .kc = &L->kc, .vc = &L->vc, .first = L->start,
     };
     if (L->window && !r->slack) {   /* logical order through the rotation */
         vw.k.ring_cap = vw.v.ring_cap = L->cap;
@@ -178,9 +181,9 @@ static void move_slot(struct kv_ring *r, int dst, int src)
     for (int l = 0; l < r->base.p.n_layer; l++) {
         struct ring_layer *L = &r->L[l];
         const int pd = phys(r, L, dst), ps = phys(r, L, src);
-        if (pd == ps) continue;
-        memcpy(L->k + pd * r->ks, L->k + ps * r->ks, (size_t)r->ks);
-        memcpy(L->v + pd * r->vs, L->v + ps * r->vs, (size_t)r->vs);
+        if (pd == ps || !L->nkv) continue;
+        memcpy(L->k + pd * L->ks, L->k + ps * L->ks, (size_t)L->ks);
+        memcpy(L->v + pd * L->vs, L->v + ps * L->vs, (size_t)L->vs);
     }
 }
 
@@ -217,11 +220,12 @@ static sprig_status ring_gather_positions(sprig_kv *kv, const int *slots, int n,
      * place: sources never sit below destinations). */
     for (int l = 0; l < kv->p.n_layer; l++) {
         struct ring_layer *L = &r->L[l];
+        if (!L->nkv) continue;
         if (!L->window) {
             for (int i = 0; i < n; i++)
                 if (slots[i] != i) {
-                    memcpy(L->k + (int64_t)i * r->ks, L->k + (int64_t)slots[i] * r->ks, (size_t)r->ks);
-                    memcpy(L->v + (int64_t)i * r->vs, L->v + (int64_t)slots[i] * r->vs, (size_t)r->vs);
+                    memcpy(L->k + (int64_t)i * L->ks, L->k + (int64_t)slots[i] * L->ks, (size_t)L->ks);
+                    memcpy(L->v + (int64_t)i * L->vs, L->v + (int64_t)slots[i] * L->vs, (size_t)L->vs);
                 }
             continue;
         }
@@ -231,8 +235,8 @@ static sprig_status ring_gather_positions(sprig_kv *kv, const int *slots, int n,
         for (int i = first; i < n; i++) {
             const int ps = slots[i] - (r->slack ? old_start : 0), pd = i - (r->slack ? first : 0);
             if (ps == pd) continue;
-            memcpy(L->k + (int64_t)pd * r->ks, L->k + (int64_t)ps * r->ks, (size_t)r->ks);
-            memcpy(L->v + (int64_t)pd * r->vs, L->v + (int64_t)ps * r->vs, (size_t)r->vs);
+            memcpy(L->k + (int64_t)pd * L->ks, L->k + (int64_t)ps * L->ks, (size_t)L->ks);
+            memcpy(L->v + (int64_t)pd * L->vs, L->v + (int64_t)ps * L->vs, (size_t)L->vs);
         }
         L->start = first;
     }
@@ -259,10 +263,11 @@ static const struct sprig_kv_vt ring_vt = {
     .tail_in_order = ring_tail_in_order,
 };
 
-static sprig_status alloc_layer(struct kv_ring *r, struct ring_layer *L, int cap, sprig_error *err)
+static sprig_status alloc_layer(struct ring_layer *L, int cap, sprig_error *err)
 {
     size_t kb, vb;
-    if (sprig_mul_ovf((size_t)cap, (size_t)r->ks, &kb) || sprig_mul_ovf((size_t)cap, (size_t)r->vs, &vb))
+    if (!L->nkv) { L->cap = 0; return SPRIG_OK; }   /* no cache of its own */
+    if (sprig_mul_ovf((size_t)cap, (size_t)L->ks, &kb) || sprig_mul_ovf((size_t)cap, (size_t)L->vs, &vb))
         return sprig_err(err, SPRIG_E_NOMEM, "kv ring: %d slots overflow a buffer size", cap);
     uint8_t *k = sprig_calloc_aligned(kb, 1), *v = sprig_calloc_aligned(vb, 1);
     if (!k || !v) {
@@ -294,21 +299,28 @@ sprig_kv *sprig_kv_create_ring(const struct sprig_kv_params *p, const int *windo
         }
     struct kv_ring *r = calloc(1, sizeof *r);
     if (!r) { sprig_err(err, SPRIG_E_NOMEM, "kv ring: out of memory"); return NULL; }
-    if (sprig_kv_mode_codecs(p->mode, p->head_dim, &r->kc, &r->vc, err)) { free(r); return NULL; }
     r->base.vt = &ring_vt;
     r->base.p = *p;
-    r->ks = r->kc.rec_bytes * p->n_kv_head;
-    r->vs = r->vc.rec_bytes * p->n_kv_head;
+    r->base.p.layer_kv_head = r->base.p.layer_hd = NULL;   /* not kept: the caller's arrays */
     r->max_batch = max_batch;
     r->L = calloc((size_t)p->n_layer, sizeof *r->L);
     if (!r->L) { free(r); sprig_err(err, SPRIG_E_NOMEM, "kv ring: out of memory"); return NULL; }
     for (int l = 0; l < p->n_layer; l++) {
         struct ring_layer *L = &r->L[l];
-        L->window = windows[l];
+        L->nkv = p->layer_kv_head ? p->layer_kv_head[l] : p->n_kv_head;
+        L->hd = p->layer_hd ? p->layer_hd[l] : p->head_dim;
+        if (L->nkv && sprig_kv_mode_codecs(p->mode, L->hd, &L->kc, &L->vc, err)) {
+            sprig_err_prefix(err, "kv ring layer %d", l);
+            ring_destroy(&r->base);
+            return NULL;
+        }
+        L->ks = L->nkv ? L->kc.rec_bytes * L->nkv : 0;
+        L->vs = L->nkv ? L->vc.rec_bytes * L->nkv : 0;
+        L->window = L->nkv ? windows[l] : 0;
         int cap = p->n_ctx;
         if (L->window && L->window - 1 + max_batch < cap) cap = L->window - 1 + max_batch;
         else L->window = L->window && L->window - 1 + max_batch >= p->n_ctx ? 0 : L->window;   /* never wraps: full */
-        if (alloc_layer(r, L, cap, err)) { ring_destroy(&r->base); return NULL; }
+        if (alloc_layer(L, cap, err)) { ring_destroy(&r->base); return NULL; }
     }
     return &r->base;
 }
@@ -327,7 +339,10 @@ sprig_status sprig_kv_ring_set_buffer(sprig_kv *kv, int slack, sprig_error *err)
     if (!N) return sprig_err(err, SPRIG_E_NOMEM, "kv ring: out of memory");
     for (int l = 0; l < kv->p.n_layer; l++) {
         if (!r->L[l].window) continue;
-        sprig_status st = alloc_layer(r, &N[l], r->L[l].window - 1 + r->max_batch + slack, err);
+        N[l].nkv = r->L[l].nkv;
+        N[l].ks = r->L[l].ks;
+        N[l].vs = r->L[l].vs;
+        sprig_status st = alloc_layer(&N[l], r->L[l].window - 1 + r->max_batch + slack, err);
         if (st) {
             for (int i = 0; i <= l; i++) { sprig_free_aligned(N[i].k); sprig_free_aligned(N[i].v); }
             free(N);
@@ -340,8 +355,8 @@ sprig_status sprig_kv_ring_set_buffer(sprig_kv *kv, int slack, sprig_error *err)
         if (!L->window) continue;
         const int from = len - L->start > L->window - 1 ? len - (L->window - 1) : L->start;
         for (int j = from; j < len; j++) {
-            memcpy(N[l].k + (int64_t)(j - from) * r->ks, L->k + (int64_t)phys(r, L, j) * r->ks, (size_t)r->ks);
-            memcpy(N[l].v + (int64_t)(j - from) * r->vs, L->v + (int64_t)phys(r, L, j) * r->vs, (size_t)r->vs);
+            memcpy(N[l].k + (int64_t)(j - from) * L->ks, L->k + (int64_t)phys(r, L, j) * L->ks, (size_t)L->ks);
+            memcpy(N[l].v + (int64_t)(j - from) * L->vs, L->v + (int64_t)phys(r, L, j) * L->vs, (size_t)L->vs);
         }
         sprig_free_aligned(L->k);
         sprig_free_aligned(L->v);

@@ -94,6 +94,38 @@ static const struct sprig_tensor_spec gemma3_tensors[] = {
     L("blk.%d.post_ffw_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm),
 };
 
+/* gemma4 (dense): gemma3's layer with per-layer shapes; K (and its norm)
+ * only on layers that keep a cache, V optional (K's projection stands in),
+ * a scalar output scale per layer, and the per-layer token inputs of the
+ * small variants (llama.cpp's gemma4). rope_freqs: the global layers'
+ * proportional RoPE. */
+static const struct sprig_tensor_spec gemma4_tensors[] = {
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
+    G("rope_freqs.weight",  false, SPRIG_BIND_NORM,   SPRIG_D_ROT_HALF, SPRIG_D_NONE, rope_freqs),
+    G("per_layer_token_embd.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_PL_ALL, SPRIG_D_VOCAB, pl_tok_embd),
+    G("per_layer_model_proj.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_PL_ALL, pl_model_proj),
+    G("per_layer_proj_norm.weight",  false, SPRIG_BIND_NORM,   SPRIG_D_PL, SPRIG_D_NONE, pl_proj_norm),
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq),
+    LO("blk.%d.attn_k.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    LO("blk.%d.attn_v.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
+    L("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
+    LO("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, attn_post_norm),
+    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm),
+    L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
+    L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
+    L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
+    L("blk.%d.post_ffw_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm),
+    LO("blk.%d.layer_output_scale.weight", SPRIG_BIND_NORM, SPRIG_D_ONE, SPRIG_D_NONE, out_scale),
+    LO("blk.%d.inp_gate.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_PL,    pl_gate),
+    LO("blk.%d.proj.weight",       SPRIG_BIND_MATRIX, SPRIG_D_PL,   SPRIG_D_DIM,   pl_proj),
+    LO("blk.%d.post_norm.weight",  SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  pl_post_norm),
+};
+
 #undef G
 #undef L
 #undef LO
@@ -101,14 +133,17 @@ static const struct sprig_tensor_spec gemma3_tensors[] = {
 #undef QKV_BIASES
 
 /* swa: { default period, local layers' own RoPE, 27B query-scale layer count } */
-#define ROW(nm, mode, t, act, es, swa, fsc) { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, fsc }
+#define ROW(nm, mode, t, act, es, swa, fsc, shapes) \
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, fsc, shapes }
 #define SWA(period, own_rope, dim_layers) { period, own_rope, dim_layers }
 #define NO_SWA SWA(0, false, 0)
 static const struct sprig_arch arches[] = {
-    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false, NO_SWA, false),
-    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false, NO_SWA, false),
-    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false, NO_SWA, false),
-    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62), true),
+    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false, NO_SWA, false, false),
+    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false, NO_SWA, false, false),
+    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false, NO_SWA, false, false),
+    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62), true, false),
+    /* gemma4: the per-layer pattern array is required (period -1) */
+    ROW("gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, SPRIG_FFN_GELU, true, SWA(-1, true, 0), true, true),
 };
 #undef NO_SWA
 #undef SWA

@@ -19,6 +19,9 @@ enum sprig_dim {
     SPRIG_D_NONE = 0, SPRIG_D_DIM, SPRIG_D_QDIM, SPRIG_D_KVDIM, SPRIG_D_FF, SPRIG_D_VOCAB,
     SPRIG_D_HEAD,     /* head_dim (per-head q/k norms) */
     SPRIG_D_ROT_HALF, /* n_rot / 2 (RoPE frequency factors) */
+    SPRIG_D_ONE,      /* 1 (a scalar weight) */
+    SPRIG_D_PL,       /* n_pl (gemma4 per-layer inputs) */
+    SPRIG_D_PL_ALL,   /* n_layer * n_pl */
 };
 
 /* Where a tensor binds: a norm vector (copied to owned f32) or a matrix (sprig_weight). */
@@ -44,7 +47,8 @@ enum sprig_ffn_act { SPRIG_FFN_SILU = 0, SPRIG_FFN_GELU };
  * <arch>.rope.freq_base_swa. A row with period 0 has no sliding layers and
  * refuses a file that sets a window. */
 struct sprig_swa_rule {
-    int period;            /* default pattern period when the file has none; 0 = no sliding layers */
+    int period;            /* default pattern period when the file has none; 0 = no sliding layers;
+                              -1 = the file must give the per-layer array (and the window) */
     bool own_rope;         /* local layers default to theta 10000 and no linear scaling (gemma3);
                               false: to the global layers' theta and scaling (gemma2) */
     int attn_scale_dim_layers;   /* a model of this many layers scales queries by
@@ -62,6 +66,11 @@ struct sprig_arch {
     bool embed_scale;       /* token embeddings multiplied by sqrt(dim) (gemma) */
     struct sprig_swa_rule swa;
     bool final_softcap;     /* reads <arch>.final_logit_softcapping: logits = c * tanh(logits / c) */
+    bool layer_shapes;      /* gemma4: per-layer head counts and FFN sizes (arrays), the sliding layers'
+                               own head size (attention.key_length_swa, rope.dimension_count_swa),
+                               shared-KV layers (attention.shared_kv_layers), per-layer inputs,
+                               V RMS-normed without weight (or K's projection when attn_v is
+                               absent), queries unscaled (the q/k norms carry the scale) */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);

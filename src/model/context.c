@@ -21,7 +21,7 @@ void sprig_ctx_free(sprig_ctx *c)
     sprig_kv_free(c->kv);
     sprig_kv_pool_free(c->own_pool);
     float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch,
-                       &c->rope_swa, &c->band };
+                       &c->rope_swa, &c->band, &c->pl, &c->pl_tmp, &c->pl_row, &c->ones };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sprig_free_aligned(*bufs[i]);
     sprig_free_aligned(c->pos);
     sprig_free_aligned(c->rows);
@@ -97,21 +97,25 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch %d x n_ctx %d exceeds %d", n_batch, n_ctx, INT32_MAX);
     {   /* the cache and the attention scratch must fit the memory available, estimated before allocating
          * (an over-committed allocation would otherwise be killed when first touched) */
-        double slots = 0;   /* a sliding layer's ring holds its window, the buffer and a batch (kv_ring.c) */
+        double slots = 0, kvb = 0;   /* a sliding layer's ring holds its window, the buffer and a batch (kv_ring.c) */
         for (int l = 0; l < hp->n_layer; l++) {
-            const int w = m->layers[l].window;
-            slots += w && !block && kv_mode != SPRIG_KV_MODE_TURBO4_DELEGATED && ring_fits(w, n_batch, n_ctx)
-                         ? w - 1.0 + n_batch + spec_slack(w, n_batch) : n_ctx;
+            const struct sprig_layer *L = &m->layers[l];
+            if (L->kv_layer != l) continue;   /* reads another layer's cache */
+            const int w = L->window;
+            const double sl = w && !block && kv_mode != SPRIG_KV_MODE_TURBO4_DELEGATED && ring_fits(w, n_batch, n_ctx)
+                                  ? w - 1.0 + n_batch + spec_slack(w, n_batch) : n_ctx;
+            slots += sl;
+            kvb += sl * (double)sprig_kv_mode_slot_bytes(kv_mode, L->n_kv_head, L->head_dim);
         }
-        const double kv = kv_pool ? 0 : (double)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * slots;
+        const double kv = kv_pool ? 0 : kvb;
         const double scratch = 4.0 * (double)sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, pool ? sprig_pool_size(pool) : 1);
         const double avail = mem_available();
         if (avail > 0 && kv + scratch > avail)
             return sprig_err(err, SPRIG_E_NOMEM,
-                             "n_ctx: %d slots need %.2f GiB (a %s KV cache: %d layers x %lld bytes per layer on average = %.2f GiB; "
+                             "n_ctx: %d slots need %.2f GiB (a %s KV cache: %d layers x %lld bytes each on average = %.2f GiB; "
                              "attention scratch for batches of %d: %.2f GiB); %.2f GiB of memory is available",
                              n_ctx, (kv + scratch) / 1073741824.0, sprig_kv_mode_name(kv_mode), hp->n_layer,
-                             (long long)sprig_kv_mode_slot_bytes(kv_mode, hp->n_kv_head, hp->head_dim) * (long long)(slots / hp->n_layer), kv / 1073741824.0,
+                             (long long)(slots > 0 ? kvb / hp->n_layer : 0), kv / 1073741824.0,
                              n_batch, scratch / 1073741824.0, avail / 1073741824.0);
     }
 
@@ -121,10 +125,24 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     c->pool = pool;
     c->n_batch = n_batch;
     c->n_ctx = n_ctx;
-    int qdim = hp->n_head * hp->head_dim, kvdim = hp->n_kv_head * hp->head_dim;
+    int qdim = hp->max_qdim, kvdim = hp->max_kvdim;
+    int layer_kvh[SPRIG_MAX_LAYERS], layer_hd[SPRIG_MAX_LAYERS];
+    bool shaped = false;   /* layers of different shapes, or sharing caches: only the per-layer (ring) cache holds them */
+    for (int l = 0; l < hp->n_layer; l++) {
+        const struct sprig_layer *L = &m->layers[l];
+        layer_kvh[l] = L->kv_layer == l ? L->n_kv_head : 0;
+        layer_hd[l] = L->head_dim;
+        shaped |= layer_kvh[l] != hp->n_kv_head || layer_hd[l] != hp->head_dim;
+    }
     struct sprig_kv_params kp = { .n_layer = hp->n_layer, .n_ctx = n_ctx, .n_kv_head = hp->n_kv_head,
-                                  .head_dim = hp->head_dim, .mode = kv_mode, .max_batch = n_batch, .n_head = hp->n_head };
+                                  .head_dim = hp->head_dim, .mode = kv_mode, .max_batch = n_batch, .n_head = hp->n_head,
+                                  .layer_kv_head = shaped ? layer_kvh : NULL, .layer_hd = shaped ? layer_hd : NULL };
     sprig_status st = SPRIG_OK;
+    if (shaped && (block || kv_pool || kv_mode == SPRIG_KV_MODE_TURBO4_DELEGATED)) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: this model's layers differ in kv heads or head size (or share caches); "
+                       "only the dense per-layer cache holds them", block || kv_pool ? "kv_block_slots" : "kv type");
+        goto fail;
+    }
     if ((block || kv_pool) && kv_mode == SPRIG_KV_MODE_TURBO4_DELEGATED) {
         st = sprig_err(err, SPRIG_E_INVALID_ARG, "kv_block_slots: the turbo4-delegated cache is not paged (its hot ring is per sequence)");
         goto fail;
@@ -151,7 +169,7 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
             goto fail;
         }
         c->kv = sprig_kv_create_paged(kv_pool, n_ctx, err);
-    } else if (n_ring) {
+    } else if (n_ring || shaped) {
         c->kv = sprig_kv_create_ring(&kp, windows, n_batch, err);
         c->spec_slack = spec_slack(widest, n_batch);
     } else {
@@ -161,14 +179,15 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     size_t B = (size_t)n_batch;
     struct { float **p; size_t n; } fb[] = {
         { &c->x, B * hp->dim }, { &c->xn, B * hp->dim }, { &c->q, B * qdim }, { &c->k, B * kvdim },
-        { &c->v, B * kvdim }, { &c->att, B * qdim }, { &c->tmp, B * hp->dim }, { &c->gate, B * hp->n_ff },
-        { &c->up, B * hp->n_ff }, { &c->hid, B * hp->dim }, { &c->rope, B * hp->head_dim },
+        { &c->v, B * kvdim }, { &c->att, B * qdim }, { &c->tmp, B * hp->dim }, { &c->gate, B * hp->max_ff },
+        { &c->up, B * hp->max_ff }, { &c->hid, B * hp->dim }, { &c->rope, B * hp->max_hd },
     };
     for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
         *fb[i].p = sprig_calloc_aligned(fb[i].n, sizeof(float));
         if (!*fb[i].p) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for scratch"); goto fail; }
     }
-    bool sliding = false, own_rope = hp->rope_theta_swa != hp->rope_theta || hp->rope_freq_scale_swa != hp->rope_freq_scale;
+    bool sliding = false, own_rope = hp->rope_theta_swa != hp->rope_theta || hp->rope_freq_scale_swa != hp->rope_freq_scale ||
+                                     hp->head_dim_swa != hp->head_dim || hp->n_rot_swa != hp->n_rot || m->rope_freqs;
     for (int l = 0; l < hp->n_layer; l++) sliding |= m->layers[l].window > 0;
     if (sliding) {   /* the band mask: as wide as the widest ring (buffer included), else the context */
         c->band_keys = n_ctx;
@@ -179,17 +198,27 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
             if (most < c->band_keys) c->band_keys = most;
         }
         c->band = sprig_calloc_aligned(B * (size_t)c->band_keys, sizeof(float));
-        c->rope_swa = own_rope ? sprig_calloc_aligned(B * hp->head_dim, sizeof(float)) : NULL;
+        c->rope_swa = own_rope ? sprig_calloc_aligned(B * hp->max_hd, sizeof(float)) : NULL;
         if (!c->band || (own_rope && !c->rope_swa)) {
             st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the sliding layers' masks");
             goto fail;
         }
     }
+    if (hp->n_pl) {   /* gemma4's per-layer inputs */
+        c->pl = sprig_calloc_aligned(B * (size_t)hp->n_pl * hp->n_layer, sizeof(float));
+        c->pl_tmp = sprig_calloc_aligned(B * (size_t)hp->n_pl, sizeof(float));
+        c->pl_row = sprig_calloc_aligned((size_t)hp->n_pl * hp->n_layer, sizeof(float));
+        if (!c->pl || !c->pl_tmp || !c->pl_row) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for per-layer inputs"); goto fail; }
+    }
+    c->ones = sprig_calloc_aligned((size_t)hp->max_hd, sizeof(float));
+    if (!c->ones) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory"); goto fail; }
+    for (int i = 0; i < hp->max_hd; i++) c->ones[i] = 1.0f;
     c->pos = sprig_calloc_aligned(B, sizeof(int32_t));
     c->rows = sprig_calloc_aligned(B, sizeof(int32_t));
     int64_t kmax = hp->dim;
-    if (hp->n_ff > kmax) kmax = hp->n_ff;
+    if (hp->max_ff > kmax) kmax = hp->max_ff;
     if (qdim > kmax) kmax = qdim;
+    if (hp->n_pl > kmax) kmax = hp->n_pl;
     c->act_bytes = sprig_act_scratch_bytes(n_batch, kmax);
     c->act = sprig_calloc_aligned(c->act_bytes, 1);
     c->attn_floats = sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, sprig_pool_size(pool));

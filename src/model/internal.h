@@ -38,6 +38,10 @@ struct sprig_ctx {
     float *band;              /* [B][band_keys] a sliding layer's mask, or NULL (no sliding layer) */
     int64_t band_keys;        /* the most keys a sliding layer reads: its ring's capacity, else n_ctx */
     int spec_slack;           /* the ring's speculative buffer (sprig_ctx_speculative) */
+    float *pl;                /* [B][n_layer][n_pl] gemma4's per-layer inputs, or NULL */
+    float *pl_tmp;            /* [B][n_pl] */
+    float *pl_row;            /* [n_layer * n_pl] one token's per-layer embedding row */
+    float *ones;              /* [max_hd] 1.0f: the weight of a weightless RMSNorm (gemma4's V) */
 };
 
 /* Test hook: false makes sliding layers take a caller's mask as it is,

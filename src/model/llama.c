@@ -54,6 +54,8 @@ struct rowwise {
     const float *cs;
     const float *bq, *bk, *bv; /* [qdim], [kvdim], [kvdim] or NULL */
     const float *qn, *kn;      /* [hd] or NULL */
+    const float *vn;           /* [hd] ones: a weightless RMSNorm of v (gemma4), or NULL */
+    bool no_kv;                /* only q (a layer reading another layer's cache) */
     int n_head, n_kv_head, hd, n_rot, mode;
     float *gate;               /* RW_SWIGLU: gate = silu(gate) * up, rows of dim */
     const float *up;
@@ -94,12 +96,14 @@ static void rowwise_task(void *ctx, int ith, int nth)
         float *q = t->q + (size_t)lo * qd, *k = t->k + (size_t)lo * kd, *v = t->v + (size_t)lo * kd;
         for (int r = 0; r < rows; r++) {
             if (t->bq) sprig_add_inplace(q + r * qd, t->bq, (int64_t)qd);
-            if (t->bk) sprig_add_inplace(k + r * kd, t->bk, (int64_t)kd);
-            if (t->bv) sprig_add_inplace(v + r * kd, t->bv, (int64_t)kd);
+            if (t->bk && !t->no_kv) sprig_add_inplace(k + r * kd, t->bk, (int64_t)kd);
+            if (t->bv && !t->no_kv) sprig_add_inplace(v + r * kd, t->bv, (int64_t)kd);
         }
         if (t->qn) sprig_rmsnorm(q, q, t->qn, rows * t->n_head, t->hd, t->eps);
-        if (t->kn) sprig_rmsnorm(k, k, t->kn, rows * t->n_kv_head, t->hd, t->eps);
         sprig_rope_apply(t->q + (size_t)lo * t->n_head * t->hd, t->cs + (size_t)lo * nr, rows, t->n_head, t->hd, nr, t->mode);
+        if (t->no_kv) break;
+        if (t->kn) sprig_rmsnorm(k, k, t->kn, rows * t->n_kv_head, t->hd, t->eps);
+        if (t->vn) sprig_rmsnorm(v, v, t->vn, rows * t->n_kv_head, t->hd, t->eps);
         sprig_rope_apply(t->k + (size_t)lo * t->n_kv_head * t->hd, t->cs + (size_t)lo * nr, rows, t->n_kv_head, t->hd, nr,
                          t->mode);
         break;
@@ -121,12 +125,59 @@ static void rowwise(sprig_pool *pool, const struct rowwise *t)
     sprig_pool_run(pool, rowwise_task, (void *)t, nth < t->n ? nth : t->n);
 }
 
+/* gemma4's per-layer inputs of the batch, c->pl[n][n_layer][n_pl]:
+ * (RMSNorm(x Wproj / sqrt(dim)) * proj_norm + embd(token) * sqrt(n_pl)) / sqrt(2)
+ * per layer chunk, x the scaled token embeddings (llama.cpp's
+ * project_per_layer_inputs, its operations in its order). */
+static void per_layer_inputs(sprig_ctx *c, const struct sprig_fwd *f, const int32_t *pos)
+{
+    const sprig_model *m = c->m;
+    const struct sprig_hparams *hp = &m->hp;
+    const int n = f->n, P = hp->n_pl, W = P * hp->n_layer;
+    (void)pos;
+    sprig_act act;
+    sprig_act_init(&act, c->x, n, hp->dim, c->act, c->act_bytes);
+    const sprig_weight *w[1] = { &m->pl_model_proj };
+    float *o[1] = { c->pl };
+    sprig_matmul(c->pool, &act, 1, w, o);
+    const float ps = 1.0f / sqrtf((float)hp->dim), es = sqrtf((float)P), is = 1.0f / sqrtf(2.0f);
+    for (int i = 0; i < n; i++) {
+        float *r = c->pl + (size_t)i * W;
+        for (int j = 0; j < W; j++) r[j] *= ps;
+        sprig_rmsnorm(r, r, m->pl_proj_norm, hp->n_layer, P, hp->eps);
+        sprig_weight_row_f32(&m->pl_tok_embd, f->tokens[i], c->pl_row);
+        for (int j = 0; j < W; j++) r[j] = (r[j] + c->pl_row[j] * es) * is;
+    }
+}
+
+/* gemma4's per-layer input block after layer l (x: the residual stream):
+ * x += RMSNorm(gelu(x Wgate) * pl[l] Wproj) * post_norm. */
+static void per_layer_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    const int P = hp->n_pl, dim = hp->dim;
+    sprig_act act;
+    sprig_act_init(&act, c->x, n, dim, c->act, c->act_bytes);
+    const sprig_weight *g[1] = { &L->pl_gate };
+    float *go[1] = { c->pl_tmp };
+    sprig_matmul(c->pool, &act, 1, g, go);
+    for (int i = 0; i < n; i++) {
+        float *t = c->pl_tmp + (size_t)i * P;
+        sprig_geglu(t, t, c->pl + ((size_t)i * hp->n_layer + l) * P, P);
+    }
+    sprig_act_init(&act, c->pl_tmp, n, P, c->act, c->act_bytes);
+    const sprig_weight *pw[1] = { &L->pl_proj };
+    float *po[1] = { c->tmp };
+    sprig_matmul(c->pool, &act, 1, pw, po);
+    sprig_rmsnorm(c->tmp, c->tmp, L->pl_post_norm, n, dim, hp->eps);
+    sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
+}
+
 sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
 {
     const sprig_model *m = c->m;
     const struct sprig_hparams *hp = &m->hp;
-    const int n = f->n, dim = hp->dim, hd = hp->head_dim;
-    const int qdim = hp->n_head * hd, kvdim = hp->n_kv_head * hd;
+    const int n = f->n, dim = hp->dim;
     const int len = sprig_kv_len(c->kv);
     sprig_pool *pool = c->pool;
 
@@ -138,9 +189,10 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
 
     /* cos/sin of the batch positions, once for the q and k of every layer
      * (and once more at the sliding layers' theta when theirs differs) */
-    sprig_rope_table_scaled(c->rope, pos, n, hd, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, m->rope_freqs);
-    if (c->rope_swa)
-        sprig_rope_table_scaled(c->rope_swa, pos, n, hd, hp->n_rot, hp->rope_theta_swa, hp->rope_freq_scale_swa, m->rope_freqs);
+    sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, m->rope_freqs);
+    if (c->rope_swa)   /* the sliding layers: their theta and head size, never the global layers' factors */
+        sprig_rope_table_scaled(c->rope_swa, pos, n, hp->head_dim_swa, hp->n_rot_swa, hp->rope_theta_swa, hp->rope_freq_scale_swa,
+                                NULL);
     int band_w = -1, band_first = -1;   /* the window and first slot c->band was built for, in this forward */
 
     /* x[n][dim] = token embeddings */
@@ -151,8 +203,11 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
     }
 
     sprig_act act;
+    if (hp->n_pl) per_layer_inputs(c, f, pos);
     for (int l = 0; l < hp->n_layer; l++) {
         const struct sprig_layer *L = &m->layers[l];
+        const int hd = L->head_dim, qdim = L->n_head * hd, kvdim = L->n_kv_head * hd;
+        const bool own_kv = L->kv_layer == l;
 
         if (l == 0) {   /* later layers: fused with the previous layer's residual add */
             struct rowwise t = { .op = RW_NORM, .n = n, .dim = dim, .x = c->x, .xn = c->xn, .w = L->attn_norm, .eps = hp->eps };
@@ -162,23 +217,26 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         const sprig_weight *qkv[3] = { &L->wq, &L->wk, &L->wv };
         float *qkv_out[3] = { c->q, c->k, c->v };
         const sprig_weight *wo[1] = { &L->wo };
-        sprig_matmul_then(pool, &act, 3, qkv, qkv_out, 1, wo);
+        /* q, k, v; q alone on a layer reading another's cache; q, k on one whose V is K's projection */
+        sprig_matmul_then(pool, &act, !own_kv ? 1 : L->v_is_k ? 2 : 3, qkv, qkv_out, 1, wo);
+        if (own_kv && L->v_is_k) memcpy(c->v, c->k, sizeof(float) * (size_t)n * (size_t)kvdim);
 
         struct rowwise rt = { .op = RW_ROPE, .n = n, .dim = qdim + kvdim, .q = c->q, .k = c->k, .v = c->v,
                               .cs = L->window && c->rope_swa ? c->rope_swa : c->rope,
                               .bq = L->bq, .bk = L->bk, .bv = L->bv, .qn = L->q_norm, .kn = L->k_norm, .eps = hp->eps,
-                              .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd, .n_rot = hp->n_rot,
+                              .vn = m->arch->layer_shapes ? c->ones : NULL, .no_kv = !own_kv,
+                              .n_head = L->n_head, .n_kv_head = L->n_kv_head, .hd = hd, .n_rot = L->n_rot,
                               .mode = hp->rope_mode };
         rowwise(pool, &rt);
-        sprig_kv_write(c->kv, l, n, c->k, c->v);
+        if (own_kv) sprig_kv_write(c->kv, l, n, c->k, c->v);
 
         sprig_attn_args aa = {
-            .q = c->q, .n = n, .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .hd = hd,
+            .q = c->q, .n = n, .n_head = L->n_head, .n_kv_head = L->n_kv_head, .hd = hd,
             .n_keys = len + n, .mask = f->mask, .scale = hp->attn_scale,
             .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
         };
         if (L->window) {   /* a sliding layer: the slots it holds, under its band (model/band.h) */
-            const int first = sprig_kv_view_layer(c->kv, l).first;
+            const int first = sprig_kv_view_layer(c->kv, L->kv_layer).first;
             aa.n_keys = len - first + n;
             if (first > 0 || sprig_band_needed(L->window, first, len, pos, n)) {
                 /* the test hook removes the band from caller-masked forwards only */
@@ -192,7 +250,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
                 aa.mask = c->band;
             }
         }
-        sprig_kv_attend(pool, c->kv, l, c->q, pos, &aa);
+        sprig_kv_attend(pool, c->kv, L->kv_layer, c->q, pos, &aa);
 
         sprig_act_init(&act, c->att, n, qdim, c->act, c->act_bytes);
         float *wo_out[1] = { c->tmp };
@@ -208,11 +266,11 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         float *gu_out[2] = { c->gate, c->up };
         const sprig_weight *wd[1] = { &L->w_down };
         sprig_matmul_then(pool, &act, 2, gu, gu_out, 1, wd);
-        struct rowwise sw = { .op = m->arch->ffn_act == SPRIG_FFN_GELU ? RW_GEGLU : RW_SWIGLU, .n = n, .dim = hp->n_ff,
+        struct rowwise sw = { .op = m->arch->ffn_act == SPRIG_FFN_GELU ? RW_GEGLU : RW_SWIGLU, .n = n, .dim = L->n_ff,
                               .gate = c->gate, .up = c->up };
         rowwise(pool, &sw);
 
-        sprig_act_init(&act, c->gate, n, hp->n_ff, c->act, c->act_bytes);
+        sprig_act_init(&act, c->gate, n, L->n_ff, c->act, c->act_bytes);
         float *wd_out[1] = { c->tmp };
         /* next: the next layer's q, k, v (or the output projection) */
         const sprig_weight *nq[3] = { NULL, NULL, NULL };
@@ -225,7 +283,17 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
         }
         sprig_matmul_then(pool, &act, 1, wd, wd_out, mq, nq);
         if (L->ffn_post_norm) sprig_rmsnorm(c->tmp, c->tmp, L->ffn_post_norm, n, dim, hp->eps);   /* gemma */
-        if (l + 1 < hp->n_layer) {   /* the residual add and the next layer's attention norm */
+        if (L->pl_gate.raw || L->out_scale) {   /* gemma4: the residual add, then the per-layer input and scale */
+            sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
+            if (L->pl_gate.raw) per_layer_block(c, L, l, n);
+            if (L->out_scale)
+                for (int64_t i = 0; i < (int64_t)n * dim; i++) c->x[i] *= L->out_scale[0];
+            if (l + 1 < hp->n_layer) {
+                struct rowwise t = { .op = RW_NORM, .n = n, .dim = dim, .x = c->x, .xn = c->xn, .w = m->layers[l + 1].attn_norm,
+                                     .eps = hp->eps };
+                rowwise(pool, &t);
+            }
+        } else if (l + 1 < hp->n_layer) {   /* the residual add and the next layer's attention norm */
             struct rowwise t = { .op = RW_ADD_NORM, .n = n, .dim = dim, .x = c->x, .xn = c->xn, .add = c->tmp,
                                  .w = m->layers[l + 1].attn_norm, .eps = hp->eps };
             rowwise(pool, &t);

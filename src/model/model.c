@@ -23,20 +23,30 @@ struct hp_key {
     size_t offset;          /* into struct sprig_hparams (int fields) */
     bool required;
     long lo, hi;
+    bool per_layer;         /* may be a per-layer array on a row with layer_shapes (the field
+                               then holds the largest entry; read_layer_shapes reads each) */
 };
 
-#define HP(sfx, field, req, lo, hi) { sfx, offsetof(struct sprig_hparams, field), req, lo, hi }
+#define HP(sfx, field, req, lo, hi, pl) { sfx, offsetof(struct sprig_hparams, field), req, lo, hi, pl }
 static const struct hp_key int_keys[] = {
-    HP("embedding_length",        dim,         true,  1, 65536),
-    HP("block_count",             n_layer,     true,  1, SPRIG_MAX_LAYERS),
-    HP("feed_forward_length",     n_ff,        true,  1, 1 << 20),
-    HP("attention.head_count",    n_head,      true,  1, 1024),
-    HP("attention.head_count_kv", n_kv_head,   false, 1, 1024),
-    HP("context_length",          n_ctx_train, false, 1, 1 << 24),
-    HP("rope.dimension_count",    n_rot,       false, 2, 4096),
-    HP("attention.key_length",    head_dim,    false, 2, 4096),
+    HP("embedding_length",        dim,         true,  1, 65536, false),
+    HP("block_count",             n_layer,     true,  1, SPRIG_MAX_LAYERS, false),
+    HP("feed_forward_length",     n_ff,        true,  1, 1 << 20, true),
+    HP("attention.head_count",    n_head,      true,  1, 1024, true),
+    HP("attention.head_count_kv", n_kv_head,   false, 1, 1024, true),
+    HP("context_length",          n_ctx_train, false, 1, 1 << 24, false),
+    HP("rope.dimension_count",    n_rot,       false, 2, 4096, false),
+    HP("attention.key_length",    head_dim,    false, 2, 4096, false),
 };
 #undef HP
+
+/* Entry i of an integer key that may be a per-layer array (else its scalar). */
+static int64_t key_at(const sprig_gguf *g, const char *key, int i, int64_t scalar)
+{
+    const int64_t kv = sprig_gguf_find_kv(g, key);
+    if (kv < 0 || sprig_gguf_kv_type(g, kv) != SPRIG_GGUF_ARR) return scalar;
+    return sprig_gguf_arr_int(g, kv, (uint64_t)i);
+}
 
 /* <arch>.rope.scaling.type, a row each: what llama.cpp does with it. An
  * absent key reads as "linear" (llama.cpp's default), which with no factor
@@ -90,11 +100,30 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
         const struct hp_key *k = &int_keys[i];
         snprintf(key, sizeof key, "%s.%s", a->name, k->suffix);
         int64_t kv = sprig_gguf_find_kv(g, key);
-        if (kv >= 0 && sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR)
-            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is a per-layer array; sprig needs one value for all layers", path, key);
         int64_t v = -1;
-        sprig_status st = sprig_gguf_get_i64(g, key, &v, k->required, err);
-        if (st) return st;
+        if (kv >= 0 && sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR) {
+            if (!k->per_layer || !a->layer_shapes)
+                return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is a per-layer array; sprig needs one value for all "
+                                 "layers of architecture '%s'", path, key, a->name);
+            int et;
+            uint64_t n;
+            sprig_status st = sprig_gguf_get_arr(g, key, &et, &n, true, err);
+            if (st) return st;
+            if (et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR || et == SPRIG_GGUF_F32 || et == SPRIG_GGUF_F64 || n < 1 ||
+                n > SPRIG_MAX_LAYERS)
+                return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be an integer or an array of 1..%d integers", path, key,
+                                 SPRIG_MAX_LAYERS);
+            for (uint64_t j = 0; j < n; j++) {   /* each entry in range; the largest sizes the scratch */
+                const int64_t e = sprig_gguf_arr_int(g, kv, j);
+                if (e < k->lo || e > k->hi)
+                    return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%llu] = %lld is out of range [%ld, %ld]", path, key,
+                                     (unsigned long long)j, (long long)e, k->lo, k->hi);
+                if (e > v) v = e;
+            }
+        } else {
+            sprig_status st = sprig_gguf_get_i64(g, key, &v, k->required, err);
+            if (st) return st;
+        }
         if (kv < 0) continue;
         if (v < k->lo || v > k->hi)
             return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [%ld, %ld]", path, key, (long long)v, k->lo, k->hi);
@@ -146,11 +175,21 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
         }
     }
 
+    if (a->layer_shapes) {   /* gemma4: mixture-of-experts layers are refused by name, never run wrongly */
+        snprintf(key, sizeof key, "%s.expert_count", a->name);
+        int64_t ne = 0;
+        if (sprig_gguf_find_kv(g, key) >= 0 && sprig_gguf_kv_type(g, sprig_gguf_find_kv(g, key)) != SPRIG_GGUF_ARR &&
+            (st = sprig_gguf_get_i64(g, key, &ne, false, err)))
+            return st;
+        if (ne != 0 || (sprig_gguf_find_kv(g, key) >= 0 && sprig_gguf_kv_type(g, sprig_gguf_find_kv(g, key)) == SPRIG_GGUF_ARR))
+            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run mixture-of-experts layers "
+                             "(ffn_gate_inp, *_exps)", path, key);
+    }
     if (hp->n_kv_head < 0) hp->n_kv_head = hp->n_head;
     if (hp->head_dim < 0 && hp->dim % hp->n_head)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d (and no %s.attention.key_length)",
                          path, hp->dim, hp->n_head, a->name);
-    if (hp->n_head % hp->n_kv_head)
+    if (!a->layer_shapes && hp->n_head % hp->n_kv_head)   /* per layer: read_layer_shapes */
         return sprig_err(err, SPRIG_E_FORMAT, "%s: head_count %d is not a multiple of head_count_kv %d", path, hp->n_head, hp->n_kv_head);
     if (hp->head_dim < 0) hp->head_dim = hp->dim / hp->n_head;
     /* value heads: sprig's cache and attention use one head size for k and v */
@@ -171,6 +210,94 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
                          path, a->name, hp->n_rot, hp->head_dim);
     hp->attn_scale = a->swa.attn_scale_dim_layers && hp->n_layer == a->swa.attn_scale_dim_layers
                          ? 1.0f / sqrtf((float)(hp->dim / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
+    hp->head_dim_swa = hp->head_dim;
+    hp->n_rot_swa = hp->n_rot;
+    hp->n_kv_start = hp->n_layer;
+    if (!a->layer_shapes) return SPRIG_OK;
+    hp->attn_scale = 1.0f;   /* gemma4: the q/k norms carry the scale */
+    int shared = 0;   /* the last `shared` layers read an earlier layer's cache */
+    const struct { const char *sfx; int *field; long lo, hi; } g4[] = {
+        { "attention.key_length_swa", &hp->head_dim_swa, 2, SPRIG_ATTN_MAX_HD },
+        { "rope.dimension_count_swa", &hp->n_rot_swa, 2, SPRIG_ATTN_MAX_HD },
+        { "attention.shared_kv_layers", &shared, 0, hp->n_layer - 2 },
+        { "embedding_length_per_layer_input", &hp->n_pl, 0, 65536 },
+    };
+    const int rot_default = -1;
+    hp->n_rot_swa = rot_default;
+    for (size_t i = 0; i < sizeof g4 / sizeof g4[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", a->name, g4[i].sfx);
+        if (sprig_gguf_find_kv(g, key) < 0) continue;
+        int64_t v = 0;
+        if ((st = sprig_gguf_get_i64(g, key, &v, true, err))) return st;
+        if (v < g4[i].lo || v > g4[i].hi)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [%ld, %ld]", path, key, (long long)v,
+                             g4[i].lo, g4[i].hi);
+        *g4[i].field = (int)v;
+    }
+    if (hp->n_rot_swa == rot_default) hp->n_rot_swa = hp->head_dim_swa;
+    hp->n_kv_start = hp->n_layer - shared;
+    snprintf(key, sizeof key, "%s.attention.value_length_swa", a->name);
+    if (sprig_gguf_find_kv(g, key) >= 0) {
+        if ((st = sprig_gguf_get_i64(g, key, &vlen, true, err))) return st;
+        if (vlen != hp->head_dim_swa)
+            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = %lld differs from the sliding layers' key head size %d",
+                             path, key, (long long)vlen, hp->head_dim_swa);
+    }
+    if (hp->head_dim_swa % 2 || hp->n_rot_swa % 2 || hp->n_rot_swa > hp->head_dim_swa)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.attention.key_length_swa %d and rope.dimension_count_swa %d must be even, "
+                         "the rotated part at most the head", path, a->name, hp->head_dim_swa, hp->n_rot_swa);
+    return SPRIG_OK;
+}
+
+/* Every layer's shape (per-layer arrays on rows with layer_shapes: head
+ * counts and FFN sizes; the sliding layers' head size) and which cache it
+ * reads (gemma4's last shared_kv_layers layers read layer n_kv_start - 2
+ * when sliding, n_kv_start - 1 when global: llama.cpp's rule, checked to
+ * be a layer of the same kind and shape). Needs the windows (read_swa). */
+static sprig_status read_layer_shapes(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp,
+                                      struct sprig_layer *layers, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(g);
+    char kh[128], kkv[128], kff[128];
+    snprintf(kh, sizeof kh, "%s.attention.head_count", a->name);
+    snprintf(kkv, sizeof kkv, "%s.attention.head_count_kv", a->name);
+    snprintf(kff, sizeof kff, "%s.feed_forward_length", a->name);
+    const char *keys[3] = { kh, kkv, kff };
+    for (int i = 0; i < 3; i++) {   /* a per-layer array has one entry per layer (llama.cpp: "wrong array length") */
+        const int64_t kv = sprig_gguf_find_kv(g, keys[i]);
+        int et;
+        uint64_t n;
+        if (kv >= 0 && sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR && sprig_gguf_get_arr(g, keys[i], &et, &n, true, NULL) == SPRIG_OK &&
+            n != (uint64_t)hp->n_layer)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu entries; %s.block_count is %d", path, keys[i],
+                             (unsigned long long)n, a->name, hp->n_layer);
+    }
+    hp->max_qdim = hp->max_kvdim = hp->max_hd = hp->max_rot = hp->max_ff = 0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        struct sprig_layer *L = &layers[l];
+        const bool swa = L->window > 0;
+        L->n_head = (int)key_at(g, kh, l, hp->n_head);
+        L->n_kv_head = (int)key_at(g, kkv, l, hp->n_kv_head);
+        L->n_ff = (int)key_at(g, kff, l, hp->n_ff);
+        L->head_dim = swa ? hp->head_dim_swa : hp->head_dim;
+        L->n_rot = swa ? hp->n_rot_swa : hp->n_rot;
+        if (L->n_head % L->n_kv_head)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: layer %d: head_count %d is not a multiple of head_count_kv %d (%s, %s)", path,
+                             l, L->n_head, L->n_kv_head, kh, kkv);
+        L->kv_layer = l < hp->n_kv_start ? l : hp->n_kv_start - (swa ? 2 : 1);
+        const struct sprig_layer *S = &layers[L->kv_layer];
+        if (L->kv_layer != l && (L->kv_layer < 0 || (S->window > 0) != swa || S->n_kv_head != L->n_kv_head || S->head_dim != L->head_dim))
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: layer %d would read layer %d's cache (%s.attention.shared_kv_layers = %d), "
+                             "which is not a %s layer of the same shape", path, l, L->kv_layer, a->name, hp->n_layer - hp->n_kv_start,
+                             swa ? "sliding" : "global");
+#define MAXF(f, v) if ((v) > hp->f) hp->f = (v)
+        MAXF(max_qdim, L->n_head * L->head_dim);
+        MAXF(max_kvdim, L->n_kv_head * L->head_dim);
+        MAXF(max_hd, L->head_dim);
+        MAXF(max_rot, L->n_rot);
+        MAXF(max_ff, L->n_ff);
+#undef MAXF
+    }
     return SPRIG_OK;
 }
 
@@ -188,6 +315,8 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
     snprintf(key, sizeof key, "%s.attention.sliding_window", a->name);
     int64_t w = 0;
     if ((st = sprig_gguf_get_i64(g, key, &w, false, err))) return st;
+    if (w == 0 && a->swa.period < 0)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' is missing (architecture '%s' requires it)", path, key, a->name);
     if (w == 0) return SPRIG_OK;   /* absent or 0: every layer full (llama.cpp: no SWA) */
     if (w < 1 || w > hp->n_ctx_train || w > (1 << 24))
         return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld must be in [1, %s.context_length = %d]: a window larger "
@@ -210,6 +339,9 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
                 return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] = %lld is not 0 or 1", path, key, l, (long long)f);
             layers[l].window = f ? hp->swa_window : 0;
         }
+    } else if (a->swa.period < 0) {
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be a per-layer array of booleans for architecture '%s'", path, key,
+                         a->name);
     } else {
         int64_t period = a->swa.period;
         if ((st = sprig_gguf_get_i64(g, key, &period, false, err))) return st;
@@ -228,16 +360,20 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
 
 /* ---------------------------------------------------------------- tensors */
 
-static int64_t dim_value(const struct sprig_hparams *hp, enum sprig_dim d)
+/* A symbolic size for a global tensor (L NULL) or layer L's tensor. */
+static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_layer *L, enum sprig_dim d)
 {
-    switch (d) {   /* seven symbolic sizes; a table would need the hparams anyway */
+    switch (d) {   /* ten symbolic sizes; a table would need the hparams anyway */
     case SPRIG_D_DIM:   return hp->dim;
-    case SPRIG_D_QDIM:  return (int64_t)hp->n_head * hp->head_dim;
-    case SPRIG_D_KVDIM: return (int64_t)hp->n_kv_head * hp->head_dim;
-    case SPRIG_D_FF:    return hp->n_ff;
+    case SPRIG_D_QDIM:  return L ? (int64_t)L->n_head * L->head_dim : (int64_t)hp->n_head * hp->head_dim;
+    case SPRIG_D_KVDIM: return L ? (int64_t)L->n_kv_head * L->head_dim : (int64_t)hp->n_kv_head * hp->head_dim;
+    case SPRIG_D_FF:    return L ? L->n_ff : hp->n_ff;
     case SPRIG_D_VOCAB: return hp->n_vocab;
-    case SPRIG_D_HEAD:  return hp->head_dim;
+    case SPRIG_D_HEAD:  return L ? L->head_dim : hp->head_dim;
     case SPRIG_D_ROT_HALF: return hp->n_rot / 2;
+    case SPRIG_D_ONE:   return 1;
+    case SPRIG_D_PL:    return hp->n_pl;
+    case SPRIG_D_PL_ALL: return (int64_t)hp->n_pl * hp->n_layer;
     case SPRIG_D_NONE:  return 1;
     }
     return -1;
@@ -255,7 +391,8 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     used[t - sprig_gguf_tensor_at(m->gguf, 0)] = true;
-    int64_t e0 = dim_value(&m->hp, s->ne0), e1 = dim_value(&m->hp, s->ne1);
+    const struct sprig_layer *L = s->per_layer ? &m->layers[layer] : NULL;
+    int64_t e0 = dim_value(&m->hp, L, s->ne0), e1 = dim_value(&m->hp, L, s->ne1);
     int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
     bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
     if (!ok || (t->n_dims != want_dims && !(t->n_dims == 2 && want_dims == 1 && t->ne[1] == 1))) {
@@ -279,7 +416,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     sprig_weight *w = dst;
-    if (!strcmp(name, "token_embd.weight")) {
+    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight")) {
         /* Only rows are looked up: keep the view, no packed copy. */
         memset(w, 0, sizeof *w);
         w->type = t->type;
@@ -315,6 +452,10 @@ void sprig_model_free(sprig_model *m)
             free(L->bo);
             free(L->q_norm);
             free(L->k_norm);
+            free(L->out_scale);
+            free(L->pl_post_norm);
+            sprig_weight_free(&L->pl_gate);
+            sprig_weight_free(&L->pl_proj);
             sprig_weight_free(&L->wq);
             sprig_weight_free(&L->wk);
             sprig_weight_free(&L->wv);
@@ -327,6 +468,8 @@ void sprig_model_free(sprig_model *m)
     }
     free(m->out_norm);
     free(m->rope_freqs);
+    free(m->pl_proj_norm);
+    sprig_weight_free(&m->pl_model_proj);
     sprig_weight_free(&m->output);
     sprig_tokenizer_free(m->tok);
     sprig_gguf_close(m->gguf);
@@ -380,6 +523,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     used = calloc((size_t)sprig_gguf_n_tensors(g) + 1, sizeof *used);
     if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
     if ((st = read_swa(g, m->arch, &m->hp, m->layers, err))) goto fail;
+    if ((st = read_layer_shapes(g, m->arch, &m->hp, m->layers, err))) goto fail;
     for (int i = 0; i < m->arch->n_tensors; i++) {
         const struct sprig_tensor_spec *s = &m->arch->tensors[i];
         if (!s->per_layer) {
@@ -400,9 +544,29 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         }
     free(used);
     used = NULL;
+    for (int l = 0; l < m->hp.n_layer; l++) {   /* what the layer's role needs (gemma4's optional tensors) */
+        struct sprig_layer *L = &m->layers[l];
+        const char *missing = NULL;
+        if (L->kv_layer == l && !L->wk.raw) missing = "attn_k.weight";
+        else if (L->kv_layer == l && m->layers[0].q_norm && !L->k_norm) missing = "attn_k_norm.weight";
+        else if (m->hp.n_pl && !L->pl_gate.raw) missing = "inp_gate.weight";
+        else if (m->hp.n_pl && !L->pl_proj.raw) missing = "proj.weight";
+        else if (m->hp.n_pl && !L->pl_post_norm) missing = "post_norm.weight";
+        if (missing) {
+            st = sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.%s'%s", path, l, missing,
+                           L->kv_layer == l ? "" : " (a per-layer input layer)");
+            goto fail;
+        }
+        L->v_is_k = L->kv_layer == l && !L->wv.raw;
+    }
+    if (m->hp.n_pl && (!m->pl_tok_embd.raw || !m->pl_model_proj.raw || !m->pl_proj_norm)) {
+        st = sprig_err(err, SPRIG_E_FORMAT, "%s: %s.embedding_length_per_layer_input = %d needs per_layer_token_embd, "
+                       "per_layer_model_proj and per_layer_proj_norm", path, m->arch->name, m->hp.n_pl);
+        goto fail;
+    }
     if (m->rope_freqs)   /* divisors of the RoPE frequencies: finite and positive */
         for (int i = 0; i < m->hp.n_rot / 2; i++)
-            if (!(m->rope_freqs[i] > 0 && m->rope_freqs[i] < 1e30f)) {
+            if (!(m->rope_freqs[i] > 0 && m->rope_freqs[i] <= 3.4e38f)) {   /* gemma4 writes 1e30: a pair left unrotated */
                 st = sprig_err(err, SPRIG_E_FORMAT, "%s: tensor 'rope_freqs.weight' element %d = %g is not a positive finite factor",
                                path, i, (double)m->rope_freqs[i]);
                 goto fail;

@@ -32,11 +32,15 @@ struct sprig_hparams {
     int   n_ctx_train;
     int   dim;          /* embedding length */
     int   n_layer;
-    int   n_head;
+    int   n_head;       /* the scalar keys; a layer's own shape is in struct sprig_layer */
     int   n_kv_head;
     int   head_dim;     /* <arch>.attention.key_length, else dim / n_head */
     int   n_ff;
     int   n_rot;        /* rotated dims per head (default head_dim) */
+    int   head_dim_swa, n_rot_swa;   /* sliding layers' head size and rotated dims (gemma4's _swa keys; else the same) */
+    int   n_kv_start;   /* layers [0, n_kv_start) keep a cache; later ones read an earlier layer's (gemma4) */
+    int   n_pl;         /* per-layer input width (gemma4 embedding_length_per_layer_input), 0 = none */
+    int   max_qdim, max_kvdim, max_hd, max_rot, max_ff;   /* the largest over the layers (scratch sizes) */
     float eps;
     float rope_theta;
     float rope_freq_scale;  /* 1 / <arch>.rope.scaling.factor for linear scaling; 1 = none */
@@ -66,6 +70,13 @@ struct sprig_layer {
     sprig_weight w_up;        /* dim -> n_ff */
     sprig_weight w_down;      /* n_ff -> dim */
     int          window;      /* sliding-window layer: keys at positions > p - window only; 0 = full */
+    int          n_head, n_kv_head, head_dim, n_rot, n_ff;   /* this layer's shape */
+    int          kv_layer;    /* the layer whose cache it reads: itself, or an earlier one (gemma4 shared KV) */
+    bool         v_is_k;      /* no attn_v: V is K's projection (gemma4) */
+    float       *out_scale;   /* [1] the layer output's scale, or NULL (gemma4 layer_output_scale) */
+    sprig_weight pl_gate;     /* dim -> n_pl, per-layer input gate (gemma4), or raw NULL */
+    sprig_weight pl_proj;     /* n_pl -> dim */
+    float       *pl_post_norm;/* [dim] */
 };
 
 struct sprig_arch;
@@ -78,7 +89,11 @@ typedef struct sprig_model {
     char name[128];               /* general.name */
     sprig_weight tok_embd;        /* [n_vocab][dim] rows (lookup via raw rows) */
     float *out_norm;              /* [dim] */
-    float *rope_freqs;            /* [n_rot/2] RoPE frequency divisors (Llama 3 rope_freqs.weight) or NULL */
+    float *rope_freqs;            /* [n_rot/2] RoPE frequency divisors (Llama 3 rope_freqs.weight; gemma4: its
+                                     global layers' proportional RoPE) or NULL */
+    sprig_weight pl_tok_embd;     /* [n_vocab][n_layer*n_pl] per-layer token inputs (gemma4), or raw NULL */
+    sprig_weight pl_model_proj;   /* dim -> n_layer*n_pl */
+    float *pl_proj_norm;          /* [n_pl] */
     sprig_weight output;          /* dim -> n_vocab (tied: same raw as tok_embd) */
     bool tied_output;
     struct sprig_layer *layers;   /* [n_layer] */

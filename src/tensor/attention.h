@@ -23,7 +23,7 @@
 #include "tensor/kvrows.h"
 #include "tensor/types.h"
 
-#define SPRIG_ATTN_MAX_HD    256        /* largest head dimension the kernels take */
+#define SPRIG_ATTN_MAX_HD    512        /* largest head dimension the kernels take */
 #define SPRIG_ATTN_MAX_KEYS  (1 << 24)  /* largest n_keys (int32 index arithmetic) */
 
 typedef struct sprig_attn_args {

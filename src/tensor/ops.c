@@ -21,6 +21,7 @@
 #include "tensor/matmul.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -244,12 +245,24 @@ void sprig_rope_apply(float *x, const float *cs, int n, int n_head, int hd, int 
 
 /* ------------------------------------------------------------------ swiglu, add, argmax */
 
+static sprig_f16 gelu_table[1 << 16];
+static pthread_once_t gelu_once = PTHREAD_ONCE_INIT;
+
+static void gelu_table_init(void)
+{
+    const float k = 0.79788456080286535587989211986876f, a = 0.044715f;   /* sqrt(2/pi), llama.cpp's constants */
+    for (int i = 0; i < 1 << 16; i++) {
+        const float x = sprig_f16_to_f32((sprig_f16)i);
+        gelu_table[i] = sprig_f32_to_f16(0.5f * x * (1.0f + tanhf(k * x * (1.0f + a * x * x))));
+    }
+}
+
 void sprig_geglu(float *out, const float *gate, const float *up, int64_t n)
 {
-    const float k = 0.7978845608028654f;   /* sqrt(2/pi) */
+    pthread_once(&gelu_once, gelu_table_init);
     for (int64_t i = 0; i < n; i++) {
         const float g = gate[i];
-        out[i] = 0.5f * g * (1.0f + tanhf(k * (g + 0.044715f * g * g * g))) * up[i];
+        out[i] = g <= -10.0f ? 0.0f : g >= 10.0f ? g * up[i] : sprig_f16_to_f32(gelu_table[sprig_f32_to_f16(g)]) * up[i];
     }
 }
 

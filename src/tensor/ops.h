@@ -49,8 +49,13 @@ void sprig_rope_table_scaled(float *cs, const int32_t *pos, int n, int hd, int n
 
 /* out[i] = silu(gate[i]) * up[i] = gate / (1 + exp(-gate)) * up  (out may alias gate or up) */
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n);
-/* out = gelu(gate) * up, GELU's tanh approximation (Gemma's FFN):
- * 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
+/* out = gelu(gate) * up, GELU's tanh approximation (Gemma's FFN) as
+ * llama.cpp's CPU backend computes it: gate rounded to f16 and looked up in
+ * a table of f16(0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))) over
+ * every f16 x; 0 for gate <= -10, gate itself for gate >= 10. The table
+ * is the spec (its error, ~2^-11 relative, is what llama.cpp runs; a
+ * spiky attention — gemma4's unscaled queries — amplifies any other choice
+ * into different tokens). (out may alias gate or up.) */
 void sprig_geglu(float *out, const float *gate, const float *up, int64_t n);
 
 /* y[i] += x[i] */
