@@ -91,16 +91,18 @@ struct mk_arch {
     bool swa;                     /* sliding-window layers: attention.sliding_window(_pattern), rope.freq_base_swa */
     const struct extra *extra;
     int n_extra;
+    bool per_layer;               /* gemma4: per-layer kinds, head sizes and kv heads; its own tensor list */
 };
 
 static const struct mk_arch mk_arches[] = {
-    { "llama", false, false, true, false, NULL, 0 },
-    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]) },
-    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]) },
-    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]) },
+    { "llama", false, false, true, false, NULL, 0, false },
+    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false },
+    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false },
+    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false },
+    { "gemma4", true, true, false, false, NULL, 0, true },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma3"; }
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma3, gemma4"; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -111,6 +113,46 @@ static const struct mk_arch *mk_arch_find(const char *name)
 }
 
 static int head_size(const struct sprig_mkmodel_params *p) { return p->head_dim ? p->head_dim : p->dim / p->n_heads; }
+
+/* gemma4: whether layer l is sliding (swa_layers, else the default pattern, see mkmodel.h) */
+static bool g4_sliding(const struct sprig_mkmodel_params *p, int l)
+{
+    if (p->swa_layers) return p->swa_layers[l] == 's';
+    const int period = p->swa_pattern > 0 ? p->swa_pattern : 5, n_kv = p->n_layers - p->shared_kv;
+    if (p->shared_kv > 0 && l == n_kv - 2) return true;
+    if (l == p->n_layers - 1 || (p->shared_kv > 0 && l == n_kv - 1)) return false;
+    return l % period != period - 1;
+}
+
+/* gemma4: whether a layer is global (then rope_freqs is written: only global layers read it) */
+static bool g4_any_global(const struct sprig_mkmodel_params *p)
+{
+    for (int l = 0; l < p->n_layers; l++)
+        if (!g4_sliding(p, l)) return true;
+    return false;
+}
+
+/* gemma4: layer l's head size and kv heads */
+static int g4_head(const struct sprig_mkmodel_params *p, int l)
+{
+    return g4_sliding(p, l) && p->head_dim_swa ? p->head_dim_swa : head_size(p);
+}
+
+static int g4_kv_heads(const struct sprig_mkmodel_params *p, int l)
+{
+    return g4_sliding(p, l) || !p->n_kv_heads_global ? p->n_kv_heads : p->n_kv_heads_global;
+}
+
+static int g4_window(const struct sprig_mkmodel_params *p)
+{
+    return p->window > 0 ? p->window : p->ctx < 512 ? p->ctx : 512;
+}
+
+/* gemma4: whether layer l writes attn_v (a KV layer, unless a global one under no_global_v) */
+static bool g4_has_v(const struct sprig_mkmodel_params *p, int l)
+{
+    return l < p->n_layers - p->shared_kv && !(p->no_global_v && !g4_sliding(p, l));
+}
 
 static bool has_output(const struct sprig_mkmodel_params *p, const struct mk_arch *a)
 {
@@ -132,6 +174,67 @@ bool sprig_mkmodel_file_type(int type, uint32_t *ft)
             return true;
         }
     return false;
+}
+
+/* gemma4's parameters: refused on other arches; shapes llama.cpp's gemma4 loader and cache accept */
+static sprig_status validate_gemma4(const struct sprig_mkmodel_params *p, const struct mk_arch *a, int64_t blk,
+                                    const char *tname, sprig_error *err)
+{
+    if (!a->per_layer) {
+        const char *f = p->swa_layers ? "swa-layers" : p->head_dim_swa ? "head-dim-swa" : p->n_kv_heads_global ? "kv-heads-global"
+                      : p->shared_kv ? "shared-kv" : p->per_layer_embd ? "per-layer-embd" : p->no_global_v ? "no-global-v" : NULL;
+        if (f) return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s is for the gemma4 arch, not %s", f, a->name);
+        return SPRIG_OK;
+    }
+    const int L = p->n_layers;
+    if (p->head_dim_swa && (p->head_dim_swa < 2 || p->head_dim_swa > 4096 || p->head_dim_swa % 2))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head-dim-swa %d must be even and in [2, 4096]", p->head_dim_swa);
+    if (p->n_kv_heads_global && (p->n_kv_heads_global < 1 || p->n_kv_heads_global > p->n_heads || p->n_heads % p->n_kv_heads_global))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: heads %d is not a multiple of kv-heads-global %d", p->n_heads,
+                         p->n_kv_heads_global);
+    if (L < 2)   /* llama.cpp's gemma4 cache asserts n_layer_kv_from_start >= 2 */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4 needs layers >= 2 (llama.cpp's cache needs two KV layers), not %d", L);
+    if (p->shared_kv < 0 || p->shared_kv > L - 2)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: shared-kv %d must be in [0, layers - 2 = %d] (llama.cpp's cache needs "
+                         "two KV layers)", p->shared_kv, L - 2);
+    if (p->per_layer_embd < 0 || p->per_layer_embd > 1 << 16)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: per-layer-embd %d is out of range [0, 65536]", p->per_layer_embd);
+    if (p->per_layer_embd % blk)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs per-layer-embd (%d) to be a multiple of %" PRId64, tname,
+                         p->per_layer_embd, blk);
+    if (p->window < 0)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: window %d is negative", p->window);
+    if (!(p->final_softcap >= 0) || !isfinite(p->final_softcap))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: softcap %g is not a positive number", (double)p->final_softcap);
+    if (p->swa_layers) {
+        const size_t n = strlen(p->swa_layers);
+        if (strspn(p->swa_layers, "sg") != n)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: swa-layers '%s' may hold only s (sliding) and g (global)",
+                             p->swa_layers);
+        if (n != (size_t)L)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: swa-layers '%s' has %zu letters for %d layers", p->swa_layers, n, L);
+    }
+    int n_swa = 0;
+    for (int l = 0; l < L; l++) n_swa += g4_sliding(p, l);
+    if (!n_swa)   /* llama.cpp's iswa cache asserts a sliding layer */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4 needs a sliding layer (llama.cpp asserts one); %s%s%s has none",
+                         p->swa_layers ? "swa-layers '" : "the default pattern (swa-pattern) for these layers",
+                         p->swa_layers ? p->swa_layers : "", p->swa_layers ? "'" : "");
+    /* a shared layer reads the cache of layer n - 2 (sliding) or n - 1 (global), n = the KV layers */
+    const int n_kv = L - p->shared_kv;
+    for (int l = n_kv; l < L; l++) {
+        const bool swa = g4_sliding(p, l);
+        const int src = n_kv - (swa ? 2 : 1);
+        if (g4_sliding(p, src) != swa)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: shared-kv %d: layer %d (%s) would reuse the cache of layer %d, "
+                             "which is %s (llama.cpp: shared sliding layers read layer %d, shared global ones layer %d)",
+                             p->shared_kv, l, swa ? "sliding" : "global", src, swa ? "global" : "sliding", n_kv - 2, n_kv - 1);
+    }
+    const int hd_swa = p->head_dim_swa ? p->head_dim_swa : head_size(p);
+    if (((int64_t)p->n_heads * hd_swa) % blk)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs heads x head-dim-swa (%d x %d) to be a multiple of %" PRId64,
+                         tname, p->n_heads, hd_swa, blk);
+    return SPRIG_OK;
 }
 
 sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_error *err)
@@ -184,15 +287,27 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
     if (((int64_t)p->n_heads * head_size(p)) % blk)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs heads x head-dim (%d x %d) to be a multiple of %" PRId64,
                          t->name, p->n_heads, head_size(p), blk);
-    return SPRIG_OK;
+    return validate_gemma4(p, a, blk, t->name, err);
 }
 
 int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
 {
     const struct mk_arch *a = mk_arch_find(p->arch);
     int64_t D = p->dim, F = p->ffn, V = p->vocab, H = head_size(p), Q = (int64_t)p->n_heads * H, KV = H * p->n_kv_heads;
+    if (a && a->per_layer) {   /* gemma4: the tensors sprig_mkmodel_write writes for it */
+        const int64_t P = p->per_layer_embd, L = p->n_layers;
+        int64_t n = (has_output(p, a) ? 2 : 1) * V * D + D + (g4_any_global(p) ? H / 2 : 0) + (P ? P * L * V + D * P * L + P : 0);
+        for (int l = 0; l < L; l++) {
+            const int64_t hd = g4_head(p, l), kv = hd * g4_kv_heads(p, l), q = hd * p->n_heads;
+            n += 4 * D + 2 * D * q + hd + 3 * D * F + 1 + (P ? 2 * D * P + D : 0);   /* norms, q, o, q norm, ffn, scale */
+            if (l < L - p->shared_kv) n += D * kv + hd;                                  /* attn_k, attn_k_norm */
+            if (g4_has_v(p, l)) n += D * kv;
+        }
+        return n;
+    }
     int64_t layer = 2 * D + 2 * D * Q + 2 * D * KV + 3 * D * F;
-    for (int i = 0; a && i < a->n_extra; i++) layer += a->extra[i].dim == XD_Q ? Q : a->extra[i].dim == XD_KV ? KV : H;
+    for (int i = 0; a && i < a->n_extra; i++)
+        layer += a->extra[i].dim == XD_Q ? Q : a->extra[i].dim == XD_KV ? KV : a->extra[i].dim == XD_DIM ? D : H;
     return (a && has_output(p, a) ? 2 : 1) * V * D + D + (int64_t)p->n_layers * layer +
            (p->rope_scaling == SPRIG_MKMODEL_ROPE_LLAMA3 ? H / 2 : 0);
 }
@@ -373,6 +488,20 @@ static sprig_status fill_rope_freqs(void *user, void *dst, size_t nbytes, sprig_
     return SPRIG_OK;
 }
 
+/* Gemma 4's proportional RoPE on global layers, as llama.cpp's converter
+ * writes it (partial_rotary_factor 0.25): the first quarter of the head's
+ * dimensions rotate (factor 1), the other pairs get factor 1e30, a
+ * frequency of ~0, i.e. unrotated. */
+static sprig_status fill_rope_freqs_gemma4(void *user, void *dst, size_t nbytes, sprig_error *err)
+{
+    const struct ropef *r = user;
+    float *f = dst;
+    SPRIG_ASSERT(nbytes == (size_t)(r->hd / 2) * sizeof(float));
+    for (int i = 0; i < r->hd / 2; i++) f[i] = i < r->hd / 8 ? 1.0f : 1e30f;
+    (void)err;
+    return SPRIG_OK;
+}
+
 /* "<arch>.<suffix>" keys */
 static sprig_status w_arch_u32(sprig_gguf_writer *w, const char *arch, const char *sfx, uint32_t v, sprig_error *err)
 {
@@ -386,6 +515,14 @@ static sprig_status w_arch_f32(sprig_gguf_writer *w, const char *arch, const cha
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, sfx);
     return sprig_gguf_w_f32(w, key, v, err);
+}
+
+static sprig_status w_arch_arr(sprig_gguf_writer *w, const char *arch, const char *sfx, int et, const void *v, int n,
+                               sprig_error *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, sfx);
+    return sprig_gguf_w_arr(w, key, et, v, (uint64_t)n, err);
 }
 
 /* tokenizer.ggml.tokens of a GGUF: its count (1..SPRIG_MKMODEL_MAX_VOCAB) */
@@ -448,6 +585,15 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     const char *an = arch->name;
     const int L = p->n_layers, HDIM = head_size(p);
     const int64_t D = p->dim, F = p->ffn, V = p->vocab, KV = (int64_t)HDIM * p->n_kv_heads, Q = (int64_t)HDIM * p->n_heads;
+    int64_t max_q = Q, n_attn_v = L;   /* gemma4: the widest attn_q of any layer; the attn_v tensors written */
+    if (arch->per_layer) {
+        n_attn_v = 0;
+        for (int l = 0; l < L; l++) {
+            if ((int64_t)g4_head(p, l) * p->n_heads > max_q) max_q = (int64_t)g4_head(p, l) * p->n_heads;
+            n_attn_v += g4_has_v(p, l);
+        }
+    }
+    const int64_t PL = (int64_t)p->per_layer_embd * L;   /* gemma4: per_layer_token_embd's rows */
     struct ropef ropef = { p->rope_freq_base, HDIM };
     uint32_t ftype = 0;
     sprig_mkmodel_file_type(p->type, &ftype);
@@ -455,11 +601,13 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     struct sprig_qmix mix;   /* per-tensor types, as llama-quantize chooses them for this layout */
     sprig_qmix_init(&mix, p->ftype ? p->ftype : &pure, false,
                     &(struct sprig_qmix_model){ .arch = an, .n_layer = p->n_layers, .n_head = p->n_heads,
-                                                .n_head_kv = p->n_kv_heads, .tied = !has_output(p, arch) });
+                                                .n_head_kv = arch->per_layer ? g4_kv_heads(p, 0) : p->n_kv_heads,
+                                                .tied = !has_output(p, arch), .n_attn_v = (int)n_attn_v });
     if (p->ftype) ftype = p->ftype->ftype;
-    struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > Q ? D : Q) : (F > Q ? F : Q) };
+    struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > max_q ? D : max_q) : (F > max_q ? F : max_q) };
+    if (PL > g.max_ne0) g.max_ne0 = PL;
     sprig_gguf_writer *w = NULL;
-    size_t n_t = 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
+    size_t n_t = arch->per_layer ? 6 + 18 * (size_t)L : 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
         sprig_gguf_close(vsrc);
@@ -485,7 +633,17 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     TRY(w_arch_u32(w, an, "feed_forward_length", (uint32_t)F, err));
     TRY(w_arch_u32(w, an, "rope.dimension_count", (uint32_t)HDIM, err));
     TRY(w_arch_u32(w, an, "attention.head_count", (uint32_t)p->n_heads, err));
-    TRY(w_arch_u32(w, an, "attention.head_count_kv", (uint32_t)p->n_kv_heads, err));
+    int32_t kv_heads[SPRIG_MKMODEL_MAX_LAYERS];
+    uint8_t sliding[SPRIG_MKMODEL_MAX_LAYERS];
+    if (arch->per_layer) {   /* gemma4: per layer (an i32 array, as the converter writes it) */
+        for (int l = 0; l < L; l++) {
+            kv_heads[l] = g4_kv_heads(p, l);
+            sliding[l] = g4_sliding(p, l);
+        }
+        TRY(w_arch_arr(w, an, "attention.head_count_kv", SPRIG_GGUF_I32, kv_heads, L, err));
+    } else {
+        TRY(w_arch_u32(w, an, "attention.head_count_kv", (uint32_t)p->n_kv_heads, err));
+    }
     if (p->head_dim || arch->key_length) {
         TRY(w_arch_u32(w, an, "attention.key_length", (uint32_t)HDIM, err));
         TRY(w_arch_u32(w, an, "attention.value_length", (uint32_t)HDIM, err));
@@ -498,6 +656,19 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
         TRY(w_arch_f32(w, an, "rope.freq_base_swa", 10000.0f, err));
     }
     if (arch->swa && p->final_softcap > 0) TRY(w_arch_f32(w, an, "final_logit_softcapping", p->final_softcap, err));
+    if (arch->per_layer) {   /* gemma4, as the converter writes them (llama.cpp requires the window, the pattern,
+                                embedding_length_per_layer_input and key/value_length_swa) */
+        const int hd_swa = p->head_dim_swa ? p->head_dim_swa : HDIM;
+        TRY(w_arch_f32(w, an, "rope.freq_base_swa", 10000.0f, err));
+        TRY(w_arch_f32(w, an, "final_logit_softcapping", p->final_softcap > 0 ? p->final_softcap : 30.0f, err));
+        TRY(w_arch_u32(w, an, "attention.sliding_window", (uint32_t)g4_window(p), err));
+        TRY(w_arch_u32(w, an, "attention.shared_kv_layers", (uint32_t)p->shared_kv, err));
+        TRY(w_arch_u32(w, an, "embedding_length_per_layer_input", (uint32_t)p->per_layer_embd, err));
+        TRY(w_arch_arr(w, an, "attention.sliding_window_pattern", SPRIG_GGUF_BOOL, sliding, L, err));
+        TRY(w_arch_u32(w, an, "attention.key_length_swa", (uint32_t)hd_swa, err));
+        TRY(w_arch_u32(w, an, "attention.value_length_swa", (uint32_t)hd_swa, err));
+        TRY(w_arch_u32(w, an, "rope.dimension_count_swa", (uint32_t)hd_swa, err));
+    }
     if (vsrc) {
         TRY(copy_vocab(w, vsrc, p->chat_template != NULL, err));
     } else {
@@ -514,18 +685,86 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
 
     const float std = p->std > 0 ? p->std : 0.02f, std_out = std / sqrtf(2.0f * (float)L);
     size_t k = 0;
-#define ADD(nm, ne0_, ne1_, std_) do { \
+    /* a tensor of ne1_ rows of ne0_ (one row: a vector), N(center_, std_) (std_ 0: all ones) */
+#define ADDC(nm, ne0_, ne1_, std_, center_) do { \
+        SPRIG_ASSERT(k < n_t); \
         struct tdesc *t_ = &td[k]; \
-        t_->g = &g; t_->index = k; t_->ne0 = (ne0_); t_->rows = (ne1_); t_->std = (std_); \
+        t_->g = &g; t_->index = k; t_->ne0 = (ne0_); t_->rows = (ne1_); t_->std = (std_); t_->center = (center_); \
         t_->type = sprig_qmix_type(&mix, nm, (ne1_) == 1 ? 1 : 2, t_->ne0, SPRIG_TYPE_F32); \
         SPRIG_ASSERT(sprig_row_bytes(t_->type, t_->ne0, &t_->row_bytes)); \
         int64_t ne_[2] = { t_->ne0, t_->rows }; \
         TRY(sprig_gguf_w_tensor_fill(w, nm, t_->type, (ne1_) == 1 ? 1 : 2, ne_, fill_tensor, t_, err)); \
         k++; \
     } while (0)
+#define ADD(nm, ne0_, ne1_, std_) ADDC(nm, ne0_, ne1_, std_, 0.0f)
     ADD("token_embd.weight", D, V, std);
     ADD("output_norm.weight", D, 1, 0);
     if (has_output(p, arch)) ADD("output.weight", D, V, std);
+    if (arch->per_layer) {
+        /* gemma4 (llama.cpp's gemma4.cpp load_arch_tensors, dense): norms llama has are ones, Gemma's
+         * extra norms random around 1, layer_output_scale a scalar near 1; shared layers (the last
+         * shared_kv) have no attn_k / attn_v / attn_k_norm; rope_freqs only when a layer is global */
+        const int64_t P = p->per_layer_embd;
+        if (P > 0) {
+            ADD("per_layer_token_embd.weight", PL, V, std);
+            ADD("per_layer_model_proj.weight", D, PL, std);
+            ADDC("per_layer_proj_norm.weight", P, 1, 0.2f, 1.0f);
+        }
+        if (g4_any_global(p)) {
+            int64_t ne[1] = { HDIM / 2 };
+            TRY(sprig_gguf_w_tensor_fill(w, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne, fill_rope_freqs_gemma4, &ropef, err));
+        }
+        for (int l = 0; l < L; l++) {
+            const int64_t hd = g4_head(p, l), q = hd * p->n_heads, kv = hd * g4_kv_heads(p, l);
+            const bool has_kv = l < L - p->shared_kv;
+            char nm[64];
+#define BLK(sfx) snprintf(nm, sizeof nm, "blk.%d." sfx, l)
+            BLK("attn_norm.weight");
+            ADD(nm, D, 1, 0);
+            BLK("attn_q.weight");
+            ADD(nm, D, q, std);
+            if (has_kv) {
+                BLK("attn_k.weight");
+                ADD(nm, D, kv, std);
+            }
+            if (g4_has_v(p, l)) {
+                BLK("attn_v.weight");
+                ADD(nm, D, kv, std);
+            }
+            BLK("attn_output.weight");
+            ADD(nm, q, D, std_out);
+            BLK("attn_q_norm.weight");
+            ADDC(nm, hd, 1, 0.2f, 1.0f);
+            if (has_kv) {
+                BLK("attn_k_norm.weight");
+                ADDC(nm, hd, 1, 0.2f, 1.0f);
+            }
+            BLK("post_attention_norm.weight");
+            ADDC(nm, D, 1, 0.2f, 1.0f);
+            BLK("ffn_norm.weight");
+            ADD(nm, D, 1, 0);
+            BLK("ffn_gate.weight");
+            ADD(nm, D, F, std);
+            BLK("ffn_up.weight");
+            ADD(nm, D, F, std);
+            BLK("ffn_down.weight");
+            ADD(nm, F, D, std_out);
+            BLK("post_ffw_norm.weight");
+            ADDC(nm, D, 1, 0.2f, 1.0f);
+            if (P > 0) {
+                BLK("inp_gate.weight");
+                ADD(nm, D, P, std);
+                BLK("proj.weight");
+                ADD(nm, P, D, std_out);
+                BLK("post_norm.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+            }
+            BLK("layer_output_scale.weight");
+            ADDC(nm, 1, 1, 0.1f, 1.0f);
+#undef BLK
+        }
+        goto write;   /* that is all of gemma4's tensors */
+    }
     for (int l = 0; l < L; l++) {
         char nm[64];
         snprintf(nm, sizeof nm, "blk.%d.attn_q.weight", l);
@@ -547,7 +786,6 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
         snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
         ADD(nm, D, 1, 0);
     }
-#undef ADD
     /* the architecture's extra per-layer vectors (F32), then Llama 3's rope_freqs */
     for (int l = 0; l < L; l++)
         for (int e = 0; e < arch->n_extra; e++) {
@@ -567,6 +805,9 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
         int64_t ne[1] = { HDIM / 2 };
         TRY(sprig_gguf_w_tensor_fill(w, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne, fill_rope_freqs, &ropef, err));
     }
+#undef ADD
+#undef ADDC
+write:
     TRY(sprig_gguf_writer_write(w, path, err));
 done:
     sprig_gguf_close(vsrc);

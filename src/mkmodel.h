@@ -1,6 +1,6 @@
 /*
- * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3 layouts) with
- * seeded random weights.
+ * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, gemma3, gemma4
+ * layouts) with seeded random weights.
  *
  * For tests and benchmarks at sizes the fixtures do not cover (a 1B-class
  * model in Q8_0, a tiny model in every weight type). Everything a real
@@ -16,9 +16,16 @@
  * Architectures (a table in mkmodel.c): `llama` (optionally with Llama 3
  * RoPE scaling: a rope_freqs tensor from the converter's llama3 formula),
  * `qwen2` (q/k/v biases, small random), `qwen3` (per-head q/k norms, random
- * around 1 so a wrong application shows; tied output). Keys carry the
- * architecture's prefix. With vocab_from, every tokenizer.* key of another
- * GGUF is copied verbatim and the vocabulary size is its token count.
+ * around 1 so a wrong application shows; tied output), `gemma3` (q/k norms,
+ * post-attention / post-FFN norms, sliding-window layers by period), `gemma4`
+ * (dense, as llama.cpp's gemma4 loader reads it: per-layer sliding flags,
+ * head sizes and kv head counts for sliding and global layers, proportional
+ * RoPE for the global ones (rope_freqs: 1 for the first quarter of the
+ * pairs, 1e30 for the rest, as the converter writes), optional attn_v on
+ * global layers, KV shared by the last layers, per-layer token embeddings,
+ * a scalar layer_output_scale per layer). Keys carry the architecture's
+ * prefix. With vocab_from, every tokenizer.* key of another GGUF is copied
+ * verbatim and the vocabulary size is its token count.
  *
  * Deterministic: each row's random stream is derived from (seed, tensor,
  * row), so the bytes do not depend on the thread count. Tensors are produced
@@ -44,15 +51,29 @@ struct sprig_mkmodel_params {
     const char *name;       /* general.name; NULL = "sprig-synthetic" */
     const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
-    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3" */
-    int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length */
+    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "gemma3", "gemma4" */
+    int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length
+                               (gemma4: the global layers' head size) */
     const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
     int rope_scaling;       /* enum sprig_mkmodel_rope */
     int output;             /* enum sprig_mkmodel_output */
     float std;              /* matrices ~N(0, std); 0 = 0.02 (bigger makes attention and position matter) */
-    int window;             /* gemma3: attention.sliding_window (0: no sliding layers) */
-    int swa_pattern;        /* gemma3: attention.sliding_window_pattern (every N-th layer global; 0 = 6) */
-    float final_softcap;    /* gemma3: final_logit_softcapping (0: key absent) */
+    int window;             /* gemma3: attention.sliding_window (0: no sliding layers); gemma4: 0 = min(512, ctx) */
+    int swa_pattern;        /* gemma3: attention.sliding_window_pattern (every N-th layer global; 0 = 6);
+                               gemma4: the default swa_layers' period (0 = 5) */
+    float final_softcap;    /* gemma3: final_logit_softcapping (0: key absent); gemma4: 0 = 30 */
+    /* gemma4 only (0 / NULL / false: the default described) */
+    const char *swa_layers; /* one 's' (sliding) or 'g' (global) per layer: attention.sliding_window_pattern;
+                               NULL: every swa_pattern-th layer global, the last layer global, and with
+                               shared_kv the last KV layer global and the one before it sliding */
+    int head_dim_swa;       /* sliding layers' head size, attention.key_length_swa (0: the global one) */
+    int n_kv_heads_global;  /* global layers' kv heads (0: n_kv_heads, the sliding layers'); head_count_kv
+                               is written per layer */
+    int shared_kv;          /* attention.shared_kv_layers: the last N layers reuse the KV of the last
+                               KV layer of their kind (no attn_k / attn_v / attn_k_norm) */
+    int per_layer_embd;     /* embedding_length_per_layer_input P: per_layer_token_embd [P x layers, vocab]
+                               and a gated per-layer input in every layer (0: none) */
+    bool no_global_v;       /* no attn_v on global layers (llama.cpp then uses K as V) */
 };
 
 enum sprig_mkmodel_rope { SPRIG_MKMODEL_ROPE_NONE = 0, SPRIG_MKMODEL_ROPE_LLAMA3 = 1 };

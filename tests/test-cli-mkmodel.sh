@@ -2,7 +2,9 @@
 # tests/test-cli-mkmodel.sh — `sprig mkmodel` and `sprig convert` on the
 # command line: a tiny model per weight type (read back by `sprig gguf`),
 # same seed -> same bytes, another seed -> different bytes, and bad flags
-# -> exit 2 with a message naming the flag; convert's usage errors.
+# -> exit 2 with a message naming the flag; convert's usage errors; the
+# gemma3 and gemma4 layouts' keys and tensors (gemma4: loaded by tests/ref's
+# llama.cpp when it is installed).
 # Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
 set -u
 BIN=${SPRIG_BIN:-./sprig}
@@ -153,6 +155,100 @@ check "a window larger than the context is refused (rc $rc)" [ $rc -eq 1 ]
 check "naming the key" has "gemma3.attention.sliding_window' = 600" "$TMP/g3err"
 "$BIN" mkmodel --preset tiny --arch gemma3 --softcap 0 -o "$TMP/g3c.gguf" >/dev/null 2>"$TMP/g3err"; rc=$?
 check "mkmodel --softcap 0 is refused (rc $rc)" [ $rc -eq 2 ]
+
+# gemma4 layout (dense), as llama.cpp's gemma4 loader reads it: per-layer
+# head_count_kv (i32 array) and sliding flags (bool array), separate head
+# sizes for sliding and global layers, proportional-RoPE factors for the
+# global ones, the last --shared-kv layers without attn_k/attn_v/attn_k_norm,
+# per-layer input embeddings; tests/ref's llama.cpp loads and runs these
+# files (below, when present).
+G4="--preset tiny --arch gemma4 --dim 128 --layers 6 --heads 4 --kv-heads 4 --kv-heads-global 1 --head-dim 64 --head-dim-swa 32
+    --ffn 256 --window 16 --shared-kv 2 --per-layer-embd 32 --type q8_0"
+"$BIN" mkmodel $G4 -o "$TMP/g4.gguf" 2>"$TMP/g4err"; rc=$?
+check "mkmodel --arch gemma4 exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/g4.gguf" >"$TMP/g4.txt" 2>&1
+for re in 'gemma4\.attention\.head_count_kv +arr +\[i32 x 6\] 4, 4, 4, 1, 1, 1$' \
+          'gemma4\.attention\.sliding_window_pattern +arr +\[bool x 6\] true, true, true, false, false, false$' \
+          'gemma4\.attention\.head_count +u32 +4$' 'gemma4\.attention\.key_length +u32 +64$' \
+          'gemma4\.attention\.value_length +u32 +64$' 'gemma4\.attention\.key_length_swa +u32 +32$' \
+          'gemma4\.attention\.value_length_swa +u32 +32$' 'gemma4\.rope\.dimension_count +u32 +64$' \
+          'gemma4\.rope\.dimension_count_swa +u32 +32$' 'gemma4\.rope\.freq_base +f32 +1000000$' \
+          'gemma4\.rope\.freq_base_swa +f32 +10000$' 'gemma4\.attention\.layer_norm_rms_epsilon +f32 +9\.99' \
+          'gemma4\.attention\.sliding_window +u32 +16$' 'gemma4\.attention\.shared_kv_layers +u32 +2$' \
+          'gemma4\.embedding_length_per_layer_input +u32 +32$' 'gemma4\.final_logit_softcapping +f32 +30$' \
+          ' rope_freqs\.weight +f32 +\[32\] ' ' per_layer_token_embd\.weight +q8_0 +\[192, 300\] ' \
+          ' per_layer_model_proj\.weight +f32 +\[128, 192\] ' ' per_layer_proj_norm\.weight +f32 +\[32\] ' \
+          'blk\.2\.attn_q\.weight +q8_0 +\[128, 128\] ' 'blk\.2\.attn_k\.weight +q8_0 +\[128, 128\] ' \
+          'blk\.2\.attn_k_norm\.weight +f32 +\[32\] ' 'blk\.3\.attn_q\.weight +q8_0 +\[128, 256\] ' \
+          'blk\.3\.attn_k\.weight +q8_0 +\[128, 64\] ' 'blk\.3\.attn_v\.weight +q8_0 +\[128, 64\] ' \
+          'blk\.3\.attn_output\.weight +q8_0 +\[256, 128\] ' 'blk\.3\.attn_k_norm\.weight +f32 +\[64\] ' \
+          'blk\.5\.attn_q_norm\.weight +f32 +\[64\] ' 'blk\.5\.post_attention_norm\.weight +f32 +\[128\] ' \
+          'blk\.5\.post_ffw_norm\.weight +f32 +\[128\] ' 'blk\.5\.inp_gate\.weight +q8_0 +\[128, 32\] ' \
+          'blk\.5\.proj\.weight +q8_0 +\[32, 128\] ' 'blk\.5\.post_norm\.weight +f32 +\[128\] ' \
+          'blk\.5\.layer_output_scale\.weight +f32 +\[1\] ' 'totals: 102 tensors, 1173638 parameters'; do
+    check "gemma4 file has /$re/" hasre "$re" "$TMP/g4.txt"
+done
+check "gemma4 summary counts the file's parameters" has "1173638 parameters" "$TMP/g4err"
+check "gemma4 output is tied (no output.weight)" sh -c "! grep -q ' output.weight' '$TMP/g4.txt'"
+check "gemma4 shared layers have no attn_k / attn_v / attn_k_norm" sh -c "! grep -E -q 'blk\.[45]\.attn_(k|v|k_norm)\.' '$TMP/g4.txt'"
+# rope_freqs as the converter writes it: 1 for the first quarter of the
+# global head's pairs (64 / 8 = 8), 1e30 (unrotated) for the rest
+doff=$(sed -n 's/^data offset: *//p' "$TMP/g4.txt")
+roff=$(awk '$2 == "rope_freqs.weight" { print $5 }' "$TMP/g4.txt")
+rf=$(od -v -A n -t f4 -j $((doff + roff)) -N 128 "$TMP/g4.gguf" | tr -s ' ' '\n' | grep -v '^$' | uniq -c | tr -s ' ' | tr '\n' ,)
+check "gemma4 rope_freqs: 8 x 1 then 24 x 1e30 ($rf)" [ "$rf" = " 8 1, 24 1e+30," ]
+soff=$(awk '$2 == "blk.0.layer_output_scale.weight" { print $5 }' "$TMP/g4.txt")
+scale=$(od -v -A n -t f4 -j $((doff + soff)) -N 4 "$TMP/g4.gguf" | tr -d ' ')
+check "gemma4 layer_output_scale is near 1 but seeded ($scale)" awk -v s="$scale" 'BEGIN { exit !(s > 0.5 && s < 1.5 && s != 1) }'
+"$BIN" mkmodel $G4 -t 1 -q -o "$TMP/g4t1.gguf"
+check "gemma4 bytes do not depend on the thread count" cmp -s "$TMP/g4.gguf" "$TMP/g4t1.gguf"
+# --no-global-v: global KV layers keep attn_k (llama.cpp uses K as V)
+"$BIN" mkmodel $G4 --no-global-v -q -o "$TMP/g4nv.gguf"
+"$BIN" gguf "$TMP/g4nv.gguf" >"$TMP/g4nv.txt" 2>&1
+check "--no-global-v: no attn_v on the global layer" sh -c "! grep -q 'blk\.3\.attn_v\.' '$TMP/g4nv.txt'"
+check "--no-global-v: the global layer keeps attn_k" has "blk.3.attn_k.weight" "$TMP/g4nv.txt"
+check "--no-global-v: sliding layers keep attn_v" has "blk.2.attn_v.weight" "$TMP/g4nv.txt"
+# the defaults: four sliding then one global, the last global; window min(512, ctx)
+"$BIN" mkmodel --preset tiny --arch gemma4 --layers 7 --ctx 256 -q -o "$TMP/g4d.gguf"; rc=$?
+check "mkmodel --preset tiny --arch gemma4 exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/g4d.gguf" >"$TMP/g4d.txt" 2>&1
+check "gemma4 default pattern" hasre 'sliding_window_pattern +arr +\[bool x 7\] true, true, true, true, false, true, false$' "$TMP/g4d.txt"
+check "gemma4 default window" hasre 'gemma4\.attention\.sliding_window +u32 +256$' "$TMP/g4d.txt"
+check "gemma4 default shared_kv_layers 0" hasre 'gemma4\.attention\.shared_kv_layers +u32 +0$' "$TMP/g4d.txt"
+check "gemma4 default: no per-layer embeddings" sh -c "! grep -q ' per_layer_' '$TMP/g4d.txt'"
+check "gemma4 default: head sizes equal" hasre 'gemma4\.attention\.key_length_swa +u32 +16$' "$TMP/g4d.txt"
+"$BIN" mkmodel --preset tiny --arch gemma4 --layers 4 --swa-layers ssss -q -o "$TMP/g4s.gguf"
+"$BIN" gguf "$TMP/g4s.gguf" >"$TMP/g4s.txt" 2>&1
+check "gemma4 without global layers has no rope_freqs (llama.cpp would refuse it)" sh -c "! grep -q rope_freqs '$TMP/g4s.txt'"
+# llama.cpp (tests/ref, as test-oracle-llamacpp finds it) loads every one of
+# them and generates 24 tokens (past g4's window of 16); without it this part
+# is skipped, unless SPRIG_REQUIRE_REF=1 (CI)
+REF=${SPRIG_LLAMACPP_REF:-tests/ref/node_modules}
+if command -v node >/dev/null 2>&1 && [ -f "$REF/node-llama-cpp/package.json" ]; then
+    for f in g4 g4nv g4d g4s; do
+        node tests/ref/llamacpp-oracle.mjs "$TMP/$f.gguf" --prompt 1,100,200 -n 24 -t 1 --top 1 >"$TMP/$f.json" 2>"$TMP/$f.lerr"; rc=$?
+        check "llama.cpp loads and runs $f.gguf (rc $rc: $(tail -c 300 "$TMP/$f.lerr"))" [ $rc -eq 0 ]
+        check "llama.cpp wrote its tokens for $f.gguf" has '"tokens":[' "$TMP/$f.json"
+    done
+elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
+    echo "FAIL (SPRIG_REQUIRE_REF=1): no node or $REF/node-llama-cpp for the gemma4 load check"; fail=1
+else
+    echo "SKIP: llama.cpp load of the gemma4 files (no node or $REF/node-llama-cpp)"
+fi
+bad "gemma4 swa-layers of another length" "swa-layers 'ssg' has 3 letters for 4 layers" --arch gemma4 --layers 4 --swa-layers ssg -o "$TMP/x.gguf"
+bad "gemma4 swa-layers letters" "swa-layers 'sxg' may hold only s (sliding) and g (global)" --arch gemma4 --layers 3 --swa-layers sxg -o "$TMP/x.gguf"
+bad "gemma4 without a sliding layer" "gemma4 needs a sliding layer" --arch gemma4 --layers 3 --swa-layers ggg -o "$TMP/x.gguf"
+bad "gemma4 shared-kv leaving one KV layer" "shared-kv 3 must be in [0, layers - 2 = 2]" --arch gemma4 --layers 4 --shared-kv 3 -o "$TMP/x.gguf"
+bad "gemma4 shared layer reusing a layer of the other kind" "layer 4 (global) would reuse the cache of layer 3, which is sliding" \
+    --arch gemma4 --layers 6 --shared-kv 2 --swa-layers ssssgg -o "$TMP/x.gguf"
+bad "gemma4 one layer" "gemma4 needs layers >= 2" --arch gemma4 --layers 1 -o "$TMP/x.gguf"
+bad "gemma4 odd head-dim-swa" "head-dim-swa 33 must be even" --arch gemma4 --head-dim-swa 33 -o "$TMP/x.gguf"
+bad "gemma4 zero head-dim-swa" "--head-dim-swa: 0 is out of range" --arch gemma4 --head-dim-swa 0 -o "$TMP/x.gguf"
+bad "gemma4 kv-heads-global" "heads 4 is not a multiple of kv-heads-global 3" --arch gemma4 --kv-heads-global 3 -o "$TMP/x.gguf"
+bad "gemma4 per-layer-embd in blocks" "q8_0 needs per-layer-embd (16) to be a multiple of 32" --arch gemma4 --per-layer-embd 16 --type q8_0 -o "$TMP/x.gguf"
+bad "gemma4 flag on llama" "shared-kv is for the gemma4 arch, not llama" --shared-kv 1 -o "$TMP/x.gguf"
+bad "gemma4 flag on gemma3" "no-global-v is for the gemma4 arch, not gemma3" --arch gemma3 --no-global-v -o "$TMP/x.gguf"
+check "nothing written on bad gemma4 flags" [ ! -e "$TMP/x.gguf" ]
 
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
 exit $fail

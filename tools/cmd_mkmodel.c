@@ -1,5 +1,5 @@
 /*
- * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3) with
+ * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3, gemma3, gemma4) with
  * seeded random weights (src/mkmodel.c). A preset gives the shape; flags
  * override it. Bad flags and impossible shapes exit 2 with a message naming
  * the flag; a failure while writing exits 1.
@@ -27,11 +27,25 @@ static void usage(FILE *f)
             "options (flags override the preset):\n"
             "  --preset NAME    %s (default tiny)\n"
             "  --arch A         %s (default llama; qwen2 adds q/k/v biases, qwen3\n"
-            "                   per-head q/k norms and a tied output)\n"
-            "  --head-dim N     head size, written as attention.key_length (default dim / heads)\n"
-            "  --window N       gemma3: sliding-window layers of window N (attention.sliding_window)\n"
-            "  --swa-pattern N  gemma3: every N-th layer global, the others sliding (default 6)\n"
-            "  --softcap X      gemma3: final logit soft-capping X (final_logit_softcapping)\n"
+            "                   per-head q/k norms and a tied output; gemma4 is the dense\n"
+            "                   Gemma 4 layout, rope base 1e6 and rms epsilon 1e-6 by default)\n"
+            "  --head-dim N     head size, written as attention.key_length (default dim / heads;\n"
+            "                   gemma4: the global layers')\n"
+            "  --window N       gemma3: sliding-window layers of window N (attention.sliding_window);\n"
+            "                   gemma4: the sliding layers' window (default min(512, ctx))\n"
+            "  --swa-pattern N  gemma3: every N-th layer global, the others sliding (default 6);\n"
+            "                   gemma4: the default --swa-layers' period (default 5)\n"
+            "  --softcap X      gemma3: final logit soft-capping X (final_logit_softcapping);\n"
+            "                   gemma4: default 30\n"
+            "  --swa-layers S   gemma4: one letter per layer, s sliding or g global (default:\n"
+            "                   four sliding then one global, repeating, the last layer global;\n"
+            "                   with --shared-kv the last KV layer global, the one before sliding)\n"
+            "  --head-dim-swa N gemma4: the sliding layers' head size (default --head-dim)\n"
+            "  --kv-heads-global N  gemma4: the global layers' kv heads (default --kv-heads)\n"
+            "  --shared-kv N    gemma4: the last N layers reuse earlier layers' KV, no attn_k /\n"
+            "                   attn_v of their own (default 0, at most layers - 2)\n"
+            "  --per-layer-embd N  gemma4: per-layer input embeddings, N per layer (default 0)\n"
+            "  --no-global-v    gemma4: no attn_v on global layers (llama.cpp uses K as V)\n"
             "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
             "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
             "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
@@ -39,7 +53,7 @@ static void usage(FILE *f)
             "  --dim N          embedding length\n"
             "  --layers N       block count\n"
             "  --heads N        attention heads\n"
-            "  --kv-heads N     key/value heads (GQA)\n"
+            "  --kv-heads N     key/value heads (GQA; gemma4: the sliding layers')\n"
             "  --ffn N          feed-forward length\n"
             "  --vocab N        vocabulary size (>= 260)\n"
             "  --ctx N          context length recorded in the file\n"
@@ -92,7 +106,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
         { "--kv-heads", &p.n_kv_heads, 1, 1 << 12 }, { "--ffn", &p.ffn, 1, 1 << 20 }, { "--vocab", &p.vocab, 260, 1 << 20 },
         { "--ctx", &p.ctx, 1, 1 << 24 }, { "--head-dim", &p.head_dim, 2, 4096 }, { "--window", &p.window, 1, 1 << 24 }, { "--swa-pattern", &p.swa_pattern, 1, 4096 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
+        { "--head-dim-swa", &p.head_dim_swa, 2, 4096 }, { "--kv-heads-global", &p.n_kv_heads_global, 1, 1 << 12 },
+        { "--shared-kv", &p.shared_kv, 0, 512 }, { "--per-layer-embd", &p.per_layer_embd, 0, 1 << 16 },
     };
+    bool rope_base_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--preset")) { i++; continue; }
@@ -100,13 +117,14 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         if (!strcmp(a, "--pure")) { pure = true; continue; }
         if (!strcmp(a, "--tied")) { p.output = SPRIG_MKMODEL_OUTPUT_TIED; continue; }
         if (!strcmp(a, "--untied")) { p.output = SPRIG_MKMODEL_OUTPUT_UNTIED; continue; }
+        if (!strcmp(a, "--no-global-v")) { p.no_global_v = true; continue; }
         bool takes_value = false, done = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
                        !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std") ||
-                       !strcmp(a, "--softcap");
+                       !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -140,6 +158,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             double x;
             if (!cli_parse_float("mkmodel", a, v, 1.0, 1e12, &x)) return 2;
             p.rope_freq_base = (float)x;
+            rope_base_given = true;
         } else if (!strcmp(a, "--name")) {
             if (!*v || strlen(v) > 256) {
                 fprintf(stderr, "sprig mkmodel: --name: must be 1..256 bytes\n");
@@ -160,6 +179,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.std = (float)x;
         } else if (!strcmp(a, "--arch")) {
             p.arch = v;
+        } else if (!strcmp(a, "--swa-layers")) {
+            p.swa_layers = v;
         } else if (!strcmp(a, "--vocab-from")) {
             p.vocab_from = v;
         } else if (!strcmp(a, "--rope-scaling")) {
@@ -178,6 +199,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         return 2;
     }
     if (pure) p.ftype = NULL;
+    if (p.arch && !strcmp(p.arch, "gemma4")) {   /* Gemma 4's published values (no preset carries them) */
+        if (!rope_base_given) p.rope_freq_base = 1000000.0f;
+        p.rms_eps = 1e-6f;
+    }
     double t0 = sprig_time_ms();
     if (widen && ((p.arch && strcmp(p.arch, "llama")) || p.head_dim || p.vocab_from || p.rope_scaling || p.output)) {
         fprintf(stderr, "sprig mkmodel: --widen writes llama's layout only (no --arch, --head-dim, --vocab-from, --rope-scaling, --tied)\n");
