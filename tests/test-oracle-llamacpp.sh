@@ -41,6 +41,14 @@
 #   Q4_1/Q5_0/Q5_1 (llama-quantize's fallbacks for rows of 160, sprig's
 #         reference kernels): fallback-q4_k_m (Q5_0) 6.8e-3 and
 #         fallback-q5_k_m (Q5_1) 7.2e-3 -> 3e-2; random-q4_1 2.2e-3 -> 1e-2.
+#   gemma3 (sliding window 32 over 128 steps, 4+ windows) f32 4.2e-4 -> 1e-2,
+#   q8_0 2.2e-2..2.5e-2 -> 6e-2. gemma4 (window 32, global and sliding head
+#   sizes 128/64, two shared-KV layers, per-layer inputs, K as V on global
+#   layers) f32 1.3e-3 -> 1e-2; q8_0 0.13 -> 0.15 with near ties: Gemma 4's
+#   queries are unscaled (its q/k norms carry the scale), so attention is
+#   spiky and a requantization flip upstream moves logprobs ~10x more than
+#   in gemma3. Both engines compute GELU from llama.cpp's f16 table (an f32
+#   formula measured 1e-2 off from step 0 on gemma4: the same amplification).
 # The widened stories260K rows (a real model embedded in a bigger shape:
 # peaked, real text) carry the long exact token runs — every one of them
 # matches all 128 tokens; their 1.0 tolerance is loose because stories260K's
@@ -101,6 +109,8 @@ gemma3-f32  | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv
 gemma3-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type q8_0 | 6e-2 | ties
 gemma3-swa-f32 | gemma3 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --swa-pattern 3 --type f32 | 1e-2 | ties
 gemma3-swa-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --swa-pattern 3 --softcap 5 --type q8_0 | 6e-2 | ties
+gemma4-f32  | gemma4 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --kv-heads-global 1 --head-dim 128 --head-dim-swa 64 --ffn 512 --std 0.05 --window 32 --shared-kv 2 --no-global-v --per-layer-embd 16 --type f32 | 1e-2 | ties
+gemma4-q8_0 | gemma4 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --kv-heads-global 1 --head-dim 128 --head-dim-swa 64 --ffn 512 --std 0.05 --window 32 --shared-kv 2 --no-global-v --per-layer-embd 32 --type q8_0 | 0.15 | ties
 '
 QUICK_CASES="stories260K widened-q8_0 random-f16"
 
