@@ -43,14 +43,18 @@ static struct sprig_session_params greedy(enum sprig_kv_type mode)
     return p;
 }
 
-static char *g_target, *g_draft;
+/* A target, a draft model (the target's seed, fewer layers: some drafts
+ * agree) and, for gemma4, its assistant (another helper writes it). */
+struct fixture { const char *arch; char *target, *draft, *assistant; };
+static struct fixture g_fx[2];
 
-static void make_models(void)
+static void make_fixture(struct fixture *fx, const char *arch)
 {
     sprig_error err = { 0 };
     struct sprig_mkmodel_params mp;
     CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
-    mp.arch = "gemma3";
+    fx->arch = arch;
+    mp.arch = arch;
     mp.dim = 128;
     mp.n_heads = 2;
     mp.n_kv_heads = 1;
@@ -65,16 +69,26 @@ static void make_models(void)
     mp.final_softcap = 30.0f;
     mp.output = SPRIG_MKMODEL_OUTPUT_UNTIED;   /* tied, the scaled embedding makes a random model repeat its input token */
     mp.seed = 77;
-    g_target = strdup(test_tmpfile("spec-swa-target.gguf"));
-    CHECKF(sprig_mkmodel_write(&mp, g_target, &err) == SPRIG_OK, "%s", err.msg);
-    mp.n_layers = 4;   /* the same seed: the target's first tensors, so some drafts agree */
-    g_draft = strdup(test_tmpfile("spec-swa-draft.gguf"));
-    CHECKF(sprig_mkmodel_write(&mp, g_draft, &err) == SPRIG_OK, "%s", err.msg);
+    if (!strcmp(arch, "gemma4")) {   /* sliding heads of 32, global of 64, two shared-KV layers, per-layer inputs */
+        mp.head_dim_swa = 32;
+        mp.shared_kv = 2;
+        mp.per_layer_embd = 16;
+        mp.no_global_v = true;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "spec-swa-%s-target.gguf", arch);
+    fx->target = strdup(test_tmpfile(name));
+    CHECKF(sprig_mkmodel_write(&mp, fx->target, &err) == SPRIG_OK, "%s", err.msg);
+    mp.n_layers = 4;
+    mp.shared_kv = 0;
+    snprintf(name, sizeof name, "spec-swa-%s-draft.gguf", arch);
+    fx->draft = strdup(test_tmpfile(name));
+    CHECKF(sprig_mkmodel_write(&mp, fx->draft, &err) == SPRIG_OK, "%s", err.msg);
 }
 
 static const char *PROMPT = "Once upon a time there was";
 
-static void check_mode(const sprig_model *m, enum sprig_kv_type mode)
+static void check_mode(const struct fixture *fx, const sprig_model *m, enum sprig_kv_type mode)
 {
     const int n_gen = test_quick() ? 96 : N_GEN;
     struct sprig_session_params p = greedy(mode);
@@ -84,19 +98,21 @@ static void check_mode(const sprig_model *m, enum sprig_kv_type mode)
     CHECK_STR(plain.st.kv_layout, "ring");
     CHECKF(plain.st.prompt_tokens + n_gen > 4 * WINDOW, "%lld + %d tokens: not past four windows",
            (long long)plain.st.prompt_tokens, n_gen);
-    p.kv_block_slots = 16;   /* a full cache under the band mask */
-    if (test_run_session(m, &p, PROMPT, n_gen, &paged)) {
+    p.kv_block_slots = 16;   /* a full cache under the band mask (gemma4's per-layer shapes: refused) */
+    if (strcmp(fx->arch, "gemma4") && test_run_session(m, &p, PROMPT, n_gen, &paged)) {
         CHECK_STR(paged.st.kv_layout, "paged");
         CHECKF(test_first_diff(&plain, &paged) < 0, "kv %s: the ring's plain output differs from the paged cache's at step %d",
                sprig_kv_type_name(mode), test_first_diff(&plain, &paged));
         free(paged.ids);
     }
-    const struct { enum sprig_drafter_kind kind; const char *path, *label; } d[2] = {
-        { SPRIG_DRAFTER_MODEL, g_draft, "draft-model" }, { SPRIG_DRAFTER_NGRAM, NULL, "ngram" },
+    const struct { enum sprig_drafter_kind kind; const char *path, *label; } d[3] = {
+        { SPRIG_DRAFTER_MODEL, fx->draft, "draft-model" }, { SPRIG_DRAFTER_NGRAM, NULL, "ngram" },
+        { SPRIG_DRAFTER_MTP, fx->assistant, "gemma4-assistant" },
     };
+    const int nd = fx->assistant ? 3 : 2;
     static const char *const shapes[3] = { "chain", "linear tree", "branching tree" };
     int64_t zero = 0, partial = 0;
-    for (int di = 0; di < 2; di++)
+    for (int di = 0; di < nd; di++)
         for (int sh = 0; sh < 3; sh++) {
             p = greedy(mode);
             p.drafter = d[di].kind;
@@ -116,25 +132,31 @@ static void check_mode(const sprig_model *m, enum sprig_kv_type mode)
             partial += r.st.partial_accept_rounds;
             free(r.ids);
         }
-    fprintf(stderr, "  kv %s: %d tokens (prompt %lld), zero/partial accepts %lld/%lld\n", sprig_kv_type_name(mode), n_gen,
+    fprintf(stderr, "  %s, kv %s: %d tokens (prompt %lld), zero/partial accepts %lld/%lld\n", fx->arch, sprig_kv_type_name(mode), n_gen,
             (long long)plain.st.prompt_tokens, (long long)zero, (long long)partial);
     CHECK(zero > 0 && partial > 0);
     free(plain.ids);
 }
 
-static void test_spec_equals_plain(void)
+static void spec_equals_plain(const struct fixture *fx, int n_sliding)
 {
     sprig_model *m = NULL;
     sprig_error err = { 0 };
-    CHECKF(sprig_model_load(g_target, &m, &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_model_load(fx->target, &m, &err) == SPRIG_OK, "%s", err.msg);
     if (!m) return;
     CHECK_EQ_INT(m->hp.swa_window, WINDOW);
     int sliding = 0;
     for (int l = 0; l < m->hp.n_layer; l++) sliding += m->layers[l].window == WINDOW;
-    CHECK_EQ_INT(sliding, 4);   /* layers 0, 1, 3, 4 of 6 with period 3 */
-    check_mode(m, SPRIG_KV_F32);
-    if (!test_quick()) check_mode(m, SPRIG_KV_TURBO4_ASYM);
+    CHECK_EQ_INT(sliding, n_sliding);
+    check_mode(fx, m, SPRIG_KV_F32);
+    if (!test_quick()) check_mode(fx, m, SPRIG_KV_TURBO4_ASYM);
     sprig_model_free(m);
+}
+
+static void test_gemma3_spec_equals_plain(void) { spec_equals_plain(&g_fx[0], 4); }   /* layers 0, 1, 3, 4 of 6 with period 3 */
+static void test_gemma4_spec_equals_plain(void)
+{
+    spec_equals_plain(&g_fx[1], 4);   /* period 3: s s g s s g (layers 4, 5 share layers 2's and 3's caches) */
 }
 
 /* Without the band a tree verify's rows see keys past the window: the
@@ -144,13 +166,13 @@ static void test_fails_without_band(void)
 {
     sprig_model *m = NULL;
     sprig_error err = { 0 };
-    CHECKF(sprig_model_load(g_target, &m, &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_model_load(g_fx[0].target, &m, &err) == SPRIG_OK, "%s", err.msg);
     if (!m) return;
     struct sprig_session_params p = greedy(SPRIG_KV_F32);
     struct test_run plain, r;
     if (test_run_session(m, &p, PROMPT, N_GEN, &plain)) {
         p.drafter = SPRIG_DRAFTER_MODEL;
-        p.draft_path = g_draft;
+        p.draft_path = g_fx[0].draft;
         p.draft_max = 4;
         p.tree = SPRIG_TREE_ON;
         p.tree_branches = 2;
@@ -173,10 +195,15 @@ static void test_fails_without_band(void)
 
 int main(void)
 {
-    make_models();
-    RUN(test_spec_equals_plain);
+    make_fixture(&g_fx[0], "gemma3");
+    make_fixture(&g_fx[1], "gemma4");
+    RUN(test_gemma3_spec_equals_plain);
+    RUN(test_gemma4_spec_equals_plain);
     RUN(test_fails_without_band);
-    free(g_target);
-    free(g_draft);
+    for (int i = 0; i < 2; i++) {
+        free(g_fx[i].target);
+        free(g_fx[i].draft);
+        free(g_fx[i].assistant);
+    }
     return test_summary("test-spec-swa");
 }
