@@ -9,8 +9,12 @@
  *     negative one), a local theta of zero, head counts that do not divide,
  *     a sliding window on an architecture without sliding layers: each an
  *     error naming the key, no model.
- * Files: a gemma3 (and a llama) from sprig mkmodel, copied with one key
- * changed.
+ *   - gemma4: each layer's head size and the cache it reads (the shared-KV
+ *     layers: llama.cpp's rule), unscaled queries; a scalar pattern, a
+ *     head_count_kv array of the wrong length, mixture-of-experts keys and
+ *     too many shared layers refused by the key.
+ * Files: a gemma3, a gemma4 (and a llama) from sprig mkmodel, copied with
+ * one key changed.
  */
 #include "test.h"
 #include "gguf.h"
@@ -20,7 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-static char *g_gemma, *g_llama;
+static char *g_gemma, *g_llama, *g_gemma4;
 
 static void make_models(void)
 {
@@ -36,6 +40,16 @@ static void make_models(void)
     mp.final_softcap = 30.0f;
     g_gemma = strdup(test_tmpfile("gemma-load.gguf"));
     CHECKF(sprig_mkmodel_write(&mp, g_gemma, &err) == SPRIG_OK, "%s", err.msg);
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "gemma4";
+    mp.n_layers = 6;
+    mp.head_dim = 32;
+    mp.head_dim_swa = 16;
+    mp.ctx = 512;
+    mp.window = 64;
+    mp.shared_kv = 2;
+    g_gemma4 = strdup(test_tmpfile("gemma-load-4.gguf"));
+    CHECKF(sprig_mkmodel_write(&mp, g_gemma4, &err) == SPRIG_OK, "%s", err.msg);
     CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
     g_llama = strdup(test_tmpfile("gemma-load-llama.gguf"));
     CHECKF(sprig_mkmodel_write(&mp, g_llama, &err) == SPRIG_OK, "%s", err.msg);
@@ -153,11 +167,47 @@ static void test_bad_files_name_the_key(void)
     expect_fail(g_llama, "gl-llama-window.gguf", &e, "llama.attention.sliding_window");
 }
 
+/* gemma4: per-layer shapes as read, and its own bad files */
+static void test_gemma4(void)
+{
+    sprig_model *m = NULL;
+    sprig_error err = { 0 };
+    CHECKF(sprig_model_load(g_gemma4, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        CHECK_EQ_INT(m->hp.n_kv_start, 4);
+        for (int l = 0; l < 6; l++) {
+            const struct sprig_layer *L = &m->layers[l];
+            CHECK_EQ_INT(L->head_dim, L->window ? 16 : 32);
+            if (l >= 4) {   /* llama.cpp's rule: a shared sliding layer reads layer 2, a global one layer 3 */
+                CHECK_EQ_INT(L->kv_layer, L->window ? 2 : 3);
+                CHECK(L->wk.raw == NULL);
+            } else {
+                CHECK_EQ_INT(L->kv_layer, l);
+            }
+        }
+        CHECK(m->hp.attn_scale == 1.0f);
+        sprig_model_free(m);
+    }
+    const uint32_t n128 = 128, six = 6;
+    const int32_t kv5[5] = { 2, 2, 2, 2, 2 };
+    struct edit e;
+    e = (struct edit){ "gemma4.attention.sliding_window_pattern", SPRIG_GGUF_U32, &six, 0 };
+    expect_fail(g_gemma4, "g4-pattern-scalar.gguf", &e, "gemma4.attention.sliding_window_pattern' must be a per-layer array");
+    e = (struct edit){ "gemma4.attention.head_count_kv", SPRIG_GGUF_I32, kv5, 5 };
+    expect_fail(g_gemma4, "g4-kv5.gguf", &e, "gemma4.attention.head_count_kv' has 5 entries");
+    e = (struct edit){ "gemma4.expert_count", SPRIG_GGUF_U32, &n128, 0 };
+    expect_fail(g_gemma4, "g4-moe.gguf", &e, "gemma4.expert_count' is set: sprig does not run mixture-of-experts");
+    e = (struct edit){ "gemma4.attention.shared_kv_layers", SPRIG_GGUF_U32, &six, 0 };
+    expect_fail(g_gemma4, "g4-shared.gguf", &e, "gemma4.attention.shared_kv_layers' = 6");
+}
+
 int main(void)
 {
     make_models();
     RUN(test_pattern_and_rope);
     RUN(test_bad_files_name_the_key);
+    RUN(test_gemma4);
+    free(g_gemma4);
     free(g_gemma);
     free(g_llama);
     return test_summary("test-gemma-load");
