@@ -84,6 +84,24 @@ static const struct sprig_tensor_spec qwen3_tensors[] = {
     QKV_BIASES(LO),
 };
 
+/* gemma2: the post-attention and post-FFN norms, no q/k norms; output tied
+ * (llama.cpp's gemma2 never loads an output.weight: one is refused) */
+static const struct sprig_tensor_spec gemma2_tensors[] = {
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq),
+    L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    L("blk.%d.attn_v.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
+    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm),
+    L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
+    L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
+    L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
+    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, attn_post_norm),
+    L("blk.%d.post_ffw_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm),
+};
+
 /* gemma3: qwen3's tensors plus the post-attention and post-FFN norms; GELU
  * FFN, embeddings scaled by sqrt(dim), tied output (llama.cpp's gemma3) */
 static const struct sprig_tensor_spec gemma3_tensors[] = {
@@ -132,21 +150,28 @@ static const struct sprig_tensor_spec gemma4_tensors[] = {
 #undef COMMON_TENSORS
 #undef QKV_BIASES
 
-/* swa: { default period, local layers' own RoPE, 27B query-scale layer count } */
-#define ROW(nm, mode, t, act, es, swa, fsc, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, fsc, shapes }
-#define SWA(period, own_rope, dim_layers) { period, own_rope, dim_layers }
-#define NO_SWA SWA(0, false, 0)
+/* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
+ * CAP: { reads final, reads attention, final default, attention default } */
+#define ROW(nm, mode, t, act, es, swa, cap, shapes) \
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, shapes }
+#define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
+#define NO_SWA SWA(0, false, 0, 0)
+#define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }
+#define NO_CAP CAP(false, false, 0.0f, 0.0f)
 static const struct sprig_arch arches[] = {
-    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false, NO_SWA, false, false),
-    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false, NO_SWA, false, false),
-    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false, NO_SWA, false, false),
-    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62), true, false),
+    ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, false),
+    ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, false),
+    ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, false),
+    /* gemma2: every other layer slides (window 4096 by default), local RoPE = global, both caps on by default */
+    ROW("gemma2", SPRIG_ROPE_NEOX, gemma2_tensors, SPRIG_FFN_GELU, true, SWA(2, false, 46, 4096), CAP(true, true, 30.0f, 50.0f), false),
+    ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62, 0), CAP(true, false, 0.0f, 0.0f), false),
     /* gemma4: the per-layer pattern array is required (period -1) */
-    ROW("gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, SPRIG_FFN_GELU, true, SWA(-1, true, 0), true, true),
+    ROW("gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, SPRIG_FFN_GELU, true, SWA(-1, true, 0, 0), CAP(true, false, 0.0f, 0.0f), true),
 };
 #undef NO_SWA
 #undef SWA
+#undef NO_CAP
+#undef CAP
 #undef ROW
 
 void sprig_arch_names(char *buf, size_t cap)

@@ -54,6 +54,19 @@ struct sprig_swa_rule {
     int attn_scale_dim_layers;   /* a model of this many layers scales queries by
                               1/sqrt(dim / n_head) instead of 1/sqrt(head_dim) (the 27B
                               shapes; llama.cpp's rule); 0 = never */
+    int window;            /* the window when the file has no sliding_window key (gemma2: 4096);
+                              0 = no sliding layers without the key */
+};
+
+/* Logit soft-capping: c * tanh(x / c) of the final logits and/or of the
+ * attention scores, from <arch>.final_logit_softcapping and
+ * <arch>.attn_logit_softcapping. A default of 0 with `reads` false: the key
+ * is refused when set; with `reads` true: capping only when the key is
+ * present (gemma3, gemma4); a positive default applies without the key
+ * (gemma2: 30 and 50). */
+struct sprig_softcap_rule {
+    bool final_reads, attn_reads;
+    float final_default, attn_default;
 };
 
 struct sprig_arch {
@@ -65,7 +78,7 @@ struct sprig_arch {
     int ffn_act;            /* enum sprig_ffn_act: the gated FFN's activation */
     bool embed_scale;       /* token embeddings multiplied by sqrt(dim) (gemma) */
     struct sprig_swa_rule swa;
-    bool final_softcap;     /* reads <arch>.final_logit_softcapping: logits = c * tanh(logits / c) */
+    struct sprig_softcap_rule softcap;
     bool layer_shapes;      /* gemma4: per-layer head counts and FFN sizes (arrays), the sliding layers'
                                own head size (attention.key_length_swa, rope.dimension_count_swa),
                                shared-KV layers (attention.shared_kv_layers), per-layer inputs,

@@ -232,7 +232,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
 
         sprig_attn_args aa = {
             .q = c->q, .n = n, .n_head = L->n_head, .n_kv_head = L->n_kv_head, .hd = hd,
-            .n_keys = len + n, .mask = f->mask, .scale = hp->attn_scale,
+            .n_keys = len + n, .mask = f->mask, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
             .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
         };
         if (L->window) {   /* a sliding layer: the slots it holds, under its band (model/band.h) */

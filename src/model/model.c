@@ -148,7 +148,8 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
         { "attn_logit_softcapping", "attention logit soft-capping" },
     };
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
-        if ((i == 0 && a->swa.period) || (i == 1 && a->final_softcap)) continue;   /* the row reads it */
+        if ((i == 0 && a->swa.period) || (i == 1 && a->softcap.final_reads) || (i == 2 && a->softcap.attn_reads))
+            continue;   /* the row reads it */
         snprintf(key, sizeof key, "%s.%s", a->name, unsupported[i].key);
         const int64_t kv = sprig_gguf_find_kv(g, key);
         if (kv < 0) continue;
@@ -165,14 +166,21 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
             return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run %s for architecture '%s'", path, key,
                              unsupported[i].what, a->name);
     }
-    if (a->final_softcap) {   /* llama.cpp: applied when the key is present and non-zero */
-        snprintf(key, sizeof key, "%s.final_logit_softcapping", a->name);
-        if (sprig_gguf_find_kv(g, key) >= 0) {
-            if ((st = sprig_gguf_get_f32(g, key, &hp->final_softcap, true, err))) return st;
-            if (!(hp->final_softcap > 0 && hp->final_softcap < 1e6f))
-                return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g must be a positive soft-cap below 1e6 (remove the key "
-                                 "for none)", path, key, (double)hp->final_softcap);
-        }
+    /* soft-caps: the row's default, else the key's (llama.cpp: gemma2 always caps, 30 / 50 unless
+     * the file says otherwise; gemma3 and gemma4 cap the logits only when the key is present) */
+    hp->final_softcap = a->softcap.final_default;
+    hp->attn_softcap = a->softcap.attn_default;
+    const struct { bool reads; const char *sfx; float *field; } caps[] = {
+        { a->softcap.final_reads, "final_logit_softcapping", &hp->final_softcap },
+        { a->softcap.attn_reads, "attn_logit_softcapping", &hp->attn_softcap },
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", a->name, caps[i].sfx);
+        if (!caps[i].reads || sprig_gguf_find_kv(g, key) < 0) continue;
+        if ((st = sprig_gguf_get_f32(g, key, caps[i].field, true, err))) return st;
+        if (!(*caps[i].field > 0 && *caps[i].field < 1e6f))
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %g must be a positive soft-cap below 1e6", path, key,
+                             (double)*caps[i].field);
     }
 
     if (a->layer_shapes) {   /* gemma4: mixture-of-experts layers are refused by name, never run wrongly */
@@ -315,6 +323,8 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
     snprintf(key, sizeof key, "%s.attention.sliding_window", a->name);
     int64_t w = 0;
     if ((st = sprig_gguf_get_i64(g, key, &w, false, err))) return st;
+    if (w == 0 && sprig_gguf_find_kv(g, key) < 0)   /* gemma2: 4096 without the key (past the context: never binds) */
+        w = a->swa.window < hp->n_ctx_train ? a->swa.window : hp->n_ctx_train;
     if (w == 0 && a->swa.period < 0)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' is missing (architecture '%s' requires it)", path, key, a->name);
     if (w == 0) return SPRIG_OK;   /* absent or 0: every layer full (llama.cpp: no SWA) */

@@ -49,6 +49,7 @@ struct sprig_hparams {
     int   swa_window;   /* sliding layers' window W (0: none); which layers: sprig_layer.window */
     float rope_theta_swa, rope_freq_scale_swa;   /* RoPE of the sliding layers */
     float final_softcap;    /* logits = c * tanh(logits / c); 0 = none */
+    float attn_softcap;     /* attention scores likewise, after the scale (gemma2); 0 = none */
 };
 
 struct sprig_layer {

@@ -49,6 +49,14 @@ AI __m256 exp8(__m256 x)
     return _mm256_andnot_ps(zero, _mm256_mul_ps(y, _mm256_castsi256_ps(eb)));
 }
 
+/* sprig_attn_softcap on 8 lanes. */
+AI __m256 softcap8(__m256 s, __m256 c, __m256 inv)
+{
+    const __m256 e = exp8(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_mul_ps(s, inv)));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_mul_ps(c, _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
+}
+
 /* Integer lane mask with the first n (0..8) lanes set. */
 static inline __m256i lanes(int n)
 {
@@ -154,6 +162,8 @@ AI void scores_block(struct item *it, int v0, const int NV, const int KK)
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, rp = it->rp, jmax = it->jmax;
     const __m256 scale = _mm256_set1_ps(a->scale);
+    const bool capped = a->softcap > 0;
+    const __m256 cap = _mm256_set1_ps(a->softcap), cap_inv = _mm256_set1_ps(capped ? 1.0f / a->softcap : 0.0f);
     __m256 mx[4];
     __m256i lv[4], mi[4], live[4];
 #pragma GCC unroll 4
@@ -201,6 +211,7 @@ AI void scores_block(struct item *it, int v0, const int NV, const int KK)
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
                 __m256 s = _mm256_mul_ps(acc[kk][v], scale);
+                if (capped) s = softcap8(s, cap, cap_inv);
                 if (it->mbase && j >= it->open) {
                     const __m256 m = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), it->mbase, _mm256_add_epi32(mi[v], jv),
                                                               _mm256_castsi256_ps(live[v]), 4);

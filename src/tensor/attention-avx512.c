@@ -67,6 +67,18 @@ AI __m512 exp16_softmax(__m512 s, __m512 mx, __mmask16 ok)
     return _mm512_maskz_mul_ps(keep, y, _mm512_castsi512_ps(eb));
 }
 
+/* sprig_attn_softcap on 16 lanes: sprig_expf_poly in full (clamp at 88,
+ * 0 below -87; NaN kept), then c * (1 - 2 / (e + 1)). */
+AI __m512 softcap16(__m512 s, __m512 c, __m512 inv)
+{
+    __m512 x = _mm512_mul_ps(_mm512_set1_ps(2.0f), _mm512_mul_ps(s, inv));
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ);   /* !(x < -87) */
+    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
+    const __m512 e = exp16_softmax(x, _mm512_setzero_ps(), keep);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_mul_ps(c, _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one))));
+}
+
 static inline __mmask16 tail_mask(int n)
 {
     return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
@@ -183,6 +195,8 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
     const sprig_attn_args *a = it->a;
     const int hd = a->hd, rp = it->rp, jmax = it->jmax;
     const __m512 scale = _mm512_set1_ps(a->scale);
+    const bool capped = a->softcap > 0;
+    const __m512 cap = _mm512_set1_ps(a->softcap), cap_inv = _mm512_set1_ps(capped ? 1.0f / a->softcap : 0.0f);
     __m512 mx[4];
     __m512i lv[4], mi[4];
     __mmask16 live[4];
@@ -230,6 +244,7 @@ AI void scores_rows(struct item *it, const int NV, const int KK)
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
                 __m512 s = _mm512_mul_ps(acc[kk][v], scale);
+                if (capped) s = softcap16(s, cap, cap_inv);
                 if (it->mbase && j >= it->open) {
                     const __m512 m = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live[v],
                                                               _mm512_add_epi32(mi[v], jv), it->mbase, 4);
@@ -432,6 +447,8 @@ AI void scores_few(struct item *it, float *S, const int NR)
     const int hd = a->hd, rp = it->rp, jmax = it->jmax;
     const size_t nk = (size_t)a->n_keys;
     const __m512 scale = _mm512_set1_ps(a->scale);
+    const bool capped = a->softcap > 0;
+    const __m512 cap = _mm512_set1_ps(a->softcap), cap_inv = _mm512_set1_ps(capped ? 1.0f / a->softcap : 0.0f);
     __m512 mx[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) mx[r] = _mm512_set1_ps(-INFINITY);
@@ -469,6 +486,7 @@ AI void scores_few(struct item *it, float *S, const int NR)
         for (int r = 0; r < NR; r++) {
             if (r >= it->nr) break;
             __m512 s = _mm512_mul_ps(acc[r], scale);
+            if (capped) s = softcap16(s, cap, cap_inv);
             if (it->mbase && j + kn > it->open)
                 s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(km, it->mbase + it->midx[r] + j));
             mx[r] = _mm512_mask_max_ps(mx[r], tail_mask(it->lim[r] - j), s, mx[r]);
@@ -727,6 +745,8 @@ AI void ss_scores(struct sitem *s, const int NZ, const int KU)
     const sprig_attn_args *a = s->a;
     const int hd = s->hd, Ls = s->Ls, Qs = s->Qs, jmax = s->jmax;
     const __m512 scale = _mm512_set1_ps(a->scale);
+    const bool capped = a->softcap > 0;
+    const __m512 cap = _mm512_set1_ps(a->softcap), cap_inv = _mm512_set1_ps(capped ? 1.0f / a->softcap : 0.0f);
     __m512 mx[4];
     __m512i lv[4], mi[4];
     __mmask16 live[4];
@@ -768,6 +788,7 @@ AI void ss_scores(struct sitem *s, const int NZ, const int KU)
 #pragma GCC unroll 4
             for (int z = 0; z < NZ; z++) {
                 __m512 sc = _mm512_mul_ps(acc[u][z], scale);
+                if (capped) sc = softcap16(sc, cap, cap_inv);
                 if (s->mbase && j >= s->open)
                     sc = _mm512_add_ps(sc, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live[z],
                                                                     _mm512_add_epi32(mi[z], jv), s->mbase, 4));
@@ -836,6 +857,8 @@ AI void ss_scores_packed(struct sitem *s, const int E)
     const __m512i mi = _mm512_add_epi32(_mm512_permutexvar_epi32(pos, _mm512_load_si512(s->midx)), eo);
     const __mmask16 live = _mm512_cmpgt_epi32_mask(lv, _mm512_setzero_si512());
     const __m512 scale = _mm512_set1_ps(a->scale);
+    const bool capped = a->softcap > 0;
+    const __m512 cap = _mm512_set1_ps(a->softcap), cap_inv = _mm512_set1_ps(capped ? 1.0f / a->softcap : 0.0f);
     __m512 mx = _mm512_set1_ps(-INFINITY);
     _Alignas(64) float kbuf[KU][4][16];   /* f16 rows converted */
     const size_t rs = (size_t)a->kv_stride;
@@ -883,6 +906,7 @@ AI void ss_scores_packed(struct sitem *s, const int E)
             if (j >= jmax) break;
             const __m512i jv = _mm512_add_epi32(_mm512_set1_epi32(j), eo);
             __m512 sc = _mm512_mul_ps(acc[b], scale);
+            if (capped) sc = softcap16(sc, cap, cap_inv);
             if (s->mbase && j + E > s->open)
                 sc = _mm512_add_ps(sc, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live & _mm512_cmplt_epi32_mask(jv, _mm512_set1_epi32(jmax)),
                                                                 _mm512_add_epi32(mi, _mm512_set1_epi32(j)), s->mbase, 4));

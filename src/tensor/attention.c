@@ -55,6 +55,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+
+float sprig_attn_softcap(float s, float c, float inv)
+{
+    const float e = sprig_expf_poly(2.0f * (s * inv));
+    return c * (1.0f - 2.0f / (e + 1.0f));
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX2 = 2, KERN_AVX512 = 3 };
@@ -221,6 +228,8 @@ sprig_status sprig_attn_check(const sprig_attn_args *a, sprig_error *err)
                              (long long)a->kv_stride, a->n_keys);
     }
     if (!isfinite(a->scale)) return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: scale is not finite");
+    if (!(a->softcap >= 0 && a->softcap < 1e6f))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "attention: softcap %g must be 0 (none) or positive", (double)a->softcap);
     if (a->scratch_floats) {
         const size_t need = 15 + sprig_attn_slot_floats(rows_cap((size_t)a->n, (size_t)a->n_head), (size_t)a->n_keys);
         if (a->scratch_floats < need)
@@ -278,6 +287,7 @@ void sprig_attention_ref(const sprig_attn_args *a)
                 float acc = 0.0f;
                 for (int d = 0; d < hd; d++) acc = fmaf(q[d], row[d], acc);
                 float s = acc * a->scale;
+                if (a->softcap > 0) s = sprig_attn_softcap(s, a->softcap, 1.0f / a->softcap);
                 if (a->mask) s = s + a->mask[(int64_t)i * nk + j];
                 sc[j] = s;
                 mx = s > mx ? s : mx;
@@ -367,6 +377,7 @@ static void attn_item_c(const sprig_attn_args *a, int g, int r0, int nr, float *
                     const int r = (int)rb + l;
                     if (r >= nr || j >= lim[r]) continue;
                     float sc = acc[kk][l] * a->scale;
+                    if (a->softcap > 0) sc = sprig_attn_softcap(sc, a->softcap, 1.0f / a->softcap);
                     if (a->mask) sc = sc + a->mask[(int64_t)qi[r] * nk + j];
                     sj[r] = sc;
                     mx[r] = sc > mx[r] ? sc : mx[r];

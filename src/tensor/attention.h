@@ -40,6 +40,8 @@ typedef struct sprig_attn_args {
     const float *mask;     /* [n][n_keys] additive (0 / -1e9), or NULL = causal:
                               query i sees slots < n_keys - n + i + 1 */
     float scale;           /* usually 1/sqrt(hd) */
+    float softcap;         /* > 0: scores soft-capped after the scale, before the mask:
+                              s = c * tanh(s / c) as sprig_attn_softcap spells it (gemma2); 0 = none */
     float *out;            /* [n][n_head*hd]; must not overlap q, k, v, mask or scratch */
     float *scratch;        /* sprig_attn_scratch_floats(...) floats */
     size_t scratch_floats; /* optional: the size of scratch in floats. When set, the
@@ -47,6 +49,12 @@ typedef struct sprig_attn_args {
                               sprig_attn_check refuses less than one thread's
                               worth); 0 = trust the caller */
 } sprig_attn_args;
+
+/* The soft-cap of a score (the spec every kernel follows lane for lane):
+ * c * (1 - 2 / (e + 1)), e = sprig_expf_poly(2 * (s * inv)), inv = 1 / c:
+ * tanh through the softmax's own exponential, so SIMD lanes equal it bit
+ * for bit; |error| < c * 2^-22 against tanhf. */
+float sprig_attn_softcap(float s, float c, float inv);
 
 /* Scratch for a call with at most n queries, n_head heads, n_keys keys and a
  * pool of at most n_threads threads (monotone in every argument). */
