@@ -92,17 +92,19 @@ struct mk_arch {
     const struct extra *extra;
     int n_extra;
     bool per_layer;               /* gemma4: per-layer kinds, head sizes and kv heads; its own tensor list */
+    bool assistant;               /* gemma4-assistant: matched to a gemma4 target; its own keys and tensors */
 };
 
 static const struct mk_arch mk_arches[] = {
-    { "llama", false, false, true, false, NULL, 0, false },
-    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false },
-    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false },
-    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false },
-    { "gemma4", true, true, false, false, NULL, 0, true },
+    { "llama", false, false, true, false, NULL, 0, false, false },
+    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false, false },
+    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false },
+    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false, false },
+    { "gemma4", true, true, false, false, NULL, 0, true, false },
+    { "gemma4-assistant", true, true, false, false, NULL, 0, false, true },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma3, gemma4"; }
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma3, gemma4, gemma4-assistant"; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -152,6 +154,29 @@ static int g4_window(const struct sprig_mkmodel_params *p)
 static bool g4_has_v(const struct sprig_mkmodel_params *p, int l)
 {
     return l < p->n_layers - p->shared_kv && !(p->no_global_v && !g4_sliding(p, l));
+}
+
+/* gemma4-assistant: whether its layer l is sliding (swa_layers, else all but the last, which mirrors the
+ * target's last layer; one layer: sliding), its head size and kv heads (the target's, for the layer kind),
+ * whether a layer is global */
+static bool as_sliding(const struct sprig_mkmodel_params *p, int l)
+{
+    if (p->swa_layers) return p->swa_layers[l] == 's';
+    return l < p->n_layers - 1 || p->n_layers == 1 || p->tgt.swa_n1;
+}
+
+static int as_head(const struct sprig_mkmodel_params *p, int l) { return as_sliding(p, l) ? p->head_dim_swa : p->head_dim; }
+
+static int as_kv_heads(const struct sprig_mkmodel_params *p, int l)
+{
+    return as_sliding(p, l) ? p->n_kv_heads : p->n_kv_heads_global;
+}
+
+static bool as_any_global(const struct sprig_mkmodel_params *p)
+{
+    for (int l = 0; l < p->n_layers; l++)
+        if (!as_sliding(p, l)) return true;
+    return false;
 }
 
 static bool has_output(const struct sprig_mkmodel_params *p, const struct mk_arch *a)
@@ -237,8 +262,60 @@ static sprig_status validate_gemma4(const struct sprig_mkmodel_params *p, const 
     return SPRIG_OK;
 }
 
+/* gemma4-assistant's shape against its target's facts (p->tgt, from sprig_mkmodel_target): what llama.cpp's
+ * loader, its KV sharing and its draft-mtp speculator need */
+static sprig_status validate_assistant(const struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    const char *f = p->shared_kv ? "shared-kv" : p->per_layer_embd ? "per-layer-embd" : p->no_global_v ? "no-global-v"
+                  : p->final_softcap ? "softcap" : p->swa_pattern ? "swa-pattern" : p->vocab_from ? "vocab-from"
+                  : p->output == SPRIG_MKMODEL_OUTPUT_UNTIED ? "untied" : NULL;
+    if (f)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s is not for gemma4-assistant (its vocabulary, head sizes, kv heads, "
+                         "window and RoPE are the target's; its output is its token_embd)", f);
+    const int L = p->n_layers, TL = p->tgt.n_layers;
+    if (p->swa_layers) {
+        const size_t n = strlen(p->swa_layers);
+        if (strspn(p->swa_layers, "sg") != n)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: swa-layers '%s' may hold only s (sliding) and g (global)",
+                             p->swa_layers);
+        if (n != (size_t)L)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: swa-layers '%s' has %zu letters for %d layers", p->swa_layers, n, L);
+    }
+    int n_swa = 0;
+    for (int l = 0; l < L; l++) n_swa += as_sliding(p, l);
+    if (!n_swa)   /* llama.cpp's iswa cache asserts a sliding layer */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4-assistant needs a sliding layer (llama.cpp asserts one); "
+                         "swa-layers '%s' has none", p->swa_layers ? p->swa_layers : "");
+    if (TL < 2)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: the target has %d layer(s); the assistant reads its layers n_layer - 2 "
+                         "and n_layer - 1", TL);
+    if (!p->tgt.swa_n2)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: the target's layer %d (n_layer - 2) is global, but llama.cpp's "
+                         "gemma4-assistant reads it from its sliding layers (and needs one): the target does not fit", TL - 2);
+    if (n_swa < L && p->tgt.swa_n1)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: the target's layer %d (n_layer - 1) is sliding, but llama.cpp's "
+                         "gemma4-assistant reads it from its global layers: swa-layers without g for this target", TL - 1);
+    if (p->dim == p->tgt.dim)   /* llama.cpp: "requires embedding_length_out to carry the target hidden size" */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: dim %d equals the target's embedding_length; llama.cpp refuses a "
+                         "gemma4-assistant whose embedding_length equals its embedding_length_out", p->dim);
+    for (int g = 0; g < 2; g++) {
+        const int kv = g ? p->n_kv_heads_global : p->n_kv_heads;
+        if ((g ? n_swa < L : true) && (kv < 1 || p->n_heads % kv))
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: heads %d is not a multiple of the target's %d kv heads (its layer "
+                             "%d, whose cache the assistant's %s layers read)", p->n_heads, kv, TL - (g ? 1 : 2),
+                             g ? "global" : "sliding");
+    }
+    return SPRIG_OK;
+}
+
 sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_error *err)
 {
+    const struct mk_arch *aa = mk_arch_find(p->arch);
+    if (aa && aa->assistant && !p->target)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4-assistant needs a target (the gemma4 model it drafts for)");
+    if (aa && aa->assistant && !p->tgt.dim)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4-assistant: the target %s is not read yet (sprig_mkmodel_target)",
+                         p->target);
     struct { const char *name; int v, lo, hi; } r[] = {
         { "dim", p->dim, 2, 1 << 16 },
         { "layers", p->n_layers, 1, SPRIG_MKMODEL_MAX_LAYERS },
@@ -254,6 +331,10 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
     const struct mk_arch *a = mk_arch_find(p->arch);
     if (!a)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: arch '%s' is not one of %s", p->arch, sprig_mkmodel_arch_names());
+    if (a->assistant) {
+        sprig_status st = validate_assistant(p, err);
+        if (st != SPRIG_OK) return st;
+    }
     if (p->head_dim && (p->head_dim < 2 || p->head_dim > 4096 || p->head_dim % 2))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head-dim %d must be even and in [2, 4096]", p->head_dim);
     if (!p->head_dim && p->dim % p->n_heads)
@@ -287,6 +368,15 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
     if (((int64_t)p->n_heads * head_size(p)) % blk)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs heads x head-dim (%d x %d) to be a multiple of %" PRId64,
                          t->name, p->n_heads, head_size(p), blk);
+    if (a->assistant) {   /* attn_output of sliding layers; nextn.pre_projection's rows of 2 x the target's dim */
+        if (((int64_t)p->n_heads * p->head_dim_swa) % blk)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs heads x the target's sliding head size (%d x %d) to be a "
+                             "multiple of %" PRId64, t->name, p->n_heads, p->head_dim_swa, blk);
+        if ((2 * (int64_t)p->tgt.dim) % blk)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs 2 x the target's dim (2 x %d) to be a multiple of %" PRId64,
+                             t->name, p->tgt.dim, blk);
+        return SPRIG_OK;
+    }
     return validate_gemma4(p, a, blk, t->name, err);
 }
 
@@ -294,6 +384,15 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
 {
     const struct mk_arch *a = mk_arch_find(p->arch);
     int64_t D = p->dim, F = p->ffn, V = p->vocab, H = head_size(p), Q = (int64_t)p->n_heads * H, KV = H * p->n_kv_heads;
+    if (a && a->assistant) {   /* the tensors sprig_mkmodel_write writes for it */
+        const int64_t T = p->tgt.dim;
+        int64_t n = V * D + D + 2 * T * D + D * T + (as_any_global(p) ? H / 2 : 0) + (p->masked_embd ? 2 : 0);
+        for (int l = 0; l < p->n_layers; l++) {
+            const int64_t hd = as_head(p, l), q = hd * p->n_heads;
+            n += 4 * D + 2 * D * q + hd + 3 * D * F + 1;   /* norms, q, o, q norm, ffn, scale */
+        }
+        return n;
+    }
     if (a && a->per_layer) {   /* gemma4: the tensors sprig_mkmodel_write writes for it */
         const int64_t P = p->per_layer_embd, L = p->n_layers;
         int64_t n = (has_output(p, a) ? 2 : 1) * V * D + D + (g4_any_global(p) ? H / 2 : 0) + (P ? P * L * V + D * P * L + P : 0);
@@ -548,6 +647,140 @@ sprig_status sprig_mkmodel_vocab_from(const char *path, int *n_vocab, sprig_erro
     return st;
 }
 
+/* gemma4-assistant's target: key "gemma4.<sfx>", entry l of a scalar or a per-layer array of n integers,
+ * in [lo, hi]; absent: *out is kept unless required */
+static sprig_status tgt_int(const sprig_gguf *g, const char *sfx, int l, int n, bool required, int64_t lo, int64_t hi, int *out,
+                            sprig_error *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "gemma4.%s", sfx);
+    const int64_t kv = sprig_gguf_find_kv(g, key);
+    if (kv < 0) return required ? sprig_err(err, SPRIG_E_FORMAT, "%s: missing key '%s'", sprig_gguf_path(g), key) : SPRIG_OK;
+    int64_t v = 0;
+    sprig_status st;
+    if (sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_ARR) {
+        int et = 0;
+        uint64_t cnt = 0;
+        if ((st = sprig_gguf_get_arr(g, key, &et, &cnt, true, err)) != SPRIG_OK) return st;
+        if (cnt != (uint64_t)n || et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR || et == SPRIG_GGUF_F32 || et == SPRIG_GGUF_F64)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be an integer or %d of them (one per layer)", sprig_gguf_path(g),
+                             key, n);
+        v = sprig_gguf_arr_int(g, kv, (uint64_t)l);
+    } else if (sprig_gguf_kv_type(g, kv) == SPRIG_GGUF_BOOL) {
+        bool b = false;
+        if ((st = sprig_gguf_get_bool(g, key, &b, true, err)) != SPRIG_OK) return st;
+        v = b;
+    } else if ((st = sprig_gguf_get_i64(g, key, &v, true, err)) != SPRIG_OK) {
+        return st;
+    }
+    if (v < lo || v > hi)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]",
+                         sprig_gguf_path(g), key, v, lo, hi);
+    *out = (int)v;
+    return SPRIG_OK;
+}
+
+/* The target's facts as llama.cpp's loader derives them (its defaults where a key is absent: value_length
+ * = key_length = dim / heads, rope.dimension_count = key_length, rope.dimension_count_swa = the global one,
+ * rope bases 10000), and the defaults of the assistant's own shape. */
+sprig_status sprig_mkmodel_target(struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    if (!p->target)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4-assistant needs a target (the gemma4 model it drafts for)");
+    sprig_gguf *g = sprig_gguf_open(p->target, err);
+    if (!g) return err ? err->code : SPRIG_E_FORMAT;
+    const char *path = sprig_gguf_path(g), *arch = "";
+    size_t alen = 0;
+    sprig_status st = sprig_gguf_get_str(g, "general.architecture", &arch, &alen, false, err);
+    if (st != SPRIG_OK) goto done;
+    if (alen != 6 || memcmp(arch, "gemma4", 6)) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: general.architecture is '%.*s', not gemma4 (a gemma4-assistant drafts for a "
+                       "gemma4 model)", path, (int)(alen < 64 ? alen : 64), arch);
+        goto done;
+    }
+    int D = 0, TL = 0, ctx = 0, window = 0, heads = 0, hd = 0, hd_v = 0, hd_swa = 0, hd_swa_v = 0, rot = 0, rot_swa = 0, shared = 0;
+    int kv[2] = { 0, 0 }, sw[2] = { 0, 0 };
+    float base = 10000.0f, base_swa = 10000.0f, eps = 0;
+#define T_INT(sfx, l, req, lo, hi, out) do { if ((st = tgt_int(g, sfx, l, TL, req, lo, hi, out, err)) != SPRIG_OK) goto done; } while (0)
+    T_INT("embedding_length", 0, true, 2, 1 << 16, &D);
+    T_INT("block_count", 0, true, 1, SPRIG_MKMODEL_MAX_LAYERS, &TL);
+    T_INT("context_length", 0, true, 1, 1 << 24, &ctx);
+    T_INT("attention.sliding_window", 0, true, 1, 1 << 24, &window);
+    T_INT("attention.shared_kv_layers", 0, false, 0, TL, &shared);
+    if (TL < 2) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the target has %d layer(s); a gemma4-assistant reads its layers n_layer - 2 "
+                       "and n_layer - 1", path, TL);
+        goto done;
+    }
+    /* the layers n - 2 and n - 1 whose caches the assistant reads, through the target's own sharing
+     * (its layers from n_kv on reuse layer n_kv - 2 (sliding) or n_kv - 1 (global)) */
+    for (int i = 0; i < 2; i++) {
+        const int l = TL - 2 + i, n_kv = TL - shared;
+        T_INT("attention.sliding_window_pattern", l, true, 0, 1, &sw[i]);
+        int src = l;
+        if (l >= n_kv) src = n_kv - (sw[i] ? 2 : 1);
+        if (src < 0) {
+            st = sprig_err(err, SPRIG_E_FORMAT, "%s: key 'gemma4.attention.shared_kv_layers' = %d leaves layer %d no cache to reuse",
+                           path, shared, l);
+            goto done;
+        }
+        T_INT("attention.head_count", src, true, 1, 1 << 12, &heads);
+        kv[i] = heads;
+        T_INT("attention.head_count_kv", src, false, 1, 1 << 12, &kv[i]);
+        T_INT("attention.head_count", l, true, 1, 1 << 12, &heads);   /* the default query heads: layer n - 1's */
+    }
+    int heads0 = 0;
+    T_INT("attention.head_count", 0, true, 1, 1 << 12, &heads0);
+    hd = D / heads0;
+    T_INT("attention.key_length", 0, false, 2, 4096, &hd);
+    hd_v = D / heads0;
+    T_INT("attention.value_length", 0, false, 2, 4096, &hd_v);
+    T_INT("attention.key_length_swa", 0, true, 2, 4096, &hd_swa);
+    T_INT("attention.value_length_swa", 0, true, 2, 4096, &hd_swa_v);
+    if (hd != hd_v || hd_swa != hd_swa_v || hd % 2 || hd_swa % 2) {
+        st = sprig_err(err, SPRIG_E_FORMAT, "%s: key_length %d / value_length %d, key_length_swa %d / value_length_swa %d: a gemma4 "
+                       "model has equal, even K and V head sizes", path, hd, hd_v, hd_swa, hd_swa_v);
+        goto done;
+    }
+    rot = hd;
+    T_INT("rope.dimension_count", 0, false, 2, hd, &rot);
+    rot_swa = rot;
+    T_INT("rope.dimension_count_swa", 0, false, 2, hd_swa, &rot_swa);
+#undef T_INT
+    if ((st = sprig_gguf_get_f32(g, "gemma4.attention.layer_norm_rms_epsilon", &eps, true, err)) != SPRIG_OK) goto done;
+    if ((st = sprig_gguf_get_f32(g, "gemma4.rope.freq_base", &base, false, err)) != SPRIG_OK) goto done;
+    if ((st = sprig_gguf_get_f32(g, "gemma4.rope.freq_base_swa", &base_swa, false, err)) != SPRIG_OK) goto done;
+    int n_vocab = 0;
+    if ((st = vocab_count(g, &n_vocab, err)) != SPRIG_OK) goto done;
+    p->tgt.dim = D;
+    p->tgt.n_layers = TL;
+    p->tgt.n_rot = rot;
+    p->tgt.n_rot_swa = rot_swa;
+    p->tgt.rope_freq_base_swa = base_swa;
+    p->tgt.swa_n2 = sw[0];
+    p->tgt.swa_n1 = sw[1];
+    p->vocab = n_vocab;
+    p->ctx = ctx;
+    p->window = window;
+    p->head_dim = hd;
+    p->head_dim_swa = hd_swa;
+    p->n_kv_heads = kv[0];
+    p->n_kv_heads_global = kv[1];
+    p->rope_freq_base = base;
+    p->rms_eps = eps;
+    if (!p->dim) {
+        p->dim = D / 2 / 32 * 32;
+        if (p->dim < 32) p->dim = 32;
+        if (p->dim == D) p->dim = D + 32;
+    }
+    if (!p->n_layers) p->n_layers = 2;
+    if (!p->n_heads) p->n_heads = heads;
+    if (!p->ffn) p->ffn = 4 * p->dim;
+done:
+    sprig_gguf_close(g);
+    return st;
+}
+
 /* every tokenizer.* key of g (but its chat template when one is given) */
 static sprig_status copy_vocab(sprig_gguf_writer *w, const sprig_gguf *g, bool skip_template, sprig_error *err)
 {
@@ -562,13 +795,55 @@ static sprig_status copy_vocab(sprig_gguf_writer *w, const sprig_gguf *g, bool s
 
 #define TRY(x) do { if ((st = (x)) != SPRIG_OK) goto done; } while (0)
 
+/* gemma4-assistant's keys (p resolved by sprig_mkmodel_target): the assistant's own shape, the target's
+ * dim as embedding_length_out, the target's head sizes / kv heads / window / RoPE (see mkmodel.h) */
+static sprig_status assistant_keys(sprig_gguf_writer *w, const struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    const char *an = "gemma4-assistant";
+    const int L = p->n_layers;
+    int32_t kv_heads[SPRIG_MKMODEL_MAX_LAYERS];
+    uint8_t sliding[SPRIG_MKMODEL_MAX_LAYERS];
+    for (int l = 0; l < L; l++) {
+        kv_heads[l] = as_kv_heads(p, l);
+        sliding[l] = as_sliding(p, l);
+    }
+    sprig_status st;
+    TRY(w_arch_u32(w, an, "vocab_size", (uint32_t)p->vocab, err));
+    TRY(w_arch_u32(w, an, "context_length", (uint32_t)p->ctx, err));
+    TRY(w_arch_u32(w, an, "embedding_length", (uint32_t)p->dim, err));
+    TRY(w_arch_u32(w, an, "embedding_length_out", (uint32_t)p->tgt.dim, err));
+    TRY(w_arch_u32(w, an, "block_count", (uint32_t)L, err));
+    TRY(w_arch_u32(w, an, "nextn_predict_layers", (uint32_t)L, err));
+    TRY(w_arch_u32(w, an, "feed_forward_length", (uint32_t)p->ffn, err));
+    TRY(w_arch_u32(w, an, "attention.head_count", (uint32_t)p->n_heads, err));
+    TRY(w_arch_arr(w, an, "attention.head_count_kv", SPRIG_GGUF_I32, kv_heads, L, err));
+    TRY(w_arch_u32(w, an, "attention.key_length", (uint32_t)p->head_dim, err));
+    TRY(w_arch_u32(w, an, "attention.value_length", (uint32_t)p->head_dim, err));
+    TRY(w_arch_u32(w, an, "attention.key_length_swa", (uint32_t)p->head_dim_swa, err));
+    TRY(w_arch_u32(w, an, "attention.value_length_swa", (uint32_t)p->head_dim_swa, err));
+    TRY(w_arch_u32(w, an, "rope.dimension_count", (uint32_t)p->tgt.n_rot, err));
+    TRY(w_arch_u32(w, an, "rope.dimension_count_swa", (uint32_t)p->tgt.n_rot_swa, err));
+    TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
+    TRY(w_arch_f32(w, an, "rope.freq_base_swa", p->tgt.rope_freq_base_swa, err));
+    TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
+    TRY(w_arch_u32(w, an, "attention.sliding_window", (uint32_t)p->window, err));
+    TRY(w_arch_arr(w, an, "attention.sliding_window_pattern", SPRIG_GGUF_BOOL, sliding, L, err));
+done:
+    return st;
+}
+
 sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const char *path, sprig_error *err)
 {
     struct sprig_mkmodel_params pv = *pin;
     const struct sprig_mkmodel_params *p = &pv;
     sprig_gguf *vsrc = NULL;
     sprig_status st;
-    if (pin->vocab_from) {   /* the vocabulary size is the source's */
+    const struct mk_arch *a0 = mk_arch_find(pin->arch);
+    if (a0 && a0->assistant) {   /* the target's facts; its tokenizer is the vocabulary */
+        if ((st = sprig_mkmodel_target(&pv, err)) != SPRIG_OK) return st;
+        vsrc = sprig_gguf_open(pv.target, err);
+        if (!vsrc) return err ? err->code : SPRIG_E_FORMAT;
+    } else if (pin->vocab_from) {   /* the vocabulary size is the source's */
         vsrc = sprig_gguf_open(pin->vocab_from, err);
         if (!vsrc) return err ? err->code : SPRIG_E_FORMAT;
         if ((st = vocab_count(vsrc, &pv.vocab, err)) != SPRIG_OK) {
@@ -593,6 +868,9 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
             n_attn_v += g4_has_v(p, l);
         }
     }
+    if (arch->assistant)
+        for (int l = 0; l < L; l++)
+            if ((int64_t)as_head(p, l) * p->n_heads > max_q) max_q = (int64_t)as_head(p, l) * p->n_heads;
     const int64_t PL = (int64_t)p->per_layer_embd * L;   /* gemma4: per_layer_token_embd's rows */
     struct ropef ropef = { p->rope_freq_base, HDIM };
     uint32_t ftype = 0;
@@ -606,8 +884,10 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     if (p->ftype) ftype = p->ftype->ftype;
     struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > max_q ? D : max_q) : (F > max_q ? F : max_q) };
     if (PL > g.max_ne0) g.max_ne0 = PL;
+    if (arch->assistant && 2 * (int64_t)p->tgt.dim > g.max_ne0) g.max_ne0 = 2 * (int64_t)p->tgt.dim;   /* nextn.pre_projection */
     sprig_gguf_writer *w = NULL;
-    size_t n_t = arch->per_layer ? 6 + 18 * (size_t)L : 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
+    size_t n_t = arch->assistant ? 6 + 13 * (size_t)L
+               : arch->per_layer ? 6 + 18 * (size_t)L : 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
         sprig_gguf_close(vsrc);
@@ -626,6 +906,10 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     TRY(sprig_gguf_w_str(w, "general.name", name, strlen(name), err));
     TRY(sprig_gguf_w_u32(w, "general.file_type", ftype, err));
     TRY(sprig_gguf_w_u32(w, "general.quantization_version", 2, err));
+    if (arch->assistant) {
+        TRY(assistant_keys(w, p, err));
+        goto vocab;
+    }
     TRY(w_arch_u32(w, an, "vocab_size", (uint32_t)V, err));
     TRY(w_arch_u32(w, an, "context_length", (uint32_t)p->ctx, err));
     TRY(w_arch_u32(w, an, "embedding_length", (uint32_t)D, err));
@@ -669,6 +953,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
         TRY(w_arch_u32(w, an, "attention.value_length_swa", (uint32_t)hd_swa, err));
         TRY(w_arch_u32(w, an, "rope.dimension_count_swa", (uint32_t)hd_swa, err));
     }
+vocab:
     if (vsrc) {
         TRY(copy_vocab(w, vsrc, p->chat_template != NULL, err));
     } else {
@@ -700,6 +985,50 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     ADD("token_embd.weight", D, V, std);
     ADD("output_norm.weight", D, 1, 0);
     if (has_output(p, arch)) ADD("output.weight", D, V, std);
+    if (arch->assistant) {
+        /* gemma4-assistant (llama.cpp's gemma4-assistant.cpp load_arch_tensors): as gemma4's layers without K and V;
+         * token_embd is only the output head (its input is the target's token_embd) */
+        const int64_t T = p->tgt.dim;
+        ADD("nextn.pre_projection.weight", 2 * T, D, std);
+        ADD("nextn.post_projection.weight", D, T, std);
+        if (p->masked_embd) {   /* llama.cpp loads them, with no shape (one element), and never uses them */
+            ADD("masked_embd_centroids.weight", 1, 1, 0);
+            ADD("masked_embd_ordering", 1, 1, 0);
+        }
+        if (as_any_global(p)) {
+            int64_t ne[1] = { HDIM / 2 };
+            TRY(sprig_gguf_w_tensor_fill(w, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne, fill_rope_freqs_gemma4, &ropef, err));
+        }
+        for (int l = 0; l < L; l++) {
+            const int64_t hd = as_head(p, l), q = hd * p->n_heads;
+            char nm[64];
+#define BLK(sfx) snprintf(nm, sizeof nm, "blk.%d." sfx, l)
+            BLK("attn_norm.weight");
+            ADD(nm, D, 1, 0);
+            BLK("attn_q.weight");
+            ADD(nm, D, q, std);
+            BLK("attn_output.weight");
+            ADD(nm, q, D, std_out);
+            BLK("attn_q_norm.weight");
+            ADDC(nm, hd, 1, 0.2f, 1.0f);
+            BLK("post_attention_norm.weight");
+            ADDC(nm, D, 1, 0.2f, 1.0f);
+            BLK("ffn_norm.weight");
+            ADD(nm, D, 1, 0);
+            BLK("ffn_gate.weight");
+            ADD(nm, D, F, std);
+            BLK("ffn_up.weight");
+            ADD(nm, D, F, std);
+            BLK("ffn_down.weight");
+            ADD(nm, F, D, std_out);
+            BLK("post_ffw_norm.weight");
+            ADDC(nm, D, 1, 0.2f, 1.0f);
+            BLK("layer_output_scale.weight");
+            ADDC(nm, 1, 1, 0.1f, 1.0f);
+#undef BLK
+        }
+        goto write;
+    }
     if (arch->per_layer) {
         /* gemma4 (llama.cpp's gemma4.cpp load_arch_tensors, dense): norms llama has are ones, Gemma's
          * extra norms random around 1, layer_output_scale a scalar near 1; shared layers (the last

@@ -1,6 +1,6 @@
 /*
- * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, gemma3, gemma4
- * layouts) with seeded random weights.
+ * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, gemma3, gemma4,
+ * gemma4-assistant layouts) with seeded random weights.
  *
  * For tests and benchmarks at sizes the fixtures do not cover (a 1B-class
  * model in Q8_0, a tiny model in every weight type). Everything a real
@@ -23,9 +23,38 @@
  * RoPE for the global ones (rope_freqs: 1 for the first quarter of the
  * pairs, 1e30 for the rest, as the converter writes), optional attn_v on
  * global layers, KV shared by the last layers, per-layer token embeddings,
- * a scalar layer_output_scale per layer). Keys carry the architecture's
- * prefix. With vocab_from, every tokenizer.* key of another GGUF is copied
- * verbatim and the vocabulary size is its token count.
+ * a scalar layer_output_scale per layer), `gemma4-assistant` (Gemma 4's MTP
+ * drafter as llama.cpp's gemma4-assistant loader and its draft-mtp
+ * speculator read it, matched to a gemma4 TARGET file: see
+ * sprig_mkmodel_target). Keys carry the architecture's prefix. With
+ * vocab_from, every tokenizer.* key of another GGUF is copied verbatim and
+ * the vocabulary size is its token count.
+ *
+ * gemma4-assistant (llama.cpp: src/models/gemma4-assistant.cpp; the KV
+ * "share" rule in llama-model.cpp; common/speculative.cpp's draft-mtp with
+ * ctx_other = the target): the assistant has no K/V of its own; its
+ * sliding layers attend over the cache of the target's layer n_layer - 2,
+ * its global layers over layer n_layer - 1, viewed with the assistant's own
+ * head size and head_count_kv, so those are the target's (key_length(_swa),
+ * the kv heads of the layer whose cache it is). The file:
+ *   keys: embedding_length A, embedding_length_out D (the target's; llama.cpp
+ *     refuses A == D), block_count = nextn_predict_layers = L (llama.cpp
+ *     creates the layers blk.0 .. blk.nextn-1), feed_forward_length,
+ *     attention.head_count, attention.head_count_kv (i32 per layer),
+ *     key/value_length(_swa), rope.dimension_count(_swa), rope.freq_base(_swa),
+ *     layer_norm_rms_epsilon, sliding_window, context_length (the target's),
+ *     sliding_window_pattern (bool per layer; at least one sliding layer:
+ *     llama.cpp's iswa cache asserts one), and the target's tokenizer.* keys;
+ *   tensors: token_embd [A, vocab] (the tied output head; the input
+ *     embedding is the TARGET's token_embd), output_norm [A],
+ *     nextn.pre_projection [2D, A] (over [E_target(t) sqrt(D); h]),
+ *     nextn.post_projection [A, D], rope_freqs [global head / 2] when a layer
+ *     is global (the gemma4 target's proportional factors), per layer
+ *     attn_norm, attn_q [A, heads x head], attn_q_norm [head], attn_output,
+ *     post_attention_norm, ffn_norm, ffn_gate / ffn_up [A, ffn], ffn_down,
+ *     post_ffw_norm, layer_output_scale [1]; optionally masked_embd_centroids
+ *     .weight and masked_embd_ordering, which llama.cpp loads (only with
+ *     a single element: it declares them with no shape) and never uses.
  *
  * Deterministic: each row's random stream is derived from (seed, tensor,
  * row), so the bytes do not depend on the thread count. Tensors are produced
@@ -51,7 +80,8 @@ struct sprig_mkmodel_params {
     const char *name;       /* general.name; NULL = "sprig-synthetic" */
     const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
-    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "gemma3", "gemma4" */
+    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "gemma3", "gemma4",
+                               "gemma4-assistant" */
     int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length
                                (gemma4: the global layers' head size) */
     const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
@@ -74,6 +104,19 @@ struct sprig_mkmodel_params {
     int per_layer_embd;     /* embedding_length_per_layer_input P: per_layer_token_embd [P x layers, vocab]
                                and a gated per-layer input in every layer (0: none) */
     bool no_global_v;       /* no attn_v on global layers (llama.cpp then uses K as V) */
+    /* gemma4-assistant only. The assistant's own shape: dim A (0: half the target's, rounded down to
+     * a multiple of 32, at least 32), n_layers (0: 2), n_heads (0: the target's), ffn (0: 4 A) and
+     * swa_layers (NULL: all sliding but the last, which is global when the target's last layer is;
+     * one layer: sliding). vocab, ctx, head_dim, head_dim_swa, n_kv_heads (its sliding layers'),
+     * n_kv_heads_global, window, rope_freq_base and rms_eps are overwritten with the target's by
+     * sprig_mkmodel_target. */
+    const char *target;     /* the gemma4 GGUF the assistant drafts for (required) */
+    bool masked_embd;       /* also write masked_embd_centroids.weight and masked_embd_ordering ([1] each) */
+    struct sprig_mkmodel_target_facts {   /* filled by sprig_mkmodel_target (dim 0: not yet) */
+        int dim, n_layers, n_rot, n_rot_swa;
+        float rope_freq_base_swa;
+        bool swa_n2, swa_n1;  /* whether the target's layers n_layer - 2 / n_layer - 1 are sliding */
+    } tgt;
 };
 
 enum sprig_mkmodel_rope { SPRIG_MKMODEL_ROPE_NONE = 0, SPRIG_MKMODEL_ROPE_LLAMA3 = 1 };
@@ -85,6 +128,13 @@ const char *sprig_mkmodel_arch_names(void);
 /* The vocabulary size of vocab_from (its tokenizer.ggml.tokens count), for
  * p->vocab before validating; errors name the file and key. */
 sprig_status sprig_mkmodel_vocab_from(const char *path, int *n_vocab, sprig_error *err);
+
+/* gemma4-assistant: read p->target (a gemma4 GGUF; errors name the file and
+ * key) and fill the target-derived fields of *p (see the struct) and the
+ * defaults of the zero shape fields. INVALID_ARG when the file is not a
+ * gemma4 model; the shape is checked by sprig_mkmodel_validate. Idempotent;
+ * sprig_mkmodel_write calls it itself. */
+sprig_status sprig_mkmodel_target(struct sprig_mkmodel_params *p, sprig_error *err);
 
 /* Fill *p with a named preset ("tiny", "small", "llama-1b", "qwen3-0.6b", "qwen3-1.7b"); INVALID_ARG
  * naming the preset if unknown. */

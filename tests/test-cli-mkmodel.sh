@@ -3,8 +3,11 @@
 # command line: a tiny model per weight type (read back by `sprig gguf`),
 # same seed -> same bytes, another seed -> different bytes, and bad flags
 # -> exit 2 with a message naming the flag; convert's usage errors; the
-# gemma3 and gemma4 layouts' keys and tensors (gemma4: loaded by tests/ref's
-# llama.cpp when it is installed).
+# gemma3, gemma4 and gemma4-assistant layouts' keys and tensors (gemma4 and
+# gemma4-assistant: loaded by tests/ref's llama.cpp when it is installed;
+# the assistant drafting against its target in llama.cpp's draft-mtp when
+# $SPRIG_LLAMA_SPECULATIVE names a llama-speculative-simple built from the
+# same llama.cpp).
 # Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
 set -u
 BIN=${SPRIG_BIN:-./sprig}
@@ -249,6 +252,157 @@ bad "gemma4 per-layer-embd in blocks" "q8_0 needs per-layer-embd (16) to be a mu
 bad "gemma4 flag on llama" "shared-kv is for the gemma4 arch, not llama" --shared-kv 1 -o "$TMP/x.gguf"
 bad "gemma4 flag on gemma3" "no-global-v is for the gemma4 arch, not gemma3" --arch gemma3 --no-global-v -o "$TMP/x.gguf"
 check "nothing written on bad gemma4 flags" [ ! -e "$TMP/x.gguf" ]
+
+# gemma4-assistant (Gemma 4's MTP drafter), matched to a gemma4 --target as
+# llama.cpp pairs them: embedding_length_out = the target's dim, the
+# target's tokenizer, window, head sizes and kv heads (its sliding layers
+# read the cache of the target's layer n-2, its global ones layer n-1, viewed
+# with the assistant's own head_count_kv and key_length(_swa)), no K/V.
+"$BIN" mkmodel --preset tiny --arch gemma4 -q -o "$TMP/g4t.gguf"
+"$BIN" mkmodel --arch gemma4-assistant --target "$TMP/g4t.gguf" -o "$TMP/as.gguf" 2>"$TMP/aserr"; rc=$?
+check "mkmodel --arch gemma4-assistant exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "gemma4-assistant summary" has "gemma4-assistant for $TMP/g4t.gguf (dim 64, 2 layers), dim 32, layers 2 (sg), heads 4, ffn 128, vocab 300" "$TMP/aserr"
+"$BIN" gguf "$TMP/as.gguf" >"$TMP/as.txt" 2>&1
+for re in 'general\.architecture +str +"gemma4-assistant"$' 'gemma4-assistant\.embedding_length +u32 +32$' \
+          'gemma4-assistant\.embedding_length_out +u32 +64$' 'gemma4-assistant\.block_count +u32 +2$' \
+          'gemma4-assistant\.nextn_predict_layers +u32 +2$' 'gemma4-assistant\.feed_forward_length +u32 +128$' \
+          'gemma4-assistant\.context_length +u32 +512$' 'gemma4-assistant\.attention\.head_count +u32 +4$' \
+          'gemma4-assistant\.attention\.head_count_kv +arr +\[i32 x 2\] 2, 2$' \
+          'gemma4-assistant\.attention\.key_length +u32 +16$' 'gemma4-assistant\.attention\.value_length_swa +u32 +16$' \
+          'gemma4-assistant\.rope\.dimension_count +u32 +16$' 'gemma4-assistant\.rope\.dimension_count_swa +u32 +16$' \
+          'gemma4-assistant\.rope\.freq_base +f32 +1000000$' 'gemma4-assistant\.rope\.freq_base_swa +f32 +10000$' \
+          'gemma4-assistant\.attention\.layer_norm_rms_epsilon +f32 +9\.99' \
+          'gemma4-assistant\.attention\.sliding_window +u32 +512$' \
+          'gemma4-assistant\.attention\.sliding_window_pattern +arr +\[bool x 2\] true, false$' \
+          ' token_embd\.weight +f32 +\[32, 300\] ' ' output_norm\.weight +f32 +\[32\] ' \
+          ' nextn\.pre_projection\.weight +f32 +\[128, 32\] ' ' nextn\.post_projection\.weight +f32 +\[32, 64\] ' \
+          ' rope_freqs\.weight +f32 +\[8\] ' 'blk\.1\.attn_norm\.weight +f32 +\[32\] ' 'blk\.1\.attn_q\.weight +f32 +\[32, 64\] ' \
+          'blk\.1\.attn_q_norm\.weight +f32 +\[16\] ' 'blk\.1\.attn_output\.weight +f32 +\[64, 32\] ' \
+          'blk\.1\.post_attention_norm\.weight +f32 +\[32\] ' 'blk\.1\.ffn_norm\.weight +f32 +\[32\] ' \
+          'blk\.1\.ffn_gate\.weight +f32 +\[32, 128\] ' 'blk\.1\.ffn_up\.weight +f32 +\[32, 128\] ' \
+          'blk\.1\.ffn_down\.weight +f32 +\[128, 32\] ' 'blk\.1\.post_ffw_norm\.weight +f32 +\[32\] ' \
+          'blk\.1\.layer_output_scale\.weight +f32 +\[1\] ' 'totals: 27 tensors, 48842 parameters'; do
+    check "gemma4-assistant file has /$re/" hasre "$re" "$TMP/as.txt"
+done
+check "gemma4-assistant summary counts the file's parameters" has "48842 parameters" "$TMP/aserr"
+check "gemma4-assistant has no K / V / output.weight / masked tensors" \
+    sh -c "! grep -E -q 'attn_k|attn_v| output\.weight |masked_embd' '$TMP/as.txt'"
+grep -E '^ +[0-9]+ +tokenizer\.' "$TMP/as.txt" | sed 's/^ *[0-9]* *//' >"$TMP/as.tok"
+"$BIN" gguf "$TMP/g4t.gguf" 2>&1 | grep -E '^ +[0-9]+ +tokenizer\.' | sed 's/^ *[0-9]* *//' >"$TMP/g4t.tok"
+check "gemma4-assistant carries the target's tokenizer keys" cmp -s "$TMP/as.tok" "$TMP/g4t.tok"
+check "the target's tokenizer is not empty" hasre 'tokenizer\.ggml\.tokens +arr +\[str x 300\]' "$TMP/as.tok"
+# a richer target: shared KV (its layers 4 and 5 reuse 2 and 3), head sizes 32 / 64, kv heads 4 / 1,
+# window 16; a three-layer q8_0 assistant with its own head count and the two masked-embedding tensors
+G4T="--preset tiny --arch gemma4 --dim 128 --layers 6 --heads 4 --kv-heads 4 --kv-heads-global 1 --head-dim 64
+     --head-dim-swa 32 --ffn 256 --window 16 --shared-kv 2 --per-layer-embd 32 --swa-layers sssgsg --type q8_0"
+"$BIN" mkmodel $G4T -q -o "$TMP/g4t2.gguf"
+AS2="--arch gemma4-assistant --target $TMP/g4t2.gguf --dim 64 --layers 3 --swa-layers ssg --heads 8 --ffn 192 --type q8_0 --masked-embd"
+"$BIN" mkmodel $AS2 -o "$TMP/as2.gguf" 2>"$TMP/as2err"; rc=$?
+check "gemma4-assistant of a shared-KV target exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/as2.gguf" >"$TMP/as2.txt" 2>&1
+for re in 'gemma4-assistant\.embedding_length +u32 +64$' 'gemma4-assistant\.embedding_length_out +u32 +128$' \
+          'gemma4-assistant\.block_count +u32 +3$' 'gemma4-assistant\.nextn_predict_layers +u32 +3$' \
+          'gemma4-assistant\.attention\.head_count +u32 +8$' 'gemma4-assistant\.attention\.head_count_kv +arr +\[i32 x 3\] 4, 4, 1$' \
+          'gemma4-assistant\.attention\.key_length +u32 +64$' 'gemma4-assistant\.attention\.key_length_swa +u32 +32$' \
+          'gemma4-assistant\.rope\.dimension_count +u32 +64$' 'gemma4-assistant\.rope\.dimension_count_swa +u32 +32$' \
+          'gemma4-assistant\.attention\.sliding_window +u32 +16$' \
+          'gemma4-assistant\.attention\.sliding_window_pattern +arr +\[bool x 3\] true, true, false$' \
+          'general\.file_type +u32 +7$' ' token_embd\.weight +q8_0 +\[64, 300\] ' \
+          ' nextn\.pre_projection\.weight +q8_0 +\[256, 64\] ' ' nextn\.post_projection\.weight +q8_0 +\[64, 128\] ' \
+          ' masked_embd_centroids\.weight +f32 +\[1\] ' ' masked_embd_ordering +f32 +\[1\] ' ' rope_freqs\.weight +f32 +\[32\] ' \
+          'blk\.0\.attn_q\.weight +q8_0 +\[64, 256\] ' 'blk\.0\.attn_q_norm\.weight +f32 +\[32\] ' \
+          'blk\.2\.attn_q\.weight +q8_0 +\[64, 512\] ' 'blk\.2\.attn_q_norm\.weight +f32 +\[64\] ' \
+          'blk\.2\.attn_output\.weight +q8_0 +\[512, 64\] ' 'blk\.2\.ffn_down\.weight +q8_0 +\[192, 64\] ' \
+          'totals: 40 tensors, 286437 parameters'; do
+    check "gemma4-assistant (shared-KV target) has /$re/" hasre "$re" "$TMP/as2.txt"
+done
+check "gemma4-assistant summary counts the file's parameters (masked tensors too)" has "286437 parameters" "$TMP/as2err"
+doff=$(sed -n 's/^data offset: *//p' "$TMP/as2.txt")
+roff=$(awk '$2 == "rope_freqs.weight" { print $5 }' "$TMP/as2.txt")
+rf=$(od -v -A n -t f4 -j $((doff + roff)) -N 128 "$TMP/as2.gguf" | tr -s ' ' '\n' | grep -v '^$' | uniq -c | tr -s ' ' | tr '\n' ,)
+check "gemma4-assistant rope_freqs as the target's: 8 x 1 then 24 x 1e30 ($rf)" [ "$rf" = " 8 1, 24 1e+30," ]
+"$BIN" mkmodel $AS2 -t 1 -q -o "$TMP/as2t1.gguf"
+check "gemma4-assistant bytes do not depend on the thread count" cmp -s "$TMP/as2.gguf" "$TMP/as2t1.gguf"
+"$BIN" mkmodel $AS2 --seed 2 -q -o "$TMP/as2s2.gguf"
+check "gemma4-assistant: another seed, other bytes" sh -c "! cmp -s '$TMP/as2.gguf' '$TMP/as2s2.gguf'"
+# a target whose last layer is sliding: the default assistant is all sliding (it mirrors the target)
+"$BIN" mkmodel --preset tiny --arch gemma4 --layers 4 --swa-layers ssss -q -o "$TMP/g4t3.gguf"
+"$BIN" mkmodel --arch gemma4-assistant --target "$TMP/g4t3.gguf" -q -o "$TMP/as3.gguf"; rc=$?
+check "gemma4-assistant of an all-sliding target exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/as3.gguf" >"$TMP/as3.txt" 2>&1
+check "all-sliding target: the default pattern is all sliding" hasre 'sliding_window_pattern +arr +\[bool x 2\] true, true$' "$TMP/as3.txt"
+check "all-sliding assistant: no rope_freqs (no global layer reads it)" sh -c "! grep -q rope_freqs '$TMP/as3.txt'"
+# llama.cpp (tests/ref's node-llama-cpp) loads every assistant: its loader checks each key, tensor name and
+# shape (node-llama-cpp cannot make the assistant's context: that needs the target's as ctx_other, which
+# only llama.cpp's speculative tools pass; see SPRIG_LLAMA_SPECULATIVE below)
+if command -v node >/dev/null 2>&1 && [ -f "$REF/node-llama-cpp/package.json" ]; then
+    cat >"$TMP/asst-load.mjs" <<'EOF'
+import { resolve, join } from "node:path";
+import { pathToFileURL } from "node:url";
+const [ref, ...files] = process.argv.slice(2);
+const { getLlama } = await import(pathToFileURL(join(resolve(ref), "node-llama-cpp", "dist", "index.js")).href);
+const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+for (const f of files) {
+    const m = await llama.loadModel({ modelPath: resolve(f), gpuLayers: 0 });
+    console.log(`${f}: ${m.fileInfo.metadata.general.architecture} loaded`);
+    await m.dispose();
+}
+await llama.dispose();
+EOF
+    for f in as as2 as3; do
+        node "$TMP/asst-load.mjs" "$REF" "$TMP/$f.gguf" >"$TMP/$f.lout" 2>"$TMP/$f.lerr"; rc=$?
+        check "llama.cpp loads $f.gguf (rc $rc: $(tail -c 300 "$TMP/$f.lerr"))" [ $rc -eq 0 ]
+        check "llama.cpp read $f.gguf as gemma4-assistant" has "gemma4-assistant loaded" "$TMP/$f.lout"
+    done
+elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
+    echo "FAIL (SPRIG_REQUIRE_REF=1): no node or $REF/node-llama-cpp for the gemma4-assistant load check"; fail=1
+else
+    echo "SKIP: llama.cpp load of the gemma4-assistant files (no node or $REF/node-llama-cpp)"
+fi
+# llama.cpp drafting with each assistant against its target (draft-mtp: the assistant's context made with
+# the target's as ctx_other, sharing its KV cache), when a llama-speculative-simple is given
+SPEC=${SPRIG_LLAMA_SPECULATIVE:-}
+if [ -n "$SPEC" ] && [ -x "$SPEC" ]; then
+    for pair in g4t:as g4t2:as2 g4t3:as3; do
+        t=${pair%%:*}; a=${pair#*:}
+        "$SPEC" -m "$TMP/$t.gguf" -md "$TMP/$a.gguf" --spec-type draft-mtp -p "hello world" -n 24 -t 1 -c 256 --temp 0 \
+            >"$TMP/$a.sout" 2>"$TMP/$a.serr"; rc=$?
+        nd=$(sed -n 's/.*n_drafted *= *\([0-9]*\).*/\1/p' "$TMP/$a.serr")
+        check "llama.cpp drafts with $a.gguf for $t.gguf (rc $rc, n_drafted ${nd:-none})" test "$rc" -eq 0 -a "${nd:-0}" -gt 0
+    done
+else
+    echo "SKIP: llama.cpp draft-mtp run of the gemma4-assistant files (set SPRIG_LLAMA_SPECULATIVE to a llama-speculative-simple)"
+fi
+# refusals: each names the flag or the target's layer
+bad "gemma4-assistant without --target" "--arch gemma4-assistant needs --target" --arch gemma4-assistant -o "$TMP/x.gguf"
+bad "gemma4-assistant of a llama target" "--target: $TMP/tiny-f32.gguf: general.architecture is 'llama', not gemma4" \
+    --arch gemma4-assistant --target "$TMP/tiny-f32.gguf" -o "$TMP/x.gguf"
+bad "--target on another arch" "--target: for --arch gemma4-assistant only" --arch gemma4 --target "$TMP/g4t.gguf" -o "$TMP/x.gguf"
+bad "--masked-embd on another arch" "--masked-embd: for --arch gemma4-assistant only" --masked-embd -o "$TMP/x.gguf"
+bad "gemma4-assistant of a target whose layer n-2 is global" "the target's layer 4 (n_layer - 2) is global" \
+    --arch gemma4-assistant --target "$TMP/g4.gguf" -o "$TMP/x.gguf"
+bad "gemma4-assistant global layer over a sliding target layer n-1" "the target's layer 3 (n_layer - 1) is sliding" \
+    --arch gemma4-assistant --target "$TMP/g4t3.gguf" --swa-layers sg -o "$TMP/x.gguf"
+bad "gemma4-assistant as wide as its target" "dim 64 equals the target's embedding_length" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --dim 64 -o "$TMP/x.gguf"
+bad "gemma4-assistant heads over the target's kv heads" "heads 3 is not a multiple of the target's 2 kv heads (its layer 0" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --heads 3 -o "$TMP/x.gguf"
+bad "gemma4-assistant without a sliding layer" "gemma4-assistant needs a sliding layer" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --swa-layers gg -o "$TMP/x.gguf"
+bad "gemma4-assistant swa-layers of another length" "swa-layers 'sgs' has 3 letters for 2 layers" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --swa-layers sgs -o "$TMP/x.gguf"
+bad "gemma4-assistant q8_0 rows" "q8_0 needs dim (48) and ffn (192) to be multiples of 32" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --dim 48 --type q8_0 -o "$TMP/x.gguf"
+bad "gemma4-assistant takes the window from the target" "--window: not for gemma4-assistant" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --window 8 -o "$TMP/x.gguf"
+bad "gemma4-assistant takes the vocabulary from the target" "--vocab-from: not for gemma4-assistant" \
+    --arch gemma4-assistant --target "$TMP/g4t.gguf" --vocab-from "$TMP/g4t.gguf" -o "$TMP/x.gguf"
+bad "gemma4-assistant with a preset" "--preset: gemma4-assistant takes its shape from --target" \
+    --preset small --arch gemma4-assistant --target "$TMP/g4t.gguf" -o "$TMP/x.gguf"
+check "nothing written on bad gemma4-assistant flags" [ ! -e "$TMP/x.gguf" ]
+"$BIN" mkmodel --arch gemma4-assistant --target "$TMP/none.gguf" -o "$TMP/x.gguf" 2>"$TMP/aerr"; rc=$?
+check "gemma4-assistant of a missing target exits 1 (rc $rc)" [ $rc -eq 1 ]
+check "the missing target is named (--target: ...none.gguf)" hasre "--target: .*none\.gguf" "$TMP/aerr"
 
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
 exit $fail

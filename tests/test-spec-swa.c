@@ -9,10 +9,12 @@
  *     decoding on a full paged cache under the band mask (two different
  *     ways of hiding the slots past the window);
  *   - chain, linear tree (no branches) and branching tree, each with a
- *     draft model (the target's first four layers' seed) and the n-gram drafter, equal
- *     plain decoding; the statistics prove the path ran ("chain" / "tree"
- *     with rounds, the ring layout) and that zero and partial accepts
- *     happened (rollback past the window);
+ *     draft model (the target's first four layers' seed), the n-gram drafter
+ *     and (gemma4) Gemma 4's assistant as MTP drafter, equal plain decoding
+ *     (a random assistant's drafts are nearly all rejected; the others'
+ *     are not); the statistics prove the path ran ("chain" / "tree" with
+ *     rounds, the ring layout, the drafter) and that zero and partial
+ *     accepts happened (rollback past the window);
  *   - in f32 and in a lossy mode (turbo4-asym);
  *   - with the band intersection removed (sprig_band_set_enabled(false): a
  *     tree verify's caller mask escapes the window once the context passes
@@ -84,6 +86,22 @@ static void make_fixture(struct fixture *fx, const char *arch)
     snprintf(name, sizeof name, "spec-swa-%s-draft.gguf", arch);
     fx->draft = strdup(test_tmpfile(name));
     CHECKF(sprig_mkmodel_write(&mp, fx->draft, &err) == SPRIG_OK, "%s", err.msg);
+    if (strcmp(arch, "gemma4")) return;
+    /* Gemma 4's assistant for the target: two layers (sliding, global) reading the target's last caches */
+    struct sprig_mkmodel_params ap;
+    CHECK(sprig_mkmodel_preset("tiny", &ap, &err) == SPRIG_OK);
+    ap.arch = "gemma4-assistant";
+    ap.target = fx->target;
+    ap.dim = 64;
+    ap.n_layers = 2;
+    ap.n_heads = 2;
+    ap.ffn = 128;
+    ap.type = 0;
+    ap.std = 0.08f;
+    ap.vocab = ap.ctx = 0;   /* the target's */
+    ap.seed = 78;
+    fx->assistant = strdup(test_tmpfile("spec-swa-gemma4-assistant.gguf"));
+    CHECKF(sprig_mkmodel_write(&ap, fx->assistant, &err) == SPRIG_OK, "%s", err.msg);
 }
 
 static const char *PROMPT = "Once upon a time there was";
@@ -128,6 +146,7 @@ static void check_mode(const struct fixture *fx, const sprig_model *m, enum spri
             CHECK_STR(r.st.kv_layout, "ring");
             CHECK(r.st.rounds > 0);
             if (getenv("SPRIG_TEST_VERBOSE")) fprintf(stderr, "    %s %s: rounds %lld zero %lld partial %lld full %lld\n", d[di].label, shapes[sh], (long long)r.st.rounds, (long long)r.st.zero_accept_rounds, (long long)r.st.partial_accept_rounds, (long long)r.st.full_accept_rounds);
+            if (d[di].kind == SPRIG_DRAFTER_MTP) CHECK_STR(r.st.drafter, "mtp");
             zero += r.st.zero_accept_rounds;
             partial += r.st.partial_accept_rounds;
             free(r.ids);

@@ -1,5 +1,6 @@
 /*
- * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3, gemma3, gemma4) with
+ * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3, gemma3, gemma4,
+ * gemma4-assistant: a Gemma 4 MTP drafter matched to a gemma4 --target) with
  * seeded random weights (src/mkmodel.c). A preset gives the shape; flags
  * override it. Bad flags and impossible shapes exit 2 with a message naming
  * the flag; a failure while writing exits 1.
@@ -46,6 +47,18 @@ static void usage(FILE *f)
             "                   attn_v of their own (default 0, at most layers - 2)\n"
             "  --per-layer-embd N  gemma4: per-layer input embeddings, N per layer (default 0)\n"
             "  --no-global-v    gemma4: no attn_v on global layers (llama.cpp uses K as V)\n"
+            "  --target T       gemma4-assistant (required): the gemma4 GGUF it drafts for; its\n"
+            "                   tokenizer, context, window, head sizes, kv heads, RoPE and rms\n"
+            "                   epsilon are T's, embedding_length_out is T's dim. The shape\n"
+            "                   flags are the assistant's own: --dim (default T's / 2, rounded\n"
+            "                   down to a multiple of 32), --layers (2), --heads (T's), --ffn\n"
+            "                   (4 x dim), --swa-layers (all s but the last, which is g when\n"
+            "                   T's last layer is global: the sliding layers read T's layer\n"
+            "                   n-2, which must be sliding, the global ones T's layer n-1,\n"
+            "                   which must be global)\n"
+            "  --masked-embd    gemma4-assistant: also write masked_embd_centroids.weight and\n"
+            "                   masked_embd_ordering (one element each; llama.cpp loads them\n"
+            "                   and never uses them)\n"
             "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
             "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
             "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
@@ -81,6 +94,7 @@ struct int_flag { const char *flag; int *dst; long long lo, hi; };
 int sprig_cmd_mkmodel(int argc, char **argv)
 {
     const char *preset = "tiny";
+    bool assistant = false, preset_given = false;   /* --arch gemma4-assistant: the shape is matched to --target */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -92,7 +106,14 @@ int sprig_cmd_mkmodel(int argc, char **argv)
                 return 2;
             }
             preset = argv[++i];
+            preset_given = true;
         }
+        if (!strcmp(argv[i], "--arch") && i + 1 < argc) assistant = !strcmp(argv[++i], "gemma4-assistant");
+    }
+    if (assistant && preset_given) {
+        fprintf(stderr, "sprig mkmodel: --preset: gemma4-assistant takes its shape from --target (and --dim, --layers, --heads, "
+                "--ffn)\n");
+        return 2;
     }
     struct sprig_mkmodel_params p;
     sprig_error err = { 0 };
@@ -100,8 +121,15 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "sprig mkmodel: --preset: %s\n", err.msg);
         return 2;
     }
+    if (assistant) p.dim = p.n_layers = p.n_heads = p.ffn = 0;   /* 0: derived from the target */
     const char *out = NULL, *widen = NULL;
     bool quiet = false, pure = false;
+    /* what a gemma4-assistant takes from its target */
+    static const char *const from_target[] = {
+        "--kv-heads", "--vocab", "--ctx", "--head-dim", "--head-dim-swa", "--kv-heads-global", "--window", "--swa-pattern",
+        "--softcap", "--shared-kv", "--per-layer-embd", "--no-global-v", "--vocab-from", "--rope-base", "--rope-scaling",
+        "--tied", "--untied", "--widen",
+    };
     const struct int_flag ints[] = {
         { "--dim", &p.dim, 1, 1 << 16 }, { "--layers", &p.n_layers, 1, 512 }, { "--heads", &p.n_heads, 1, 1 << 12 },
         { "--kv-heads", &p.n_kv_heads, 1, 1 << 12 }, { "--ffn", &p.ffn, 1, 1 << 20 }, { "--vocab", &p.vocab, 260, 1 << 20 },
@@ -113,6 +141,13 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--preset")) { i++; continue; }
+        for (size_t k = 0; assistant && k < sizeof from_target / sizeof from_target[0]; k++)
+            if (!strcmp(a, from_target[k])) {
+                fprintf(stderr, "sprig mkmodel: %s: not for gemma4-assistant (its vocabulary, context, head sizes, kv heads, window "
+                        "and RoPE are --target's; its output head is its token_embd)\n", a);
+                return 2;
+            }
+        if (!strcmp(a, "--masked-embd")) { p.masked_embd = true; continue; }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
         if (!strcmp(a, "--pure")) { pure = true; continue; }
         if (!strcmp(a, "--tied")) { p.output = SPRIG_MKMODEL_OUTPUT_TIED; continue; }
@@ -124,7 +159,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
                        !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std") ||
-                       !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers");
+                       !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers") || !strcmp(a, "--target");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -181,6 +216,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.arch = v;
         } else if (!strcmp(a, "--swa-layers")) {
             p.swa_layers = v;
+        } else if (!strcmp(a, "--target")) {
+            p.target = v;
         } else if (!strcmp(a, "--vocab-from")) {
             p.vocab_from = v;
         } else if (!strcmp(a, "--rope-scaling")) {
@@ -199,6 +236,21 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         return 2;
     }
     if (pure) p.ftype = NULL;
+    if (!assistant && (p.target || p.masked_embd)) {
+        fprintf(stderr, "sprig mkmodel: %s: for --arch gemma4-assistant only\n", p.target ? "--target" : "--masked-embd");
+        return 2;
+    }
+    if (assistant && !p.target) {
+        fprintf(stderr, "sprig mkmodel: --arch gemma4-assistant needs --target T.gguf (the gemma4 model it drafts for)\n");
+        return 2;
+    }
+    if (assistant) {
+        sprig_status st = sprig_mkmodel_target(&p, &err);
+        if (st != SPRIG_OK) {
+            fprintf(stderr, "sprig mkmodel: --target: %s\n", err.msg);
+            return st == SPRIG_E_INVALID_ARG ? 2 : 1;
+        }
+    }
     if (p.arch && !strcmp(p.arch, "gemma4")) {   /* Gemma 4's published values (no preset carries them) */
         if (!rope_base_given) p.rope_freq_base = 1000000.0f;
         p.rms_eps = 1e-6f;
@@ -235,6 +287,17 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     if (sprig_mkmodel_write(&p, out, &err) != SPRIG_OK) {
         fprintf(stderr, "sprig mkmodel: %s\n", err.msg);
         return 1;
+    }
+    if (!quiet && assistant) {
+        char pat[SPRIG_MKMODEL_MAX_LAYERS + 1];
+        for (int l = 0; l < p.n_layers; l++)   /* mkmodel.h's default: all sliding but the last, as the target's last */
+            pat[l] = p.swa_layers ? p.swa_layers[l] : (l < p.n_layers - 1 || p.n_layers == 1 || p.tgt.swa_n1) ? 's' : 'g';
+        pat[p.n_layers] = 0;
+        fprintf(stderr, "sprig mkmodel: wrote %s: gemma4-assistant for %s (dim %d, %d layers), dim %d, layers %d (%s), heads %d, ffn %d, "
+                "vocab %d, %s, %" PRId64 " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.target, p.tgt.dim, p.tgt.n_layers, p.dim,
+                p.n_layers, pat, p.n_heads, p.ffn, p.vocab, p.ftype ? p.ftype->name : sprig_type_name(p.type),
+                sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
+        return 0;
     }
     if (!quiet)
         fprintf(stderr, "sprig mkmodel: wrote %s: %s, dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, %s, %" PRId64

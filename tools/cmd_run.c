@@ -293,7 +293,7 @@ int sprig_cmd_run(int argc, char **argv)
         }
         prompt = file_prompt;
     }
-    if (!quiet) sprig_set_log_level(2);
+    if (!quiet && !getenv("SPRIG_LOG")) sprig_set_log_level(2);   /* SPRIG_LOG=debug|info|warn|error wins */
 
     int rc = 1;
     sprig_error err = { 0 };

@@ -2,8 +2,10 @@
  * model/assistant — see assistant.h. Keys, tensor names and shapes are
  * llama.cpp's gemma4-assistant (GGUF ne = [in, out]); a tensor the table
  * does not name is refused, as llama.cpp refuses it, except the two optional
- * masked-embedding tensors llama.cpp loads and never uses (accepted and
- * ignored the same way). One step is built from the target forward's
+ * masked-embedding tensors llama.cpp loads (one element each) and never uses
+ * (accepted and ignored the same way). Where llama.cpp would silently read
+ * the target's cache through a different shape (an assistant head_count_kv
+ * other than the target layer's) sprig refuses instead. One step is built from the target forward's
  * kernels, so its numerics follow the same rules.
  */
 #include "model/assistant.h"
@@ -198,18 +200,26 @@ static sprig_status read_layers(sprig_assistant *a, sprig_error *err)
     int n_all = a->n_layer, window = 0, hd = 0, hd_swa = 0, rot = 0, rot_swa = 0;
     sprig_status st;
     if ((st = key_int(g, "block_count", true, 1, 1024, &n_all, err))) return st;
-    a->n_layer = n_all;
-    if ((st = key_int(g, "nextn_predict_layers", false, 1, n_all, &a->n_layer, err))) return st;
+    /* llama.cpp creates layers only from nextn_predict_layers (without it: none, and the file fails) */
+    if ((st = key_int(g, "nextn_predict_layers", true, 1, n_all, &a->n_layer, err))) return st;
     if (a->n_layer > AS_MAX_LAYERS)
         return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: %d assistant layers; sprig takes at most %d", path, a->n_layer, AS_MAX_LAYERS);
     if ((st = key_int(g, "attention.sliding_window", true, 1, 1 << 24, &window, err))) return st;
     if ((st = key_int(g, "attention.key_length", true, 2, SPRIG_ATTN_MAX_HD, &hd, err))) return st;
-    hd_swa = hd;
-    if ((st = key_int(g, "attention.key_length_swa", false, 2, SPRIG_ATTN_MAX_HD, &hd_swa, err))) return st;
+    if ((st = key_int(g, "attention.key_length_swa", true, 2, SPRIG_ATTN_MAX_HD, &hd_swa, err))) return st;
+    int vl = 0, vl_swa = 0;   /* llama.cpp: value heads as large as key heads */
+    if ((st = key_int(g, "attention.value_length", true, 2, SPRIG_ATTN_MAX_HD, &vl, err))) return st;
+    if ((st = key_int(g, "attention.value_length_swa", true, 2, SPRIG_ATTN_MAX_HD, &vl_swa, err))) return st;
+    if (vl != hd || vl_swa != hd_swa)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: value heads %d / %d (%s.attention.value_length, _swa) differ from key heads %d / %d",
+                         path, vl, vl_swa, AS_ARCH, hd, hd_swa);
     rot = hd;
-    rot_swa = hd_swa;
     if ((st = key_int(g, "rope.dimension_count", false, 2, hd, &rot, err))) return st;
-    if ((st = key_int(g, "rope.dimension_count_swa", false, 2, hd_swa, &rot_swa, err))) return st;
+    rot_swa = rot;   /* llama.cpp's default: the global rotated dims (then it must fit the sliding head) */
+    if ((st = key_int(g, "rope.dimension_count_swa", false, 2, SPRIG_ATTN_MAX_HD, &rot_swa, err))) return st;
+    if (rot_swa > hd_swa)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.rope.dimension_count_swa (or its default, rope.dimension_count) = %d exceeds "
+                         "the sliding head size %d", path, AS_ARCH, rot_swa, hd_swa);
     char key[128];
     snprintf(key, sizeof key, AS_ARCH ".attention.sliding_window_pattern");
     const int64_t pk = sprig_gguf_find_kv(g, key);
@@ -227,6 +237,9 @@ static sprig_status read_layers(sprig_assistant *a, sprig_error *err)
         L->hd = f ? hd_swa : hd;
         L->n_rot = f ? rot_swa : rot;
         if ((st = key_layer(g, "attention.head_count", l, n_all, 1, 1024, &L->n_head, err))) return st;
+        int n_kv = L->n_head;   /* llama.cpp views the target's cache with the assistant's kv heads (absent: its query heads) */
+        snprintf(key, sizeof key, AS_ARCH ".attention.head_count_kv");
+        if (sprig_gguf_find_kv(g, key) >= 0 && (st = key_layer(g, "attention.head_count_kv", l, n_all, 1, 1024, &n_kv, err))) return st;
         if ((st = key_layer(g, "feed_forward_length", l, n_all, 1, 1 << 20, &L->ff, err))) return st;
         if (L->hd % 2 || L->n_rot % 2)
             return sprig_err(err, SPRIG_E_FORMAT, "%s: layer %d: head size %d / rotated dims %d must be even", path, l, L->hd, L->n_rot);
@@ -242,6 +255,9 @@ static sprig_status read_layers(sprig_assistant *a, sprig_error *err)
         if (T->head_dim != L->hd)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: assistant layer %d has head size %d (%s.attention.key_length%s); the target "
                              "layer %d it reads has %d", path, l, L->hd, AS_ARCH, f ? "_swa" : "", want, T->head_dim);
+        if (n_kv != T->n_kv_head)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: assistant layer %d: %s.attention.head_count_kv = %d but the target layer "
+                             "%d it reads has %d kv heads", path, l, AS_ARCH, n_kv, want, T->n_kv_head);
         if (L->n_head % T->n_kv_head)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: assistant layer %d's %d query heads are not a multiple of the target layer "
                              "%d's %d kv heads", path, l, L->n_head, want, T->n_kv_head);
@@ -312,9 +328,17 @@ sprig_status sprig_assistant_load(const char *path, const sprig_model *target, s
     a->theta_swa = 10000.0f;
     if ((st = key_int(a->g, "embedding_length", true, 1, 65536, &a->dim, err))) goto fail;
     if ((st = key_int(a->g, "embedding_length_out", true, 1, 65536, &a->dim_out, err))) goto fail;
+    if (a->dim == a->dim_out) {   /* llama.cpp: embedding_length_out must carry the target's (different) size */
+        st = sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s.embedding_length_out' = %d equals its embedding_length", path, AS_ARCH, a->dim_out);
+        goto fail;
+    }
     if (a->dim_out != tp->dim) {
         st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: key '%s.embedding_length_out' = %d but the target's hidden size "
                        "(%s.embedding_length) is %d", path, AS_ARCH, a->dim_out, target->arch->name, tp->dim);
+        goto fail;
+    }
+    if (sprig_gguf_find_kv(a->g, AS_ARCH ".attention.layer_norm_rms_epsilon") < 0) {
+        st = sprig_err(err, SPRIG_E_FORMAT, "%s: missing key '%s.attention.layer_norm_rms_epsilon'", path, AS_ARCH);
         goto fail;
     }
     if ((st = key_f32(a->g, "attention.layer_norm_rms_epsilon", 0.0f, 1.0f, &a->eps, err))) goto fail;
@@ -336,7 +360,9 @@ sprig_status sprig_assistant_load(const char *path, const sprig_model *target, s
     for (int64_t i = 0; i < sprig_gguf_n_tensors(a->g); i++) {
         const char *nm = sprig_gguf_tensor_at(a->g, i)->name;
         bool ignored = false;
-        for (size_t j = 0; j < sizeof ignored_tensors / sizeof ignored_tensors[0]; j++) ignored |= !strcmp(nm, ignored_tensors[j]);
+        const sprig_gguf_tensor *ti = sprig_gguf_tensor_at(a->g, i);
+        for (size_t j = 0; j < sizeof ignored_tensors / sizeof ignored_tensors[0]; j++)   /* one element, as llama.cpp takes them */
+            ignored |= !strcmp(nm, ignored_tensors[j]) && ti->ne[0] * ti->ne[1] * ti->ne[2] * ti->ne[3] == 1;
         if (!used[i] && !ignored) {
             st = sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' is not one a %s of %d layers uses; sprig refuses it rather than "
                            "ignore it", path, nm, AS_ARCH, a->n_layer);

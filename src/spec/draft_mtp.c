@@ -11,6 +11,7 @@
 #include "spec/drafters.h"
 #include "model/assistant.h"
 #include "model/mtp.h"
+#include "base/log.h"
 #include "base/mem.h"
 
 #include <stdlib.h>
@@ -73,6 +74,8 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
         int32_t best, second;
         float margin;
         sprig_top2(md->logits, md->n_vocab, &best, &second, &margin);
+        SPRIG_LOGD("%s draft: step %d after %d cached: %d (runner-up %d, margin %.4f)", md->ops->name, j, st->n_past, best, second,
+                   (double)margin);
         out->tokens[j] = best;
         out->runner_up[j] = second;
         out->margin[j] = margin;
