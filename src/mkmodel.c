@@ -83,6 +83,12 @@ static const struct extra gemma3_extra[] = {
     { "blk.%d.post_ffw_norm.weight", XD_DIM, 1.0f, 0.2f },
 };
 
+/* Gemma 2: the post-attention / post-FFN norms, no q/k norms */
+static const struct extra gemma2_extra[] = {
+    { "blk.%d.post_attention_norm.weight", XD_DIM, 1.0f, 0.2f },
+    { "blk.%d.post_ffw_norm.weight", XD_DIM, 1.0f, 0.2f },
+};
+
 struct mk_arch {
     const char *name;             /* general.architecture and key prefix */
     bool tied;                    /* default: no output.weight */
@@ -99,12 +105,13 @@ static const struct mk_arch mk_arches[] = {
     { "llama", false, false, true, false, NULL, 0, false, false },
     { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false, false },
     { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false },
+    { "gemma2", true, true, false, true, gemma2_extra, (int)(sizeof gemma2_extra / sizeof gemma2_extra[0]), false, false },
     { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false, false },
     { "gemma4", true, true, false, false, NULL, 0, true, false },
     { "gemma4-assistant", true, true, false, false, NULL, 0, false, true },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma3, gemma4, gemma4-assistant"; }
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma2, gemma3, gemma4, gemma4-assistant"; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -205,6 +212,8 @@ bool sprig_mkmodel_file_type(int type, uint32_t *ft)
 static sprig_status validate_gemma4(const struct sprig_mkmodel_params *p, const struct mk_arch *a, int64_t blk,
                                     const char *tname, sprig_error *err)
 {
+    if (p->attn_softcap && strcmp(a->name, "gemma2"))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: attn-softcap is for the gemma2 arch, not %s", a->name);
     if (!a->per_layer) {
         const char *f = p->swa_layers ? "swa-layers" : p->head_dim_swa ? "head-dim-swa" : p->n_kv_heads_global ? "kv-heads-global"
                       : p->shared_kv ? "shared-kv" : p->per_layer_embd ? "per-layer-embd" : p->no_global_v ? "no-global-v" : NULL;
@@ -934,12 +943,19 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     }
     TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
     TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
-    if (arch->swa && p->window > 0) {
+    const bool gemma2 = !strcmp(arch->name, "gemma2");
+    if (arch->swa && p->window > 0) {   /* gemma2's converter writes no pattern (llama.cpp: period 2) nor local theta */
         TRY(w_arch_u32(w, an, "attention.sliding_window", (uint32_t)p->window, err));
-        TRY(w_arch_u32(w, an, "attention.sliding_window_pattern", (uint32_t)(p->swa_pattern > 0 ? p->swa_pattern : 6), err));
-        TRY(w_arch_f32(w, an, "rope.freq_base_swa", 10000.0f, err));
+        if (!gemma2 || p->swa_pattern > 0)
+            TRY(w_arch_u32(w, an, "attention.sliding_window_pattern", (uint32_t)(p->swa_pattern > 0 ? p->swa_pattern : 6), err));
+        if (!gemma2) TRY(w_arch_f32(w, an, "rope.freq_base_swa", 10000.0f, err));
     }
-    if (arch->swa && p->final_softcap > 0) TRY(w_arch_f32(w, an, "final_logit_softcapping", p->final_softcap, err));
+    if (gemma2) {   /* both caps, as Gemma 2's files carry them */
+        TRY(w_arch_f32(w, an, "attn_logit_softcapping", p->attn_softcap > 0 ? p->attn_softcap : 50.0f, err));
+        TRY(w_arch_f32(w, an, "final_logit_softcapping", p->final_softcap > 0 ? p->final_softcap : 30.0f, err));
+    } else if (arch->swa && p->final_softcap > 0) {
+        TRY(w_arch_f32(w, an, "final_logit_softcapping", p->final_softcap, err));
+    }
     if (arch->per_layer) {   /* gemma4, as the converter writes them (llama.cpp requires the window, the pattern,
                                 embedding_length_per_layer_input and key/value_length_swa) */
         const int hd_swa = p->head_dim_swa ? p->head_dim_swa : HDIM;

@@ -91,7 +91,8 @@ struct sprig_mkmodel_params {
     int window;             /* gemma3: attention.sliding_window (0: no sliding layers); gemma4: 0 = min(512, ctx) */
     int swa_pattern;        /* gemma3: attention.sliding_window_pattern (every N-th layer global; 0 = 6);
                                gemma4: the default swa_layers' period (0 = 5) */
-    float final_softcap;    /* gemma3: final_logit_softcapping (0: key absent); gemma4: 0 = 30 */
+    float final_softcap;    /* gemma3: final_logit_softcapping (0: key absent); gemma4, gemma2: 0 = 30 */
+    float attn_softcap;     /* gemma2: attn_logit_softcapping (0 = 50) */
     /* gemma4 only (0 / NULL / false: the default described) */
     const char *swa_layers; /* one 's' (sliding) or 'g' (global) per layer: attention.sliding_window_pattern;
                                NULL: every swa_pattern-th layer global, the last layer global, and with

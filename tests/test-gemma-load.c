@@ -24,7 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-static char *g_gemma, *g_llama, *g_gemma4;
+static char *g_gemma, *g_llama, *g_gemma4, *g_gemma2;
 
 static void make_models(void)
 {
@@ -50,6 +50,10 @@ static void make_models(void)
     mp.shared_kv = 2;
     g_gemma4 = strdup(test_tmpfile("gemma-load-4.gguf"));
     CHECKF(sprig_mkmodel_write(&mp, g_gemma4, &err) == SPRIG_OK, "%s", err.msg);
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "gemma2";
+    g_gemma2 = strdup(test_tmpfile("gemma-load-2.gguf"));
+    CHECKF(sprig_mkmodel_write(&mp, g_gemma2, &err) == SPRIG_OK, "%s", err.msg);
     CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
     g_llama = strdup(test_tmpfile("gemma-load-llama.gguf"));
     CHECKF(sprig_mkmodel_write(&mp, g_llama, &err) == SPRIG_OK, "%s", err.msg);
@@ -167,6 +171,27 @@ static void test_bad_files_name_the_key(void)
     expect_fail(g_llama, "gl-llama-window.gguf", &e, "llama.attention.sliding_window");
 }
 
+/* gemma2: llama.cpp's defaults (no window key: 4096, past this context of
+ * 512 it never binds; every other layer; caps 50 / 30 as written) and a zero
+ * cap refused by the key */
+static void test_gemma2(void)
+{
+    sprig_model *m = NULL;
+    sprig_error err = { 0 };
+    CHECKF(sprig_model_load(g_gemma2, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        CHECK_EQ_INT(m->hp.swa_window, 512);
+        CHECK_EQ_INT(m->layers[0].window, 512);
+        CHECK_EQ_INT(m->layers[1].window, 0);
+        CHECK(m->hp.attn_softcap == 50.0f && m->hp.final_softcap == 30.0f);
+        CHECK(m->hp.rope_theta_swa == m->hp.rope_theta);
+        sprig_model_free(m);
+    }
+    const float fzero = 0.0f;
+    struct edit e = { "gemma2.attn_logit_softcapping", SPRIG_GGUF_F32, &fzero, 0 };
+    expect_fail(g_gemma2, "g2-cap0.gguf", &e, "gemma2.attn_logit_softcapping' = 0");
+}
+
 /* gemma4: per-layer shapes as read, and its own bad files */
 static void test_gemma4(void)
 {
@@ -207,7 +232,9 @@ int main(void)
     RUN(test_pattern_and_rope);
     RUN(test_bad_files_name_the_key);
     RUN(test_gemma4);
+    RUN(test_gemma2);
     free(g_gemma4);
+    free(g_gemma2);
     free(g_gemma);
     free(g_llama);
     return test_summary("test-gemma-load");

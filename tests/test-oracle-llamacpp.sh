@@ -41,6 +41,8 @@
 #   Q4_1/Q5_0/Q5_1 (llama-quantize's fallbacks for rows of 160, sprig's
 #         reference kernels): fallback-q4_k_m (Q5_0) 6.8e-3 and
 #         fallback-q5_k_m (Q5_1) 7.2e-3 -> 3e-2; random-q4_1 2.2e-3 -> 1e-2.
+#   gemma2 (window 32 on every other layer, attention soft-cap 5, final 10)
+#   f32 3.2e-4 -> 1e-2, q8_0 3.4e-2 -> 6e-2.
 #   gemma3 (sliding window 32 over 128 steps, 4+ windows) f32 4.2e-4 -> 1e-2,
 #   q8_0 2.2e-2..2.5e-2 -> 6e-2. gemma4 (window 32, global and sliding head
 #   sizes 128/64, two shared-KV layers, per-layer inputs, K as V on global
@@ -107,6 +109,8 @@ fallback-q5_k_m | llama | random | --dim 160 --heads 5 --kv-heads 1 --ffn 256 --
 random-q4_1 | llama | random | --preset tiny --type q4_1                                           | 1e-2 | ties
 gemma3-f32  | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type f32 | 1e-2 | ties
 gemma3-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --type q8_0 | 6e-2 | ties
+gemma2-f32  | gemma2 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --attn-softcap 5 --softcap 10 --type f32 | 1e-2 | ties
+gemma2-q8_0 | gemma2 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --attn-softcap 5 --softcap 10 --type q8_0 | 6e-2 | ties
 gemma3-swa-f32 | gemma3 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --swa-pattern 3 --type f32 | 1e-2 | ties
 gemma3-swa-q8_0 | gemma3 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.05 --window 32 --swa-pattern 3 --softcap 5 --type q8_0 | 6e-2 | ties
 gemma4-f32  | gemma4 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --kv-heads-global 1 --head-dim 128 --head-dim-swa 64 --ffn 512 --std 0.05 --window 32 --shared-kv 2 --no-global-v --per-layer-embd 16 --type f32 | 1e-2 | ties

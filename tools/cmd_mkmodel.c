@@ -32,12 +32,13 @@ static void usage(FILE *f)
             "                   Gemma 4 layout, rope base 1e6 and rms epsilon 1e-6 by default)\n"
             "  --head-dim N     head size, written as attention.key_length (default dim / heads;\n"
             "                   gemma4: the global layers')\n"
-            "  --window N       gemma3: sliding-window layers of window N (attention.sliding_window);\n"
+            "  --window N       gemma2, gemma3: sliding-window layers of window N (attention.sliding_window);\n"
             "                   gemma4: the sliding layers' window (default min(512, ctx))\n"
             "  --swa-pattern N  gemma3: every N-th layer global, the others sliding (default 6);\n"
             "                   gemma4: the default --swa-layers' period (default 5)\n"
             "  --softcap X      gemma3: final logit soft-capping X (final_logit_softcapping);\n"
-            "                   gemma4: default 30\n"
+            "                   gemma2, gemma4: default 30\n"
+            "  --attn-softcap X gemma2: attention score soft-capping (attn_logit_softcapping, default 50)\n"
             "  --swa-layers S   gemma4: one letter per layer, s sliding or g global (default:\n"
             "                   four sliding then one global, repeating, the last layer global;\n"
             "                   with --shared-kv the last KV layer global, the one before sliding)\n"
@@ -159,7 +160,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
                        !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std") ||
-                       !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers") || !strcmp(a, "--target");
+                       !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers") || !strcmp(a, "--target") ||
+                       !strcmp(a, "--attn-softcap");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -208,6 +210,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             double x;
             if (!cli_parse_float("mkmodel", a, v, 0.01, 1e5, &x)) return 2;
             p.final_softcap = (float)x;
+        } else if (!strcmp(a, "--attn-softcap")) {
+            double x;
+            if (!cli_parse_float("mkmodel", a, v, 0.01, 1e5, &x)) return 2;
+            p.attn_softcap = (float)x;
         } else if (!strcmp(a, "--std")) {
             double x;
             if (!cli_parse_float("mkmodel", a, v, 0.0, 10.0, &x)) return 2;
