@@ -9,6 +9,8 @@
  *     negative one), a local theta of zero, head counts that do not divide,
  *     a sliding window on an architecture without sliding layers: each an
  *     error naming the key, no model.
+ *   - the gemma4 assistant against its target: a hidden size or kv heads
+ *     that differ from the target's, or a target that is not gemma4;
  *   - gemma4: each layer's head size and the cache it reads (the shared-KV
  *     layers: llama.cpp's rule), unscaled queries; a scalar pattern, a
  *     head_count_kv array of the wrong length, mixture-of-experts keys and
@@ -19,6 +21,7 @@
 #include "test.h"
 #include "gguf.h"
 #include "mkmodel.h"
+#include "model/assistant.h"
 #include "model/model.h"
 
 #include <math.h>
@@ -226,6 +229,60 @@ static void test_gemma4(void)
     expect_fail(g_gemma4, "g4-shared.gguf", &e, "gemma4.attention.shared_kv_layers' = 6");
 }
 
+/* Gemma 4's assistant: loads against its target; one whose hidden size
+ * (embedding_length_out) or kv heads differ from the target's, or a target
+ * that is not gemma4, is refused by the key */
+static void test_assistant(void)
+{
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params mp;
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "gemma4";
+    mp.n_layers = 6;
+    mp.head_dim = 32;
+    mp.head_dim_swa = 16;
+    mp.window = 64;
+    mp.shared_kv = 2;
+    mp.swa_layers = "sssgsg";
+    const char *tp = test_tmpfile("gl-asst-target.gguf");
+    char *target = strdup(tp);
+    CHECKF(sprig_mkmodel_write(&mp, target, &err) == SPRIG_OK, "%s", err.msg);
+    struct sprig_mkmodel_params ap;
+    CHECK(sprig_mkmodel_preset("tiny", &ap, &err) == SPRIG_OK);
+    ap.arch = "gemma4-assistant";
+    ap.target = target;
+    ap.dim = 32;
+    ap.vocab = ap.ctx = 0;
+    char *asst = strdup(test_tmpfile("gl-asst.gguf"));
+    CHECKF(sprig_mkmodel_write(&ap, asst, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_model *t = NULL, *g3 = NULL;
+    CHECKF(sprig_model_load(target, &t, &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_model_load(g_gemma, &g3, &err) == SPRIG_OK, "%s", err.msg);
+    if (t && g3) {
+        sprig_assistant *a = NULL;
+        CHECK(sprig_assistant_file_is(asst));
+        CHECKF(sprig_assistant_load(asst, t, &a, &err) == SPRIG_OK, "%s", err.msg);
+        sprig_assistant_free(a);
+        a = NULL;
+        CHECK(sprig_assistant_load(asst, g3, &a, &err) != SPRIG_OK && !a);
+        CHECKF(strstr(err.msg, "gemma4 target, not 'gemma3'"), "%s", err.msg);
+        const uint32_t d99 = 96;
+        struct edit e = { "gemma4-assistant.embedding_length_out", SPRIG_GGUF_U32, &d99, 0 };
+        const char *bad = variant(asst, "gl-asst-dim.gguf", &e);
+        CHECK(bad && sprig_assistant_load(bad, t, &a, &err) != SPRIG_OK && !a);
+        CHECKF(strstr(err.msg, "gemma4-assistant.embedding_length_out' = 96 but the target's hidden size"), "%s", err.msg);
+        const int32_t kv[2] = { 3, 3 };
+        e = (struct edit){ "gemma4-assistant.attention.head_count_kv", SPRIG_GGUF_I32, kv, 2 };
+        bad = variant(asst, "gl-asst-kv.gguf", &e);
+        CHECK(bad && sprig_assistant_load(bad, t, &a, &err) != SPRIG_OK && !a);
+        CHECKF(strstr(err.msg, "head_count_kv = 3 but the target layer"), "%s", err.msg);
+    }
+    sprig_model_free(t);
+    sprig_model_free(g3);
+    free(target);
+    free(asst);
+}
+
 int main(void)
 {
     make_models();
@@ -233,6 +290,7 @@ int main(void)
     RUN(test_bad_files_name_the_key);
     RUN(test_gemma4);
     RUN(test_gemma2);
+    RUN(test_assistant);
     free(g_gemma4);
     free(g_gemma2);
     free(g_gemma);
