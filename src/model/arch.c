@@ -144,6 +144,36 @@ static const struct sprig_tensor_spec gemma4_tensors[] = {
     LO("blk.%d.post_norm.weight",  SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  pl_post_norm),
 };
 
+/* qwen35 (dense): attention layers with q/k norms and an output gate (attn_q
+ * holds [q | gate] per head), gated delta-net layers, and post_attention_norm
+ * as the FFN's input norm (llama.cpp's name for it there); which tensors a
+ * layer needs depends on its kind (model.c checks). */
+static const struct sprig_tensor_spec qwen35_tensors[] = {
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
+    LO("blk.%d.attn_q.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
+    LO("blk.%d.attn_k.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    LO("blk.%d.attn_v.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    LO("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,  wo),
+    LO("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
+    LO("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    LO("blk.%d.attn_qkv.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_CONV, w_qkv),
+    LO("blk.%d.attn_gate.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_V, w_z),
+    LO("blk.%d.ssm_conv1d.weight", SPRIG_BIND_NORM,   SPRIG_D_SSM_K, SPRIG_D_SSM_CONV, conv_w),
+    LO("blk.%d.ssm_dt.bias",       SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, dt_bias),
+    LO("blk.%d.ssm_a",             SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, ssm_a),
+    LO("blk.%d.ssm_beta.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_beta),
+    LO("blk.%d.ssm_alpha.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_alpha),
+    LO("blk.%d.ssm_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_SSM_S, SPRIG_D_NONE, ssm_norm),
+    LO("blk.%d.ssm_out.weight",    SPRIG_BIND_MATRIX, SPRIG_D_SSM_V, SPRIG_D_DIM,  w_ssm_out),
+    L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
+    L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
+    L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
+};
+
 #undef G
 #undef L
 #undef LO
@@ -152,8 +182,10 @@ static const struct sprig_tensor_spec gemma4_tensors[] = {
 
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
  * CAP: { reads final, reads attention, final default, attention default } */
+#define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, shapes) \
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, shapes }
 #define ROW(nm, mode, t, act, es, swa, cap, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, shapes }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, shapes }
 #define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
 #define NO_SWA SWA(0, false, 0, 0)
 #define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }
@@ -167,12 +199,15 @@ static const struct sprig_arch arches[] = {
     ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62, 0), CAP(true, false, 0.0f, 0.0f), false),
     /* gemma4: the per-layer pattern array is required (period -1) */
     ROW("gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, SPRIG_FFN_GELU, true, SWA(-1, true, 0, 0), CAP(true, false, 0.0f, 0.0f), true),
+    /* qwen35: its own forward (model/qwen35.c); multi-section RoPE that for text is NEOX over n_rot dims */
+    ROWF("qwen35", SPRIG_ROPE_NEOX, qwen35_tensors, sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true, false),
 };
 #undef NO_SWA
 #undef SWA
 #undef NO_CAP
 #undef CAP
 #undef ROW
+#undef ROWF
 
 void sprig_arch_names(char *buf, size_t cap)
 {

@@ -22,9 +22,16 @@ enum sprig_dim {
     SPRIG_D_ONE,      /* 1 (a scalar weight) */
     SPRIG_D_PL,       /* n_pl (gemma4 per-layer inputs) */
     SPRIG_D_PL_ALL,   /* n_layer * n_pl */
+    SPRIG_D_QGDIM,    /* 2 * n_head * head_dim: queries with their output gates (qwen35) */
+    SPRIG_D_SSM_CONV, /* the delta-net input: (2 k_heads + v_heads) * state */
+    SPRIG_D_SSM_V,    /* v_heads * state */
+    SPRIG_D_SSM_VH,   /* v_heads */
+    SPRIG_D_SSM_S,    /* state */
+    SPRIG_D_SSM_K,    /* conv taps */
 };
 
-/* Where a tensor binds: a norm vector (copied to owned f32) or a matrix (sprig_weight). */
+/* Where a tensor binds: a vector or small table copied to owned f32 (ne0 x ne1
+ * floats) or a matrix (sprig_weight). */
 enum sprig_bind { SPRIG_BIND_NORM, SPRIG_BIND_MATRIX };
 
 struct sprig_tensor_spec {
@@ -79,6 +86,8 @@ struct sprig_arch {
     bool embed_scale;       /* token embeddings multiplied by sqrt(dim) (gemma) */
     struct sprig_swa_rule swa;
     struct sprig_softcap_rule softcap;
+    bool hybrid;            /* qwen35: gated delta-net layers (ssm.* keys; attention.recurrent_layers
+                               or full_attention_interval) between gated attention layers */
     bool layer_shapes;      /* gemma4: per-layer head counts and FFN sizes (arrays), the sliding layers'
                                own head size (attention.key_length_swa, rope.dimension_count_swa),
                                shared-KV layers (attention.shared_kv_layers), per-layer inputs,
@@ -93,5 +102,6 @@ void sprig_arch_names(char *buf, size_t cap);
 
 /* Forward functions, one file per architecture. */
 sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
 
 #endif

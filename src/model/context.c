@@ -19,6 +19,7 @@ void sprig_ctx_free(sprig_ctx *c)
 {
     if (!c) return;
     sprig_kv_free(c->kv);
+    sprig_rec_free(c->rec);
     sprig_kv_pool_free(c->own_pool);
     float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch,
                        &c->rope_swa, &c->band, &c->pl, &c->pl_tmp, &c->pl_row, &c->ones };
@@ -213,12 +214,14 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     c->ones = sprig_calloc_aligned((size_t)hp->max_hd, sizeof(float));
     if (!c->ones) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory"); goto fail; }
     for (int i = 0; i < hp->max_hd; i++) c->ones[i] = 1.0f;
+    if (hp->n_recurrent && (st = sprig_rec_create(c, err))) goto fail;
     c->pos = sprig_calloc_aligned(B, sizeof(int32_t));
     c->rows = sprig_calloc_aligned(B, sizeof(int32_t));
     int64_t kmax = hp->dim;
     if (hp->max_ff > kmax) kmax = hp->max_ff;
     if (qdim > kmax) kmax = qdim;
     if (hp->n_pl > kmax) kmax = hp->n_pl;
+    if ((int64_t)hp->ssm_v_heads * hp->ssm_state > kmax) kmax = (int64_t)hp->ssm_v_heads * hp->ssm_state;
     c->act_bytes = sprig_act_scratch_bytes(n_batch, kmax);
     c->act = sprig_calloc_aligned(c->act_bytes, 1);
     c->attn_floats = sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, sprig_pool_size(pool));

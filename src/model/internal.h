@@ -42,7 +42,31 @@ struct sprig_ctx {
     float *pl_tmp;            /* [B][n_pl] */
     float *pl_row;            /* [n_layer * n_pl] one token's per-layer embedding row */
     float *ones;              /* [max_hd] 1.0f: the weight of a weightless RMSNorm (gemma4's V) */
+    struct sprig_rec *rec;    /* gated delta-net states and scratch (qwen35), or NULL */
 };
+
+/* A hybrid model's recurrent side (model/qwen35.c): per layer the
+ * convolution's last K-1 inputs and the value heads' state matrices, and
+ * the scratch of one forward. */
+struct sprig_rec {
+    float *conv;              /* [n_layer][(K-1) * conv_dim] */
+    float *S;                 /* [n_layer][v_heads * state * state] */
+    int64_t conv_stride, S_stride;
+    int len;                  /* tokens folded into the states: equals the cache length between forwards */
+    float *qkv;               /* [B][conv_dim] */
+    float *z;                 /* [B][v_heads * state] the output norm's gate */
+    float *alpha, *beta;      /* [B][v_heads] */
+    float *o;                 /* [B][v_heads * state] */
+    float *qg;                /* [B][2 * n_head * head_dim] attention queries with their gates */
+    float *gate;              /* [B][n_head * head_dim] */
+};
+sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err);
+void sprig_rec_free(struct sprig_rec *r);
+
+/* The end of every forward: the wanted rows of c->x through the final norm
+ * (f->hidden) and the output head (f->logits, soft-capped where the model
+ * says). */
+void sprig_forward_head(sprig_ctx *c, const struct sprig_fwd *f);
 
 /* Test hook: false makes sliding layers take a caller's mask as it is,
  * without intersecting it with the window band (the defect the band fixes;

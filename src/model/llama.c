@@ -173,6 +173,32 @@ static void per_layer_block(sprig_ctx *c, const struct sprig_layer *L, int l, in
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
 }
 
+void sprig_forward_head(sprig_ctx *c, const struct sprig_fwd *f)
+{
+    const sprig_model *m = c->m;
+    const struct sprig_hparams *hp = &m->hp;
+    const int n = f->n, dim = hp->dim;
+    if (f->n_out == 0 || (!f->logits && !f->hidden)) return;
+    /* gather the wanted rows, final norm, output projection */
+    for (int i = 0; i < f->n_out; i++) {
+        int r = f->out_rows ? f->out_rows[i] : n - f->n_out + i;
+        memcpy(c->hid + (size_t)i * dim, c->x + (size_t)r * dim, (size_t)dim * sizeof(float));
+    }
+    sprig_rmsnorm(c->hid, c->hid, m->out_norm, f->n_out, dim, hp->eps);
+    if (f->hidden) memcpy(f->hidden, c->hid, (size_t)f->n_out * dim * sizeof(float));
+    if (f->logits) {
+        sprig_act act;
+        sprig_act_init(&act, c->hid, f->n_out, dim, c->act, c->act_bytes);
+        const sprig_weight *wout[1] = { &m->output };
+        float *lo[1] = { f->logits };
+        sprig_matmul(c->pool, &act, 1, wout, lo);
+        if (hp->final_softcap > 0) {   /* gemma: c * tanh(x / c), as llama.cpp's scale, tanh, scale */
+            const float c_ = hp->final_softcap, inv = 1.0f / c_;
+            for (int64_t i = 0; i < (int64_t)f->n_out * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;
+        }
+    }
+}
+
 sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
 {
     const sprig_model *m = c->m;
@@ -303,24 +329,7 @@ sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_
     }
     sprig_kv_commit(c->kv, n);
 
-    if (f->n_out == 0 || (!f->logits && !f->hidden)) return SPRIG_OK;
-    /* gather the wanted rows, final norm, output projection */
-    for (int i = 0; i < f->n_out; i++) {
-        int r = f->out_rows ? f->out_rows[i] : n - f->n_out + i;
-        memcpy(c->hid + (size_t)i * dim, c->x + (size_t)r * dim, (size_t)dim * sizeof(float));
-    }
-    sprig_rmsnorm(c->hid, c->hid, m->out_norm, f->n_out, dim, hp->eps);
-    if (f->hidden) memcpy(f->hidden, c->hid, (size_t)f->n_out * dim * sizeof(float));
-    if (f->logits) {
-        sprig_act_init(&act, c->hid, f->n_out, dim, c->act, c->act_bytes);
-        const sprig_weight *wout[1] = { &m->output };
-        float *lo[1] = { f->logits };
-        sprig_matmul(pool, &act, 1, wout, lo);
-        if (hp->final_softcap > 0) {   /* gemma: c * tanh(x / c), as llama.cpp's scale, tanh, scale */
-            const float c_ = hp->final_softcap, inv = 1.0f / c_;
-            for (int64_t i = 0; i < (int64_t)f->n_out * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;
-        }
-    }
+    sprig_forward_head(c, f);
     (void)err;
     return SPRIG_OK;
 }

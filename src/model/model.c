@@ -257,6 +257,85 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
     return SPRIG_OK;
 }
 
+/* qwen35's gated delta-net layers: the ssm.* sizes, which layers are
+ * recurrent (attention.recurrent_layers, else every full_attention_interval-th
+ * layer is attention, default 4: llama.cpp's rule), the RoPE sections.
+ * Needs the layers; runs after read_layer_shapes. */
+static sprig_status read_hybrid(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp,
+                                struct sprig_layer *layers, sprig_error *err)
+{
+    if (!a->hybrid) return SPRIG_OK;
+    const char *path = sprig_gguf_path(g);
+    char key[128];
+    sprig_status st;
+    snprintf(key, sizeof key, "%s.nextn_predict_layers", a->name);
+    int64_t nextn = 0;
+    if ((st = sprig_gguf_get_i64(g, key, &nextn, false, err))) return st;
+    if (nextn)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = %lld: sprig does not load %s's built-in MTP layers yet", path, key,
+                         (long long)nextn, a->name);
+    const struct { const char *sfx; int *field; long lo, hi; } keys[] = {
+        { "ssm.conv_kernel", &hp->ssm_conv, 1, hp->n_ctx_train },
+        { "ssm.state_size", &hp->ssm_state, 1, 512 },
+        { "ssm.time_step_rank", &hp->ssm_v_heads, 1, 4096 },
+        { "ssm.group_count", &hp->ssm_k_heads, 1, 4096 },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        snprintf(key, sizeof key, "%s.%s", a->name, keys[i].sfx);
+        int64_t v = 0;
+        if ((st = sprig_gguf_get_i64(g, key, &v, true, err))) return st;
+        if (v < keys[i].lo || v > keys[i].hi)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [%ld, %ld]%s", path, key, (long long)v,
+                             keys[i].lo, keys[i].hi, i == 0 ? " (the convolution's taps must fit the context)" : "");
+        *keys[i].field = (int)v;
+    }
+    snprintf(key, sizeof key, "%s.ssm.inner_size", a->name);
+    int64_t inner = 0;
+    if ((st = sprig_gguf_get_i64(g, key, &inner, true, err))) return st;
+    if (inner != (int64_t)hp->ssm_v_heads * hp->ssm_state)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is not %s.ssm.time_step_rank %d x ssm.state_size %d (the state "
+                         "size must divide it)", path, key, (long long)inner, a->name, hp->ssm_v_heads, hp->ssm_state);
+    if (hp->ssm_v_heads % hp->ssm_k_heads)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: %s.ssm.time_step_rank %d (value heads) is not a multiple of ssm.group_count %d",
+                         path, a->name, hp->ssm_v_heads, hp->ssm_k_heads);
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", a->name);
+    int et = 0;
+    uint64_t ns = 0;
+    if ((st = sprig_gguf_get_arr(g, key, &et, &ns, true, err))) return st;
+    if (ns != 4 || et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be 4 integers", path, key);
+    snprintf(key, sizeof key, "%s.attention.recurrent_layers", a->name);
+    const int64_t rk = sprig_gguf_find_kv(g, key);
+    if (rk >= 0) {
+        uint64_t n = 0;
+        if (sprig_gguf_kv_type(g, rk) != SPRIG_GGUF_ARR || sprig_gguf_get_arr(g, key, &et, &n, true, NULL) ||
+            et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be an array of booleans (one per layer)", path, key);
+        if (n != (uint64_t)hp->n_layer)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu entries; %s.block_count is %d", path, key,
+                             (unsigned long long)n, a->name, hp->n_layer);
+        for (int l = 0; l < hp->n_layer; l++) {
+            const int64_t f = sprig_gguf_arr_int(g, rk, (uint64_t)l);
+            if (f != 0 && f != 1) return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] = %lld is not 0 or 1", path, key, l, (long long)f);
+            layers[l].recurrent = f;
+        }
+    } else {
+        snprintf(key, sizeof key, "%s.full_attention_interval", a->name);
+        int64_t every = 4;
+        if ((st = sprig_gguf_get_i64(g, key, &every, false, err))) return st;
+        if (every < 1 || every > SPRIG_MAX_LAYERS)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld must be in [1, %d]", path, key, (long long)every, SPRIG_MAX_LAYERS);
+        for (int l = 0; l < hp->n_layer; l++) layers[l].recurrent = (l + 1) % every != 0;
+    }
+    hp->n_recurrent = 0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        struct sprig_layer *L = &layers[l];
+        L->attn_gate = true;
+        if (L->recurrent) { L->kv_layer = -1; hp->n_recurrent++; }
+    }
+    return SPRIG_OK;
+}
+
 /* Every layer's shape (per-layer arrays on rows with layer_shapes: head
  * counts and FFN sizes; the sliding layers' head size) and which cache it
  * reads (gemma4's last shared_kv_layers layers read layer n_kv_start - 2
@@ -373,7 +452,7 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
 /* A symbolic size for a global tensor (L NULL) or layer L's tensor. */
 static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_layer *L, enum sprig_dim d)
 {
-    switch (d) {   /* ten symbolic sizes; a table would need the hparams anyway */
+    switch (d) {   /* sixteen symbolic sizes; a table would need the hparams anyway */
     case SPRIG_D_DIM:   return hp->dim;
     case SPRIG_D_QDIM:  return L ? (int64_t)L->n_head * L->head_dim : (int64_t)hp->n_head * hp->head_dim;
     case SPRIG_D_KVDIM: return L ? (int64_t)L->n_kv_head * L->head_dim : (int64_t)hp->n_kv_head * hp->head_dim;
@@ -384,6 +463,12 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
     case SPRIG_D_ONE:   return 1;
     case SPRIG_D_PL:    return hp->n_pl;
     case SPRIG_D_PL_ALL: return (int64_t)hp->n_pl * hp->n_layer;
+    case SPRIG_D_QGDIM: return 2 * (L ? (int64_t)L->n_head * L->head_dim : (int64_t)hp->n_head * hp->head_dim);
+    case SPRIG_D_SSM_CONV: return (int64_t)(2 * hp->ssm_k_heads + hp->ssm_v_heads) * hp->ssm_state;
+    case SPRIG_D_SSM_V: return (int64_t)hp->ssm_v_heads * hp->ssm_state;
+    case SPRIG_D_SSM_VH: return hp->ssm_v_heads;
+    case SPRIG_D_SSM_S: return hp->ssm_state;
+    case SPRIG_D_SSM_K: return hp->ssm_conv;
     case SPRIG_D_NONE:  return 1;
     }
     return -1;
@@ -418,10 +503,10 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
                          path, name, sprig_type_name(t->type), sprig_type_readable_names());
     m->n_params += e0 * e1;
     void *dst = (char *)base + s->offset;
-    if (s->bind == SPRIG_BIND_NORM) {
-        float *v = malloc((size_t)e0 * sizeof(float));
+    if (s->bind == SPRIG_BIND_NORM) {   /* a vector, or a small table (ssm_conv1d: ne1 rows of ne0) */
+        float *v = malloc((size_t)(e0 * e1) * sizeof(float));
         if (!v) return sprig_err(err, SPRIG_E_NOMEM, "%s: tensor '%s': out of memory", path, name);
-        tt->to_f32(t->data, v, e0);
+        tt->to_f32(t->data, v, e0 * e1);
         *(float **)dst = v;
         return SPRIG_OK;
     }
@@ -463,6 +548,15 @@ void sprig_model_free(sprig_model *m)
             free(L->q_norm);
             free(L->k_norm);
             free(L->out_scale);
+            free(L->conv_w);
+            free(L->dt_bias);
+            free(L->ssm_a);
+            free(L->ssm_norm);
+            sprig_weight_free(&L->w_qkv);
+            sprig_weight_free(&L->w_z);
+            sprig_weight_free(&L->w_alpha);
+            sprig_weight_free(&L->w_beta);
+            sprig_weight_free(&L->w_ssm_out);
             free(L->pl_post_norm);
             sprig_weight_free(&L->pl_gate);
             sprig_weight_free(&L->pl_proj);
@@ -534,6 +628,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
     if ((st = read_swa(g, m->arch, &m->hp, m->layers, err))) goto fail;
     if ((st = read_layer_shapes(g, m->arch, &m->hp, m->layers, err))) goto fail;
+    if ((st = read_hybrid(g, m->arch, &m->hp, m->layers, err))) goto fail;
     for (int i = 0; i < m->arch->n_tensors; i++) {
         const struct sprig_tensor_spec *s = &m->arch->tensors[i];
         if (!s->per_layer) {
@@ -554,10 +649,25 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         }
     free(used);
     used = NULL;
-    for (int l = 0; l < m->hp.n_layer; l++) {   /* what the layer's role needs (gemma4's optional tensors) */
+    for (int l = 0; l < m->hp.n_layer; l++) {   /* what the layer's role needs (gemma4's, qwen35's optional tensors) */
         struct sprig_layer *L = &m->layers[l];
+        if (m->arch->hybrid && (L->recurrent ? L->wq.raw || L->wk.raw || L->wv.raw || L->wo.raw || L->q_norm || L->k_norm
+                                             : L->w_qkv.raw || L->w_z.raw || L->conv_w || L->w_ssm_out.raw || L->ssm_a)) {
+            st = sprig_err(err, SPRIG_E_FORMAT, "%s: layer %d is %s (%s.attention.recurrent_layers / full_attention_interval) but "
+                           "holds %s tensors", path, l, L->recurrent ? "recurrent" : "an attention layer", m->arch->name,
+                           L->recurrent ? "attention" : "delta-net");
+            goto fail;
+        }
         const char *missing = NULL;
-        if (L->kv_layer == l && !L->wk.raw) missing = "attn_k.weight";
+        if (L->recurrent) {   /* a gated delta-net layer */
+            missing = !L->w_qkv.raw ? "attn_qkv.weight" : !L->w_z.raw ? "attn_gate.weight" : !L->conv_w ? "ssm_conv1d.weight"
+                    : !L->dt_bias ? "ssm_dt.bias" : !L->ssm_a ? "ssm_a" : !L->w_beta.raw ? "ssm_beta.weight"
+                    : !L->w_alpha.raw ? "ssm_alpha.weight" : !L->ssm_norm ? "ssm_norm.weight" : !L->w_ssm_out.raw ? "ssm_out.weight" : NULL;
+        } else if (m->arch->hybrid && !L->wq.raw) missing = "attn_q.weight";
+        else if (m->arch->hybrid && !L->wv.raw) missing = "attn_v.weight";
+        else if (m->arch->hybrid && !L->wo.raw) missing = "attn_output.weight";
+        else if (m->arch->hybrid && !L->q_norm) missing = "attn_q_norm.weight";
+        else if (L->kv_layer == l && !L->wk.raw) missing = "attn_k.weight";
         else if (L->kv_layer == l && m->layers[0].q_norm && !L->k_norm) missing = "attn_k_norm.weight";
         else if (m->hp.n_pl && !L->pl_gate.raw) missing = "inp_gate.weight";
         else if (m->hp.n_pl && !L->pl_proj.raw) missing = "proj.weight";

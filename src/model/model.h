@@ -41,6 +41,12 @@ struct sprig_hparams {
     int   n_kv_start;   /* layers [0, n_kv_start) keep a cache; later ones read an earlier layer's (gemma4) */
     int   n_pl;         /* per-layer input width (gemma4 embedding_length_per_layer_input), 0 = none */
     int   max_qdim, max_kvdim, max_hd, max_rot, max_ff;   /* the largest over the layers (scratch sizes) */
+    /* gated delta-net layers (qwen35; 0 without): ssm.* keys */
+    int   ssm_conv;     /* ssm.conv_kernel K: the causal convolution's taps */
+    int   ssm_state;    /* ssm.state_size: a head's key and value size */
+    int   ssm_v_heads;  /* ssm.time_step_rank: value heads (one state matrix each) */
+    int   ssm_k_heads;  /* ssm.group_count: query/key heads (value head h reads q/k head h % ssm_k_heads) */
+    int   n_recurrent;  /* recurrent layers */
     float eps;
     float rope_theta;
     float rope_freq_scale;  /* 1 / <arch>.rope.scaling.factor for linear scaling; 1 = none */
@@ -78,6 +84,18 @@ struct sprig_layer {
     sprig_weight pl_gate;     /* dim -> n_pl, per-layer input gate (gemma4), or raw NULL */
     sprig_weight pl_proj;     /* n_pl -> dim */
     float       *pl_post_norm;/* [dim] */
+    /* a gated delta-net layer (qwen35); recurrent = false: an attention layer */
+    bool         recurrent;
+    bool         attn_gate;   /* wq's output interleaves per head [q | gate]; out *= sigmoid(gate) (qwen35) */
+    sprig_weight w_qkv;       /* dim -> conv_dim = 2 key_dim + value_dim (attn_qkv) */
+    sprig_weight w_z;         /* dim -> value_dim (attn_gate: the output norm's gate) */
+    sprig_weight w_alpha;     /* dim -> v_heads (ssm_alpha) */
+    sprig_weight w_beta;      /* dim -> v_heads (ssm_beta) */
+    sprig_weight w_ssm_out;   /* value_dim -> dim (ssm_out) */
+    float       *conv_w;      /* [conv_dim][K] ssm_conv1d */
+    float       *dt_bias;     /* [v_heads] ssm_dt.bias */
+    float       *ssm_a;       /* [v_heads] the decay rate (negative: -exp(A_log)) */
+    float       *ssm_norm;    /* [state] the gated output norm */
 };
 
 struct sprig_arch;

@@ -105,6 +105,12 @@ sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *tar
         free(md);
         return NULL;
     }
+    if (md->dm->hp.n_recurrent) {   /* its trims would need the recurrent states rolled back */
+        sprig_err(err, SPRIG_E_REFUSED, "%s: a draft model with recurrent layers (%d) cannot roll back its drafts yet", path,
+                  md->dm->hp.n_recurrent);
+        md_free(md);
+        return NULL;
+    }
     int diff = sprig_tokenizer_first_difference(target->tok, md->dm->tok);
     if (diff >= 0) {
         size_t la = 0, lb = 0;

@@ -1,0 +1,178 @@
+/*
+ * model/qwen35 — the Qwen 3.5 hybrid forward (llama.cpp's qwen35 graph):
+ * gated delta-net layers (model/deltanet.h) interleaved with gated
+ * attention layers, each followed by a SwiGLU FFN.
+ *
+ * Per layer, for the n tokens of the batch:
+ *   xn = RMSNorm(x) * attn_norm
+ *   recurrent layer:  qkv, z, alpha, beta = xn W_qkv, xn W_z, xn W_alpha, xn W_beta
+ *                     o_t = deltanet step(qkv_t, alpha_t, beta_t) for t = 0..n-1 in order
+ *                     o = RMSNorm(o per head) * ssm_norm * silu(z);  x += o W_ssm_out
+ *   attention layer:  [q | gate] per head, k, v = xn W_q, xn W_k, xn W_v
+ *                     q, k = RMSNorm per head * q_norm / k_norm; RoPE (NEOX on
+ *                     the first n_rot dims: the file's multi-section RoPE, whose
+ *                     sections all see the same position for text)
+ *                     a = attention over the cache; x += (a * sigmoid(gate)) W_o
+ *   xn = RMSNorm(x) * post_attention_norm;  x += swiglu(xn W_gate, xn W_up) W_down
+ * then the shared head (final norm, output rows). A token's recurrent step
+ * is the same whether it runs alone or inside a batch, so a verify block
+ * computes what decoding computes.
+ *
+ * The recurrent states advance with every forward and cannot go back yet:
+ * a forward after the cache was trimmed (a speculative rollback) or with a
+ * caller mask (a tree) is refused naming the recurrent layers.
+ */
+#include "model/deltanet.h"
+#include "model/internal.h"
+#include "base/mem.h"
+#include "tensor/attention.h"
+#include "tensor/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sprig_rec_free(struct sprig_rec *r)
+{
+    if (!r) return;
+    float **b[] = { &r->conv, &r->S, &r->qkv, &r->z, &r->alpha, &r->beta, &r->o, &r->qg, &r->gate };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
+    free(r);
+}
+
+sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    struct sprig_rec *r = calloc(1, sizeof *r);
+    if (!r) return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent states");
+    const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
+    const size_t B = (size_t)c->n_batch, C = (size_t)sprig_deltanet_conv_dim(&d), V = (size_t)hp->ssm_v_heads * hp->ssm_state;
+    r->conv_stride = (int64_t)(hp->ssm_conv - 1) * (int64_t)C;
+    r->S_stride = (int64_t)hp->ssm_v_heads * hp->ssm_state * hp->ssm_state;
+    const size_t L = (size_t)hp->n_layer;
+    struct { float **p; size_t n; } b[] = {
+        { &r->conv, L * (size_t)r->conv_stride + 1 }, { &r->S, L * (size_t)r->S_stride }, { &r->qkv, B * C }, { &r->z, B * V },
+        { &r->alpha, B * (size_t)hp->ssm_v_heads }, { &r->beta, B * (size_t)hp->ssm_v_heads }, { &r->o, B * V },
+        { &r->qg, B * 2 * (size_t)hp->n_head * hp->head_dim }, { &r->gate, B * (size_t)hp->n_head * hp->head_dim },
+    };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+        if (!(*b[i].p = sprig_calloc_aligned(b[i].n, sizeof(float)))) {
+            sprig_rec_free(r);
+            return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent states (%d layers)", hp->n_recurrent);
+        }
+    c->rec = r;
+    return SPRIG_OK;
+}
+
+static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_weight *const *w, float **y)
+{
+    sprig_act act;
+    sprig_act_init(&act, x, n, k, c->act, c->act_bytes);
+    sprig_matmul(c->pool, &act, n_w, w, y);
+}
+
+/* x += the gated delta-net layer of the batch (rows in order through the states) */
+static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    struct sprig_rec *r = c->rec;
+    const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
+    const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads, N = hp->ssm_state, V = H * N, dim = hp->dim;
+    const sprig_weight *w[4] = { &L->w_qkv, &L->w_z, &L->w_alpha, &L->w_beta };
+    float *y[4] = { r->qkv, r->z, r->alpha, r->beta };
+    mm(c, c->xn, n, dim, 4, w, y);
+    float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
+    for (int i = 0; i < n; i++) {
+        float *o = r->o + (size_t)i * V;
+        sprig_deltanet_step(&d, L->conv_w, L->dt_bias, L->ssm_a, conv, S, r->qkv + (size_t)i * C, r->alpha + (size_t)i * H,
+                            r->beta + (size_t)i * H, o);
+        /* gated norm: RMSNorm per head * ssm_norm * silu(z) */
+        sprig_rmsnorm(o, o, L->ssm_norm, H, N, hp->eps);
+        const float *z = r->z + (size_t)i * V;
+        for (int j = 0; j < V; j++) o[j] *= z[j] / (1.0f + expf(-z[j]));
+    }
+    const sprig_weight *wo[1] = { &L->w_ssm_out };
+    float *to[1] = { c->tmp };
+    mm(c, r->o, n, V, 1, wo, to);
+}
+
+/* x += the gated attention layer of the batch */
+static void attention_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    struct sprig_rec *r = c->rec;
+    const int hd = L->head_dim, nh = L->n_head, qdim = nh * hd, dim = hp->dim;
+    const sprig_weight *w[3] = { &L->wq, &L->wk, &L->wv };
+    float *y[3] = { r->qg, c->k, c->v };
+    mm(c, c->xn, n, dim, 3, w, y);
+    for (int i = 0; i < n; i++)   /* [q | gate] per head -> q, gate */
+        for (int h = 0; h < nh; h++) {
+            const float *src = r->qg + (size_t)i * 2 * qdim + (size_t)h * 2 * hd;
+            memcpy(c->q + (size_t)i * qdim + (size_t)h * hd, src, sizeof(float) * (size_t)hd);
+            memcpy(r->gate + (size_t)i * qdim + (size_t)h * hd, src + hd, sizeof(float) * (size_t)hd);
+        }
+    sprig_rmsnorm(c->q, c->q, L->q_norm, n * nh, hd, hp->eps);
+    sprig_rmsnorm(c->k, c->k, L->k_norm, n * L->n_kv_head, hd, hp->eps);
+    sprig_rope_apply(c->q, c->rope, n, nh, hd, L->n_rot, SPRIG_ROPE_NEOX);
+    sprig_rope_apply(c->k, c->rope, n, L->n_kv_head, hd, L->n_rot, SPRIG_ROPE_NEOX);
+    sprig_kv_write(c->kv, l, n, c->k, c->v);
+    sprig_attn_args aa = {
+        .q = c->q, .n = n, .n_head = nh, .n_kv_head = L->n_kv_head, .hd = hd, .n_keys = len + n, .mask = NULL,
+        .scale = 1.0f / sqrtf((float)hd), .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
+    };
+    sprig_kv_attend(c->pool, c->kv, l, c->q, pos, &aa);
+    for (int64_t i = 0; i < (int64_t)n * qdim; i++) c->att[i] *= 1.0f / (1.0f + expf(-r->gate[i]));
+    const sprig_weight *wo[1] = { &L->wo };
+    float *to[1] = { c->tmp };
+    mm(c, c->att, n, qdim, 1, wo, to);
+}
+
+sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
+{
+    const sprig_model *m = c->m;
+    const struct sprig_hparams *hp = &m->hp;
+    struct sprig_rec *r = c->rec;
+    const int n = f->n, dim = hp->dim, len = sprig_kv_len(c->kv);
+    if (len == 0) {   /* a new sequence: empty states */
+        memset(r->conv, 0, sizeof(float) * (size_t)hp->n_layer * (size_t)r->conv_stride);
+        memset(r->S, 0, sizeof(float) * (size_t)hp->n_layer * (size_t)r->S_stride);
+        r->len = 0;
+    }
+    int first_rec = 0;
+    while (first_rec < hp->n_layer && !m->layers[first_rec].recurrent) first_rec++;
+    if (r->len != len)
+        return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers (first: layer %d) hold %d tokens but the cache %d: they "
+                         "cannot roll back yet", m->arch->name, first_rec, r->len, len);
+    if (f->mask)
+        return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers (first: layer %d) take tokens in sequence; a masked (tree) "
+                         "batch is refused", m->arch->name, first_rec);
+    for (int i = 0; i < n; i++) {
+        c->pos[i] = len + i;
+        if (f->pos && f->pos[i] != len + i)
+            return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers take consecutive positions; row %d is at %d, not %d",
+                             m->arch->name, i, f->pos[i], len + i);
+    }
+    const int32_t *pos = c->pos;
+    sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
+    for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
+    for (int l = 0; l < hp->n_layer; l++) {
+        const struct sprig_layer *L = &m->layers[l];
+        sprig_rmsnorm(c->xn, c->x, L->attn_norm, n, dim, hp->eps);
+        if (L->recurrent) recurrent_layer(c, L, l, n);
+        else attention_layer(c, L, l, n, len, pos);
+        sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
+        sprig_rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, hp->eps);
+        const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
+        float *gu_out[2] = { c->gate, c->up };
+        mm(c, c->xn, n, dim, 2, gu, gu_out);
+        sprig_swiglu(c->gate, c->gate, c->up, (int64_t)n * L->n_ff);
+        const sprig_weight *wd[1] = { &L->w_down };
+        float *to[1] = { c->tmp };
+        mm(c, c->gate, n, L->n_ff, 1, wd, to);
+        sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
+    }
+    sprig_kv_commit(c->kv, n);
+    r->len = len + n;
+    sprig_forward_head(c, f);
+    return SPRIG_OK;
+}
