@@ -34,10 +34,17 @@ static const struct preset presets[] = {
     { "gemma3-1b", { .dim = 1152, .n_layers = 26, .n_heads = 4, .n_kv_heads = 1, .ffn = 6912, .vocab = 262144, .ctx = 32768,
                      .arch = "gemma3", .head_dim = 256, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .window = 512,
                      .swa_pattern = 6 } },
+    /* Qwen 3.5 0.8B's published shape (Qwen/Qwen3.5-0.8B config.json): head size 256, a quarter of it
+     * rotated (IMROPE sections [11, 11, 10]), theta 1e7, eps 1e-6, tied output; linear attention with 16
+     * key and 16 value heads of 128, conv kernel 4, every 4th layer full attention; one MTP layer */
+    { "qwen35-0.8b", { .dim = 1024, .n_layers = 24, .n_heads = 8, .n_kv_heads = 2, .ffn = 3584, .vocab = 248320, .ctx = 262144,
+                       .arch = "qwen35", .head_dim = 256, .rope_freq_base = 10000000.0f, .rms_eps = 1e-6f, .ssm_state = 128,
+                       .ssm_v_heads = 16, .ssm_k_heads = 16, .ssm_conv = 4, .full_attn_interval = 4, .n_rot = 64,
+                       .rope_sections = { 11, 11, 10, 0 }, .mtp = true } },
 };
 #define N_PRESETS (int)(sizeof presets / sizeof presets[0])
 
-const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b, gemma3-1b"; }
+const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b, gemma3-1b, qwen35-0.8b"; }
 
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err)
 {
@@ -99,19 +106,21 @@ struct mk_arch {
     int n_extra;
     bool per_layer;               /* gemma4: per-layer kinds, head sizes and kv heads; its own tensor list */
     bool assistant;               /* gemma4-assistant: matched to a gemma4 target; its own keys and tensors */
+    bool hybrid;                  /* qwen35: linear-attention and full-attention layers, optional MTP layer */
 };
 
 static const struct mk_arch mk_arches[] = {
-    { "llama", false, false, true, false, NULL, 0, false, false },
-    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false, false },
-    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false },
-    { "gemma2", true, true, false, true, gemma2_extra, (int)(sizeof gemma2_extra / sizeof gemma2_extra[0]), false, false },
-    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false, false },
-    { "gemma4", true, true, false, false, NULL, 0, true, false },
-    { "gemma4-assistant", true, true, false, false, NULL, 0, false, true },
+    { "llama", false, false, true, false, NULL, 0, false, false, false },
+    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false, false, false },
+    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false, false },
+    { "gemma2", true, true, false, true, gemma2_extra, (int)(sizeof gemma2_extra / sizeof gemma2_extra[0]), false, false, false },
+    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false, false, false },
+    { "gemma4", true, true, false, false, NULL, 0, true, false, false },
+    { "gemma4-assistant", true, true, false, false, NULL, 0, false, true, false },
+    { "qwen35", true, true, false, false, NULL, 0, false, false, true },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma2, gemma3, gemma4, gemma4-assistant"; }
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma2, gemma3, gemma4, gemma4-assistant, qwen35"; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -184,6 +193,49 @@ static bool as_any_global(const struct sprig_mkmodel_params *p)
     for (int l = 0; l < p->n_layers; l++)
         if (!as_sliding(p, l)) return true;
     return false;
+}
+
+/* qwen35: the effective shape (mkmodel.h's defaults for the zero fields) */
+static int q35_state(const struct sprig_mkmodel_params *p) { return p->ssm_state ? p->ssm_state : 32; }
+static int q35_v_heads(const struct sprig_mkmodel_params *p) { return p->ssm_v_heads ? p->ssm_v_heads : p->n_heads; }
+static int q35_k_heads(const struct sprig_mkmodel_params *p) { return p->ssm_k_heads ? p->ssm_k_heads : q35_v_heads(p); }
+static int q35_conv(const struct sprig_mkmodel_params *p) { return p->ssm_conv ? p->ssm_conv : 4; }
+static int q35_mtp(const struct sprig_mkmodel_params *p) { return p->mtp ? 1 : 0; }
+
+static int q35_interval(const struct sprig_mkmodel_params *p)
+{
+    return p->full_attn_interval ? p->full_attn_interval : p->n_layers < 4 ? p->n_layers : 4;
+}
+
+/* whether layer l is a linear-attention (recurrent) layer, as llama.cpp's qwen35 load_arch_hparams marks
+ * it: the MTP layer never; recurrent_layers, else every interval-th layer full attention */
+static bool q35_recurrent(const struct sprig_mkmodel_params *p, int l)
+{
+    if (l >= p->n_layers) return false;
+    if (p->recurrent_layers) return p->recurrent_layers[l] == 'r';
+    return (l + 1) % q35_interval(p) != 0;
+}
+
+static int q35_rot(const struct sprig_mkmodel_params *p)
+{
+    if (p->n_rot) return p->n_rot;
+    const int r = head_size(p) / 4 / 2 * 2;
+    return r < 2 ? 2 : r;
+}
+
+/* rope.dimension_sections: given, else IMROPE's interleaving of the P = rot / 2 pairs over t, h, w as HF's
+ * [11, 11, 10] for P = 32: sector j goes to t, h, w by j % 3 */
+static void q35_sections(const struct sprig_mkmodel_params *p, int32_t s[4])
+{
+    if (p->rope_sections[0] || p->rope_sections[1] || p->rope_sections[2] || p->rope_sections[3]) {
+        for (int i = 0; i < 4; i++) s[i] = p->rope_sections[i];
+        return;
+    }
+    const int P = q35_rot(p) / 2;
+    s[0] = (P + 2) / 3;
+    s[1] = (P + 1) / 3;
+    s[2] = P / 3;
+    s[3] = 0;
 }
 
 static bool has_output(const struct sprig_mkmodel_params *p, const struct mk_arch *a)
@@ -271,6 +323,77 @@ static sprig_status validate_gemma4(const struct sprig_mkmodel_params *p, const 
     return SPRIG_OK;
 }
 
+/* qwen35's parameters: refused on other arches; shapes llama.cpp's qwen35 loader and its graphs accept */
+static sprig_status validate_qwen35(const struct sprig_mkmodel_params *p, const struct mk_arch *a, int64_t blk,
+                                    const char *tname, sprig_error *err)
+{
+    if (!a->hybrid) {
+        const bool sec = p->rope_sections[0] || p->rope_sections[1] || p->rope_sections[2] || p->rope_sections[3];
+        const char *f = p->ssm_state ? "ssm-state" : p->ssm_v_heads ? "ssm-v-heads" : p->ssm_k_heads ? "ssm-k-heads"
+                      : p->ssm_conv ? "ssm-conv" : p->full_attn_interval ? "full-attn-interval"
+                      : p->recurrent_layers ? "recurrent-layers" : p->n_rot ? "rot" : sec ? "rope-sections"
+                      : p->mtp ? "mtp" : p->mtp_head ? "mtp-head" : NULL;
+        if (f) return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s is for the qwen35 arch, not %s", f, a->name);
+        return SPRIG_OK;
+    }
+    const int L = p->n_layers, S = q35_state(p), Hv = q35_v_heads(p), Hk = q35_k_heads(p), K = q35_conv(p), hd = head_size(p);
+    struct { const char *name; int v, lo, hi; } r[] = {
+        { "ssm-state", S, 1, 4096 }, { "ssm-v-heads", Hv, 1, 4096 }, { "ssm-k-heads", Hk, 1, 4096 },
+        { "ssm-conv", K, 2, 64 }, { "full-attn-interval", q35_interval(p), 1, SPRIG_MKMODEL_MAX_LAYERS },
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        if (r[i].v < r[i].lo || r[i].v > r[i].hi)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s = %d is out of range [%d, %d]", r[i].name, r[i].v, r[i].lo, r[i].hi);
+    if (Hk > Hv || Hv % Hk)   /* llama.cpp: GGML_ASSERT(num_v_heads % num_k_heads == 0) */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: ssm-v-heads %d is not a multiple of ssm-k-heads %d (value head h reads "
+                         "key head h %% ssm-k-heads)", Hv, Hk);
+    if (L + q35_mtp(p) > SPRIG_MKMODEL_MAX_LAYERS)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: layers %d plus the MTP layer exceed %d", L, SPRIG_MKMODEL_MAX_LAYERS);
+    if (p->recurrent_layers) {
+        const size_t n = strlen(p->recurrent_layers);
+        if (p->full_attn_interval)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: recurrent-layers and full-attn-interval both say which layers are "
+                             "full attention; give one");
+        if (strspn(p->recurrent_layers, "ra") != n)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: recurrent-layers '%s' may hold only r (linear attention) and a "
+                             "(full attention)", p->recurrent_layers);
+        if (n != (size_t)L)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: recurrent-layers '%s' has %zu letters for %d layers",
+                             p->recurrent_layers, n, L);
+    }
+    int n_recr = 0;
+    for (int l = 0; l < L; l++) n_recr += q35_recurrent(p, l);
+    if (n_recr == 0 || n_recr == L) {   /* llama.cpp's hybrid memory asserts a buffer for its KV and its recurrent caches */
+        char why[600];
+        if (p->recurrent_layers) snprintf(why, sizeof why, "recurrent-layers '%s'", p->recurrent_layers);
+        else snprintf(why, sizeof why, "%sfull-attn-interval %d", p->full_attn_interval ? "" : "the default (4, or layers when fewer) ",
+                      q35_interval(p));
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: qwen35 needs a linear-attention and a full-attention layer (llama.cpp "
+                         "aborts without either); %s makes all %d layer(s) %s", why, L, n_recr ? "linear" : "full attention");
+    }
+    const int rot = q35_rot(p);
+    if (rot < 2 || rot > hd || rot % 2)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rot %d must be even and in [2, head size %d]", rot, hd);
+    int32_t sec[4];
+    q35_sections(p, sec);
+    int64_t sum = 0;
+    for (int i = 0; i < 4; i++) {
+        if (sec[i] < 0)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope-sections %d,%d,%d,%d: a section is negative", sec[0], sec[1],
+                             sec[2], sec[3]);
+        sum += sec[i];
+    }
+    if (sec[0] + sec[1] + sec[2] <= 0 || sum > hd)   /* ggml's rope asserts both */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: rope-sections %d,%d,%d,%d: the first three must not all be 0 and the "
+                         "four may add up to the head size %d at most", sec[0], sec[1], sec[2], sec[3], hd);
+    if (p->mtp_head && !p->mtp)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: mtp-head needs mtp (it is the MTP layer's own embedding and output)");
+    if (((int64_t)S * Hv) % blk)   /* ssm_out's rows */
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: %s needs ssm-state x ssm-v-heads (%d x %d) to be a multiple of %" PRId64,
+                         tname, S, Hv, blk);
+    return SPRIG_OK;
+}
+
 /* gemma4-assistant's shape against its target's facts (p->tgt, from sprig_mkmodel_target): what llama.cpp's
  * loader, its KV sharing and its draft-mtp speculator need */
 static sprig_status validate_assistant(const struct sprig_mkmodel_params *p, sprig_error *err)
@@ -344,6 +467,10 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
         sprig_status st = validate_assistant(p, err);
         if (st != SPRIG_OK) return st;
     }
+    if (!a->hybrid && (p->ssm_state || p->ssm_v_heads || p->ssm_k_heads || p->ssm_conv || p->full_attn_interval ||
+                       p->recurrent_layers || p->n_rot || p->mtp || p->mtp_head || p->rope_sections[0] || p->rope_sections[1] ||
+                       p->rope_sections[2] || p->rope_sections[3]))
+        return validate_qwen35(p, a, 1, "", err);   /* names the flag */
     if (p->head_dim && (p->head_dim < 2 || p->head_dim > 4096 || p->head_dim % 2))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head-dim %d must be even and in [2, 4096]", p->head_dim);
     if (!p->head_dim && p->dim % p->n_heads)
@@ -386,6 +513,8 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
                              t->name, p->tgt.dim, blk);
         return SPRIG_OK;
     }
+    sprig_status st = validate_qwen35(p, a, blk, t->name, err);
+    if (st != SPRIG_OK) return st;
     return validate_gemma4(p, a, blk, t->name, err);
 }
 
@@ -411,6 +540,17 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
             if (l < L - p->shared_kv) n += D * kv + hd;                                  /* attn_k, attn_k_norm */
             if (g4_has_v(p, l)) n += D * kv;
         }
+        return n;
+    }
+    if (a && a->hybrid) {   /* qwen35: the tensors sprig_mkmodel_write writes for it */
+        const int64_t S = q35_state(p), Hv = q35_v_heads(p), Hk = q35_k_heads(p), K = q35_conv(p), VD = S * Hv, C = 2 * S * Hk + VD;
+        const int64_t attn = D * 2 * Q + 2 * D * KV + Q * D + 2 * H;   /* attn_q (query + gate), k, v, output, q/k norms */
+        int64_t n = (has_output(p, a) ? 2 : 1) * V * D + D;
+        for (int l = 0; l < p->n_layers + q35_mtp(p); l++) {
+            n += 2 * D + 3 * D * F;   /* attn_norm, post_attention_norm, ffn */
+            n += q35_recurrent(p, l) ? D * C + D * VD + K * C + 2 * Hv + 2 * D * Hv + S + VD * D : attn;
+        }
+        if (p->mtp) n += 2 * D * D + 3 * D + (p->mtp_head ? 2 * V * D : 0);   /* eh_proj, enorm, hnorm, shared_head_norm */
         return n;
     }
     int64_t layer = 2 * D + 2 * D * Q + 2 * D * KV + 3 * D * F;
@@ -518,6 +658,7 @@ struct tdesc {
     int64_t ne0, rows;
     float std;             /* 0: a norm (all ones) */
     float center;          /* added to every value (norms around 1) */
+    bool negexp;           /* store -exp(value) (qwen35's ssm_a = -exp(A_log)) */
     size_t row_bytes;
 };
 
@@ -550,6 +691,7 @@ static void gen_rows(void *ctx, int ith, int nth)
             float s = (float)(uint32_t)((u & 0xffff) + ((u >> 16) & 0xffff) + ((u >> 32) & 0xffff) + (u >> 48));
             x[i] = (s - mean) * k;
             if (t->center != 0) x[i] += t->center;
+            if (t->negexp) x[i] = -expf(x[i]);
         }
         from(x, j->dst + (size_t)r * t->row_bytes, t->ne0);
     }
@@ -841,6 +983,45 @@ done:
     return st;
 }
 
+/* qwen35's keys (mkmodel.h), as the converter writes them; recurrent_layers as attention.recurrent_layers
+ * (one bool per block, the MTP layer false) instead of full_attention_interval */
+static sprig_status qwen35_keys(sprig_gguf_writer *w, const struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    const char *an = "qwen35";
+    const int L = p->n_layers, N = L + q35_mtp(p), HD = head_size(p);
+    int32_t sec[4];
+    q35_sections(p, sec);
+    sprig_status st;
+    TRY(w_arch_u32(w, an, "vocab_size", (uint32_t)p->vocab, err));
+    TRY(w_arch_u32(w, an, "context_length", (uint32_t)p->ctx, err));
+    TRY(w_arch_u32(w, an, "embedding_length", (uint32_t)p->dim, err));
+    TRY(w_arch_u32(w, an, "block_count", (uint32_t)N, err));
+    if (p->mtp) TRY(w_arch_u32(w, an, "nextn_predict_layers", 1, err));
+    TRY(w_arch_u32(w, an, "feed_forward_length", (uint32_t)p->ffn, err));
+    TRY(w_arch_u32(w, an, "attention.head_count", (uint32_t)p->n_heads, err));
+    TRY(w_arch_u32(w, an, "attention.head_count_kv", (uint32_t)p->n_kv_heads, err));
+    TRY(w_arch_u32(w, an, "attention.key_length", (uint32_t)HD, err));
+    TRY(w_arch_u32(w, an, "attention.value_length", (uint32_t)HD, err));
+    TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
+    TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
+    TRY(w_arch_u32(w, an, "rope.dimension_count", (uint32_t)q35_rot(p), err));
+    TRY(w_arch_arr(w, an, "rope.dimension_sections", SPRIG_GGUF_I32, sec, 4, err));
+    TRY(w_arch_u32(w, an, "ssm.conv_kernel", (uint32_t)q35_conv(p), err));
+    TRY(w_arch_u32(w, an, "ssm.state_size", (uint32_t)q35_state(p), err));
+    TRY(w_arch_u32(w, an, "ssm.group_count", (uint32_t)q35_k_heads(p), err));
+    TRY(w_arch_u32(w, an, "ssm.time_step_rank", (uint32_t)q35_v_heads(p), err));
+    TRY(w_arch_u32(w, an, "ssm.inner_size", (uint32_t)(q35_state(p) * q35_v_heads(p)), err));
+    if (p->recurrent_layers) {
+        uint8_t recr[SPRIG_MKMODEL_MAX_LAYERS];
+        for (int l = 0; l < N; l++) recr[l] = q35_recurrent(p, l);
+        TRY(w_arch_arr(w, an, "attention.recurrent_layers", SPRIG_GGUF_BOOL, recr, N, err));
+    } else {
+        TRY(w_arch_u32(w, an, "full_attention_interval", (uint32_t)q35_interval(p), err));
+    }
+done:
+    return st;
+}
+
 sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const char *path, sprig_error *err)
 {
     struct sprig_mkmodel_params pv = *pin;
@@ -880,6 +1061,13 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     if (arch->assistant)
         for (int l = 0; l < L; l++)
             if ((int64_t)as_head(p, l) * p->n_heads > max_q) max_q = (int64_t)as_head(p, l) * p->n_heads;
+    const int NL = arch->hybrid ? L + q35_mtp(p) : L;   /* qwen35: block_count, the MTP layer included */
+    if (arch->hybrid) {   /* ssm_out's rows (S x Hv), nextn.eh_proj's (2 D) */
+        const int64_t vd = (int64_t)q35_state(p) * q35_v_heads(p);
+        if (vd > max_q) max_q = vd;
+        if (2 * D > max_q) max_q = 2 * D;
+        n_attn_v = NL;   /* one attn_qkv or attn_v per block */
+    }
     const int64_t PL = (int64_t)p->per_layer_embd * L;   /* gemma4: per_layer_token_embd's rows */
     struct ropef ropef = { p->rope_freq_base, HDIM };
     uint32_t ftype = 0;
@@ -887,7 +1075,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     struct sprig_ftype pure = { sprig_type_name(p->type), ftype, p->type, false };
     struct sprig_qmix mix;   /* per-tensor types, as llama-quantize chooses them for this layout */
     sprig_qmix_init(&mix, p->ftype ? p->ftype : &pure, false,
-                    &(struct sprig_qmix_model){ .arch = an, .n_layer = p->n_layers, .n_head = p->n_heads,
+                    &(struct sprig_qmix_model){ .arch = an, .n_layer = NL, .n_head = p->n_heads,
                                                 .n_head_kv = arch->per_layer ? g4_kv_heads(p, 0) : p->n_kv_heads,
                                                 .tied = !has_output(p, arch), .n_attn_v = (int)n_attn_v });
     if (p->ftype) ftype = p->ftype->ftype;
@@ -895,7 +1083,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     if (PL > g.max_ne0) g.max_ne0 = PL;
     if (arch->assistant && 2 * (int64_t)p->tgt.dim > g.max_ne0) g.max_ne0 = 2 * (int64_t)p->tgt.dim;   /* nextn.pre_projection */
     sprig_gguf_writer *w = NULL;
-    size_t n_t = arch->assistant ? 6 + 13 * (size_t)L
+    size_t n_t = arch->hybrid ? 8 + 20 * (size_t)NL : arch->assistant ? 6 + 13 * (size_t)L
                : arch->per_layer ? 6 + 18 * (size_t)L : 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
@@ -917,6 +1105,10 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     TRY(sprig_gguf_w_u32(w, "general.quantization_version", 2, err));
     if (arch->assistant) {
         TRY(assistant_keys(w, p, err));
+        goto vocab;
+    }
+    if (arch->hybrid) {
+        TRY(qwen35_keys(w, p, err));
         goto vocab;
     }
     TRY(w_arch_u32(w, an, "vocab_size", (uint32_t)V, err));
@@ -987,20 +1179,95 @@ vocab:
     const float std = p->std > 0 ? p->std : 0.02f, std_out = std / sqrtf(2.0f * (float)L);
     size_t k = 0;
     /* a tensor of ne1_ rows of ne0_ (one row: a vector), N(center_, std_) (std_ 0: all ones) */
-#define ADDC(nm, ne0_, ne1_, std_, center_) do { \
+#define ADDX(nm, nd_, ne0_, ne1_, std_, center_, negexp_) do { \
         SPRIG_ASSERT(k < n_t); \
         struct tdesc *t_ = &td[k]; \
         t_->g = &g; t_->index = k; t_->ne0 = (ne0_); t_->rows = (ne1_); t_->std = (std_); t_->center = (center_); \
-        t_->type = sprig_qmix_type(&mix, nm, (ne1_) == 1 ? 1 : 2, t_->ne0, SPRIG_TYPE_F32); \
+        t_->negexp = (negexp_); \
+        t_->type = sprig_qmix_type(&mix, nm, (nd_), t_->ne0, SPRIG_TYPE_F32); \
         SPRIG_ASSERT(sprig_row_bytes(t_->type, t_->ne0, &t_->row_bytes)); \
         int64_t ne_[2] = { t_->ne0, t_->rows }; \
-        TRY(sprig_gguf_w_tensor_fill(w, nm, t_->type, (ne1_) == 1 ? 1 : 2, ne_, fill_tensor, t_, err)); \
+        TRY(sprig_gguf_w_tensor_fill(w, nm, t_->type, (nd_), ne_, fill_tensor, t_, err)); \
         k++; \
     } while (0)
+#define ADDC(nm, ne0_, ne1_, std_, center_) ADDX(nm, (ne1_) == 1 ? 1 : 2, ne0_, ne1_, std_, center_, false)
 #define ADD(nm, ne0_, ne1_, std_) ADDC(nm, ne0_, ne1_, std_, 0.0f)
     ADD("token_embd.weight", D, V, std);
-    ADD("output_norm.weight", D, 1, 0);
+    if (arch->hybrid) ADDC("output_norm.weight", D, 1, 0.2f, 1.0f);   /* qwen35: every norm random around 1 */
+    else ADD("output_norm.weight", D, 1, 0);
     if (has_output(p, arch)) ADD("output.weight", D, V, std);
+    if (arch->hybrid) {
+        /* qwen35 (llama.cpp's qwen35.cpp load_block_trunk / load_block_mtp), in its order; matrices are 2-D
+         * even with one row (ADDX), as llama.cpp declares them */
+        const int64_t S = q35_state(p), Hv = q35_v_heads(p), Hk = q35_k_heads(p), KC = q35_conv(p), VD = S * Hv,
+                      C = 2 * S * Hk + VD;
+        const float std_conv = 1.0f / sqrtf(3.0f * (float)KC);
+        for (int l = 0; l < NL; l++) {
+            char nm[64];
+#define BLK(sfx) snprintf(nm, sizeof nm, "blk.%d." sfx, l)
+            BLK("attn_norm.weight");
+            ADDC(nm, D, 1, 0.2f, 1.0f);
+            BLK("post_attention_norm.weight");
+            ADDC(nm, D, 1, 0.2f, 1.0f);
+            if (q35_recurrent(p, l)) {
+                BLK("attn_qkv.weight");
+                ADDX(nm, 2, D, C, std, 0.0f, false);
+                BLK("attn_gate.weight");
+                ADDX(nm, 2, D, VD, std, 0.0f, false);
+                BLK("ssm_conv1d.weight");
+                ADDX(nm, 2, KC, C, std_conv, 0.0f, false);
+                BLK("ssm_dt.bias");
+                ADDX(nm, 1, Hv, 1, 0.5f, 0.0f, false);
+                BLK("ssm_a");
+                ADDX(nm, 1, Hv, 1, 0.6f, -1.0f, true);
+                BLK("ssm_beta.weight");
+                ADDX(nm, 2, D, Hv, std, 0.0f, false);
+                BLK("ssm_alpha.weight");
+                ADDX(nm, 2, D, Hv, std, 0.0f, false);
+                BLK("ssm_norm.weight");
+                ADDC(nm, S, 1, 0.2f, 1.0f);
+                BLK("ssm_out.weight");
+                ADDX(nm, 2, VD, D, std_out, 0.0f, false);
+            } else {
+                BLK("attn_q.weight");   /* per head: hd query rows, then hd gate rows */
+                ADDX(nm, 2, D, 2 * Q, std, 0.0f, false);
+                BLK("attn_k.weight");
+                ADDX(nm, 2, D, KV, std, 0.0f, false);
+                BLK("attn_v.weight");
+                ADDX(nm, 2, D, KV, std, 0.0f, false);
+                BLK("attn_output.weight");
+                ADDX(nm, 2, Q, D, std_out, 0.0f, false);
+                BLK("attn_q_norm.weight");
+                ADDC(nm, HDIM, 1, 0.2f, 1.0f);
+                BLK("attn_k_norm.weight");
+                ADDC(nm, HDIM, 1, 0.2f, 1.0f);
+            }
+            BLK("ffn_gate.weight");
+            ADDX(nm, 2, D, F, std, 0.0f, false);
+            BLK("ffn_down.weight");
+            ADDX(nm, 2, F, D, std_out, 0.0f, false);
+            BLK("ffn_up.weight");
+            ADDX(nm, 2, D, F, std, 0.0f, false);
+            if (l == L) {   /* the MTP layer */
+                BLK("nextn.eh_proj.weight");   /* input: [enorm(embedding); hnorm(hidden)] */
+                ADDX(nm, 2, 2 * D, D, std, 0.0f, false);
+                BLK("nextn.enorm.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+                BLK("nextn.hnorm.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+                if (p->mtp_head) {
+                    BLK("nextn.embed_tokens.weight");
+                    ADDX(nm, 2, D, V, std, 0.0f, false);
+                    BLK("nextn.shared_head_head.weight");
+                    ADDX(nm, 2, D, V, std, 0.0f, false);
+                }
+                BLK("nextn.shared_head_norm.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+            }
+#undef BLK
+        }
+        goto write;
+    }
     if (arch->assistant) {
         /* gemma4-assistant (llama.cpp's gemma4-assistant.cpp load_arch_tensors): as gemma4's layers without K and V;
          * token_embd is only the output head (its input is the target's token_embd) */
@@ -1152,6 +1419,7 @@ vocab:
     }
 #undef ADD
 #undef ADDC
+#undef ADDX
 write:
     TRY(sprig_gguf_writer_write(w, path, err));
 done:

@@ -1,6 +1,6 @@
 /*
- * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, gemma3, gemma4,
- * gemma4-assistant layouts) with seeded random weights.
+ * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, gemma2, gemma3,
+ * gemma4, gemma4-assistant, qwen35 layouts) with seeded random weights.
  *
  * For tests and benchmarks at sizes the fixtures do not cover (a 1B-class
  * model in Q8_0, a tiny model in every weight type). Everything a real
@@ -23,7 +23,10 @@
  * RoPE for the global ones (rope_freqs: 1 for the first quarter of the
  * pairs, 1e30 for the rest, as the converter writes), optional attn_v on
  * global layers, KV shared by the last layers, per-layer token embeddings,
- * a scalar layer_output_scale per layer), `gemma4-assistant` (Gemma 4's MTP
+ * a scalar layer_output_scale per layer), `qwen35` (dense Qwen 3.5, the
+ * hybrid of gated-delta-net linear-attention layers and gated full-attention
+ * layers, optionally with its built-in MTP layer: see below),
+ * `gemma4-assistant` (Gemma 4's MTP
  * drafter as llama.cpp's gemma4-assistant loader and its draft-mtp
  * speculator read it, matched to a gemma4 TARGET file: see
  * sprig_mkmodel_target). Keys carry the architecture's prefix. With
@@ -56,6 +59,56 @@
  *     .weight and masked_embd_ordering, which llama.cpp loads (only with
  *     a single element: it declares them with no shape) and never uses.
  *
+ * qwen35 (llama.cpp: src/models/qwen35.cpp load_arch_hparams / load_arch_tensors /
+ * the graphs; conversion/qwen.py Qwen3_5TextModel, Qwen3NextModel, _QwenMtpMixin).
+ * With N = layers, M = 1 with mtp else 0, S = ssm_state, Hk / Hv = ssm_k_heads /
+ * ssm_v_heads, hd = the attention head size:
+ *   keys: block_count N + M (llama.cpp's n_layer_all; its n_layer() is
+ *     block_count - nextn_predict_layers), nextn_predict_layers M (only with
+ *     mtp), context_length, embedding_length, feed_forward_length,
+ *     attention.head_count, head_count_kv, key_length = value_length = hd,
+ *     rope.dimension_count (the rotated dims, default hd / 4 as the converter's
+ *     partial_rotary_factor 0.25), rope.dimension_sections (i32 x 4, required
+ *     by llama.cpp; default [ceil(P/3), ceil((P-1)/3), ceil((P-2)/3), 0] with
+ *     P = rope.dimension_count / 2, i.e. HF's [11, 11, 10, 0] for P = 32),
+ *     rope.freq_base, attention.layer_norm_rms_epsilon, ssm.conv_kernel,
+ *     ssm.state_size S, ssm.group_count Hk, ssm.time_step_rank Hv,
+ *     ssm.inner_size S x Hv, and either full_attention_interval I (as the
+ *     converter writes it: layer i < N is full attention when (i + 1) % I == 0)
+ *     or, with recurrent_layers, attention.recurrent_layers (bool x (N + M),
+ *     true = linear attention; the MTP layer false). llama.cpp uses RoPE type
+ *     IMROPE (interleaved M-RoPE; for text all position components equal,
+ *     the fourth is 0) and NEOX-style pairs (i, i + n_rot / 2).
+ *   tensors (ne = [in, out]): token_embd [D, V], output_norm [D], output
+ *     [D, V] unless tied (the default, as Qwen 3.5 0.8B); every layer
+ *     attn_norm, post_attention_norm [D] and ffn_gate / ffn_up [D, F],
+ *     ffn_down [F, D]; linear-attention layers attn_qkv [D, 2 S Hk + S Hv]
+ *     (rows: q heads, k heads, v heads), attn_gate [D, S Hv] (z), ssm_conv1d
+ *     [K, 2 S Hk + S Hv] (F32, never quantized), ssm_dt.bias [Hv], ssm_a [Hv]
+ *     (no .weight suffix), ssm_beta, ssm_alpha [D, Hv], ssm_norm [S], ssm_out
+ *     [S Hv, D]; full-attention layers attn_q [D, 2 hd heads] (per head hd
+ *     query rows then hd gate rows), attn_k, attn_v [D, hd kv_heads],
+ *     attn_output [hd heads, D], attn_q_norm, attn_k_norm [hd]; the MTP layer
+ *     (blk.N) a full-attention layer plus nextn.eh_proj [2D, D] (input:
+ *     [enorm(embedding); hnorm(hidden)]), nextn.enorm, nextn.hnorm,
+ *     nextn.shared_head_norm [D] (as the converter writes Qwen 3.5's mtp.*),
+ *     and with mtp_head nextn.embed_tokens and nextn.shared_head_head [D, V]
+ *     (optional in llama.cpp: it falls back to token_embd / output).
+ *   values: the converter stores Qwen's (1 + w) RMS norms as the multiplier
+ *     and the gated norm (ssm_norm) as is, so every norm here is a
+ *     multiplier, random around 1 (N(1, 0.2)); ssm_a = -exp(A_log), what
+ *     llama.cpp multiplies softplus(alpha + dt_bias) by: -exp(N(-1, 0.6)),
+ *     within [-2.9, -0.05]; ssm_dt.bias N(0, 0.5); ssm_conv1d N(0, 1/sqrt(3K))
+ *     (HF's kaiming-uniform init of a K-tap depthwise conv); matrices N(0, std).
+ *     Value head h reads key / query head h % Hk (ggml_gated_delta_net, ggml's
+ *     tiled broadcast; the converter reorders HF's grouped v heads to match).
+ *   llama.cpp needs a linear-attention and a full-attention layer among the
+ *   first N (its hybrid cache aborts without either): validated. Its MTP
+ *   drafter (common/speculative.cpp draft-mtp) feeds the MTP layer the pair
+ *   (h_p, x_{p+1}) at position p + 1, h_p the target's last hidden state after
+ *   output_norm, starting from (0, x_0) at position 0; the MTP layer has its
+ *   own KV cache.
+ *
  * Deterministic: each row's random stream is derived from (seed, tensor,
  * row), so the bytes do not depend on the thread count. Tensors are produced
  * while the file is written (the writer's fill callback), so a model is never
@@ -80,8 +133,8 @@ struct sprig_mkmodel_params {
     const char *name;       /* general.name; NULL = "sprig-synthetic" */
     const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
-    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "gemma3", "gemma4",
-                               "gemma4-assistant" */
+    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "gemma2", "gemma3", "gemma4",
+                               "gemma4-assistant", "qwen35" */
     int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length
                                (gemma4: the global layers' head size) */
     const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
@@ -113,6 +166,18 @@ struct sprig_mkmodel_params {
      * sprig_mkmodel_target. */
     const char *target;     /* the gemma4 GGUF the assistant drafts for (required) */
     bool masked_embd;       /* also write masked_embd_centroids.weight and masked_embd_ordering ([1] each) */
+    /* qwen35 only (0 / NULL / false: the default described; see above) */
+    int ssm_state;          /* ssm.state_size S: the linear-attention key and value head size (0: 32) */
+    int ssm_v_heads;        /* ssm.time_step_rank Hv: value heads (0: heads) */
+    int ssm_k_heads;        /* ssm.group_count Hk: key / query heads, dividing Hv (0: Hv) */
+    int ssm_conv;           /* ssm.conv_kernel K (0: 4) */
+    int full_attn_interval; /* full_attention_interval I (0: 4, or the layer count when fewer) */
+    const char *recurrent_layers;  /* one 'r' (linear attention) or 'a' (full attention) per layer, written as
+                                      attention.recurrent_layers instead of full_attention_interval */
+    int n_rot;              /* rope.dimension_count (0: head size / 4, even, at least 2) */
+    int rope_sections[4];   /* rope.dimension_sections (all 0: the default described above) */
+    bool mtp;               /* append the MTP layer (nextn_predict_layers = 1) */
+    bool mtp_head;          /* the MTP layer's own nextn.embed_tokens and nextn.shared_head_head */
     struct sprig_mkmodel_target_facts {   /* filled by sprig_mkmodel_target (dim 0: not yet) */
         int dim, n_layers, n_rot, n_rot_swa;
         float rope_freq_base_swa;
@@ -137,7 +202,8 @@ sprig_status sprig_mkmodel_vocab_from(const char *path, int *n_vocab, sprig_erro
  * sprig_mkmodel_write calls it itself. */
 sprig_status sprig_mkmodel_target(struct sprig_mkmodel_params *p, sprig_error *err);
 
-/* Fill *p with a named preset ("tiny", "small", "llama-1b", "qwen3-0.6b", "qwen3-1.7b"); INVALID_ARG
+/* Fill *p with a named preset ("tiny", "small", "llama-1b", "qwen3-0.6b", "qwen3-1.7b", "gemma3-1b",
+ * "qwen35-0.8b"); INVALID_ARG
  * naming the preset if unknown. */
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err);
 /* Comma-separated preset names, for help texts. */

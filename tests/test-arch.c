@@ -595,8 +595,8 @@ static void test_broken_files_are_refused_by_name(void)
                    "tensor 'blk.0.attn_k_norm.weight' has shape [16", "expected [32]");
     expect_refused(q3, "no-keylen.gguf", &(struct edit){ .drop_kv = "qwen3.attention.key_length" }, SPRIG_E_UNSUPPORTED,
                    "qwen3.attention.value_length", "key head size 16");
-    expect_refused(q3, "arch.gguf", &(struct edit){ .set_kv = "general.architecture", .set_str = "qwen35" }, SPRIG_E_UNSUPPORTED,
-                   "'qwen35' is not supported", "llama, qwen2, qwen3");
+    expect_refused(q3, "arch.gguf", &(struct edit){ .set_kv = "general.architecture", .set_str = "qwen3next" }, SPRIG_E_UNSUPPORTED,
+                   "'qwen3next' is not supported", "llama, qwen2, qwen3");
 }
 
 int main(void)

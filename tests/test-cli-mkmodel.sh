@@ -3,11 +3,11 @@
 # command line: a tiny model per weight type (read back by `sprig gguf`),
 # same seed -> same bytes, another seed -> different bytes, and bad flags
 # -> exit 2 with a message naming the flag; convert's usage errors; the
-# gemma3, gemma4 and gemma4-assistant layouts' keys and tensors (gemma4 and
-# gemma4-assistant: loaded by tests/ref's llama.cpp when it is installed;
-# the assistant drafting against its target in llama.cpp's draft-mtp when
-# $SPRIG_LLAMA_SPECULATIVE names a llama-speculative-simple built from the
-# same llama.cpp).
+# gemma3, gemma4, gemma4-assistant and qwen35 layouts' keys and tensors
+# (gemma4, gemma4-assistant and qwen35: loaded by tests/ref's llama.cpp when
+# it is installed; the assistant drafting against its target, and qwen35's
+# MTP layer drafting, in llama.cpp's draft-mtp when $SPRIG_LLAMA_SPECULATIVE
+# names a llama-speculative-simple built from the same llama.cpp).
 # Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
 set -u
 BIN=${SPRIG_BIN:-./sprig}
@@ -403,6 +403,159 @@ check "nothing written on bad gemma4-assistant flags" [ ! -e "$TMP/x.gguf" ]
 "$BIN" mkmodel --arch gemma4-assistant --target "$TMP/none.gguf" -o "$TMP/x.gguf" 2>"$TMP/aerr"; rc=$?
 check "gemma4-assistant of a missing target exits 1 (rc $rc)" [ $rc -eq 1 ]
 check "the missing target is named (--target: ...none.gguf)" hasre "--target: .*none\.gguf" "$TMP/aerr"
+
+# qwen35 layout (dense Qwen 3.5), as llama.cpp's qwen35 loader reads it:
+# block_count counts the MTP layer (nextn_predict_layers 1), every 4th layer
+# (full_attention_interval) a gated full-attention layer (attn_q = per head
+# query then gate rows, q/k norms), the others gated-delta-net layers
+# (attn_qkv, attn_gate, ssm_*; ssm_a without .weight), the MTP layer
+# (blk.N) a full-attention layer plus nextn.*; --recurrent-layers writes the
+# bool array instead; tests/ref's llama.cpp loads and runs them (below).
+Q35="--preset tiny --arch qwen35 --dim 64 --layers 4 --heads 4 --kv-heads 2 --head-dim 32 --ssm-state 32 --ssm-v-heads 4
+     --ssm-k-heads 2 --mtp --vocab 512 --type q8_0"
+"$BIN" mkmodel $Q35 -o "$TMP/q35.gguf" 2>"$TMP/q35err"; rc=$?
+check "mkmodel --arch qwen35 exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "qwen35 summary" has "qwen35, dim 64, layers 4 (rrra) + MTP, heads 4/2, ssm state 32, k/v heads 2/4, ffn 128, vocab 512, q8_0, 333432 parameters" "$TMP/q35err"
+"$BIN" gguf "$TMP/q35.gguf" >"$TMP/q35.txt" 2>&1
+for re in 'general\.architecture +str +"qwen35"$' 'qwen35\.block_count +u32 +5$' 'qwen35\.nextn_predict_layers +u32 +1$' \
+          'qwen35\.embedding_length +u32 +64$' 'qwen35\.feed_forward_length +u32 +128$' 'qwen35\.context_length +u32 +512$' \
+          'qwen35\.attention\.head_count +u32 +4$' 'qwen35\.attention\.head_count_kv +u32 +2$' \
+          'qwen35\.attention\.key_length +u32 +32$' 'qwen35\.attention\.value_length +u32 +32$' \
+          'qwen35\.attention\.layer_norm_rms_epsilon +f32 +9\.99' 'qwen35\.rope\.freq_base +f32 +10000000$' \
+          'qwen35\.rope\.dimension_count +u32 +8$' 'qwen35\.rope\.dimension_sections +arr +\[i32 x 4\] 2, 1, 1, 0$' \
+          'qwen35\.ssm\.conv_kernel +u32 +4$' 'qwen35\.ssm\.state_size +u32 +32$' 'qwen35\.ssm\.group_count +u32 +2$' \
+          'qwen35\.ssm\.time_step_rank +u32 +4$' 'qwen35\.ssm\.inner_size +u32 +128$' 'qwen35\.full_attention_interval +u32 +4$' \
+          ' token_embd\.weight +q8_0 +\[64, 512\] ' ' output_norm\.weight +f32 +\[64\] ' \
+          'blk\.0\.attn_norm\.weight +f32 +\[64\] ' 'blk\.0\.post_attention_norm\.weight +f32 +\[64\] ' \
+          'blk\.0\.attn_qkv\.weight +q8_0 +\[64, 256\] ' 'blk\.0\.attn_gate\.weight +q8_0 +\[64, 128\] ' \
+          'blk\.0\.ssm_conv1d\.weight +f32 +\[4, 256\] ' 'blk\.0\.ssm_dt\.bias +f32 +\[4\] ' 'blk\.0\.ssm_a +f32 +\[4\] ' \
+          'blk\.0\.ssm_beta\.weight +q8_0 +\[64, 4\] ' 'blk\.0\.ssm_alpha\.weight +q8_0 +\[64, 4\] ' \
+          'blk\.0\.ssm_norm\.weight +f32 +\[32\] ' 'blk\.0\.ssm_out\.weight +q8_0 +\[128, 64\] ' \
+          'blk\.2\.ffn_gate\.weight +q8_0 +\[64, 128\] ' 'blk\.2\.ffn_down\.weight +q8_0 +\[128, 64\] ' \
+          'blk\.3\.attn_q\.weight +q8_0 +\[64, 256\] ' 'blk\.3\.attn_k\.weight +q8_0 +\[64, 64\] ' \
+          'blk\.3\.attn_v\.weight +q8_0 +\[64, 64\] ' 'blk\.3\.attn_output\.weight +q8_0 +\[128, 64\] ' \
+          'blk\.3\.attn_q_norm\.weight +f32 +\[32\] ' 'blk\.3\.attn_k_norm\.weight +f32 +\[32\] ' \
+          'blk\.4\.attn_q\.weight +q8_0 +\[64, 256\] ' 'blk\.4\.attn_k_norm\.weight +f32 +\[32\] ' \
+          'blk\.4\.ffn_up\.weight +q8_0 +\[64, 128\] ' 'blk\.4\.nextn\.eh_proj\.weight +q8_0 +\[128, 64\] ' \
+          'blk\.4\.nextn\.enorm\.weight +f32 +\[64\] ' 'blk\.4\.nextn\.hnorm\.weight +f32 +\[64\] ' \
+          'blk\.4\.nextn\.shared_head_norm\.weight +f32 +\[64\] ' 'totals: 70 tensors, 333432 parameters'; do
+    check "qwen35 file has /$re/" hasre "$re" "$TMP/q35.txt"
+done
+check "qwen35 output is tied (no output.weight)" sh -c "! grep -q ' output\.weight' '$TMP/q35.txt'"
+check "qwen35 layers 0-2 are linear attention only" sh -c "! grep -E -q 'blk\.[0-2]\.attn_(q|k|v|output|q_norm|k_norm)\.' '$TMP/q35.txt'"
+check "qwen35 full-attention and MTP layers have no ssm tensors" sh -c "! grep -E -q 'blk\.[34]\.(ssm_|attn_qkv|attn_gate)' '$TMP/q35.txt'"
+check "qwen35 nextn tensors only on the MTP layer" sh -c "! grep -E -q 'blk\.[0-3]\.nextn\.' '$TMP/q35.txt'"
+check "qwen35 without --mtp-head: no nextn.embed_tokens / shared_head_head" sh -c "! grep -E -q 'embed_tokens|shared_head_head' '$TMP/q35.txt'"
+# values: ssm_a = -exp(A_log) < 0 (what llama.cpp multiplies softplus(alpha + dt_bias) by); norms are
+# multipliers around 1 (the converter stores Qwen's 1 + w), seeded, not all 1
+doff=$(sed -n 's/^data offset: *//p' "$TMP/q35.txt")
+f4() { off=$(awk -v n="$1" '$2 == n { print $5 }' "$TMP/q35.txt"); od -v -A n -t f4 -j $((doff + off)) -N "$2" "$TMP/q35.gguf"; }
+ssma=$(f4 blk.0.ssm_a 16 | tr -s ' ' '\n' | grep -v '^$' | tr '\n' ' ')
+check "qwen35 ssm_a is negative, between -4 and -0.02 ($ssma)" awk -v s="$ssma" 'BEGIN { n = split(s, a, " "); ok = n == 4
+    for (i = 1; i <= n; i++) if (!(a[i] < -0.02 && a[i] > -4)) ok = 0; exit !ok }'
+for t in blk.0.ssm_norm.weight blk.3.attn_q_norm.weight blk.0.attn_norm.weight output_norm.weight blk.4.nextn.enorm.weight; do
+    v=$(f4 $t 32 | tr -s ' ' '\n' | grep -v '^$' | tr '\n' ' ')
+    check "qwen35 $t is around 1 but seeded ($v)" awk -v s="$v" 'BEGIN { n = split(s, a, " "); ok = n == 8; one = 0
+        for (i = 1; i <= n; i++) { if (!(a[i] > 0.3 && a[i] < 1.7)) ok = 0; if (a[i] == 1) one++ } exit !(ok && one < n) }'
+done
+"$BIN" mkmodel $Q35 -t 1 -q -o "$TMP/q35t1.gguf"
+check "qwen35 bytes do not depend on the thread count" cmp -s "$TMP/q35.gguf" "$TMP/q35t1.gguf"
+# --recurrent-layers: attention.recurrent_layers (a bool per block, the MTP layer false), no interval key;
+# v heads 6 over k heads 3, conv kernel 3, the MTP layer's own embedding and head
+Q35R="--preset tiny --arch qwen35 --layers 5 --recurrent-layers rarra --ssm-state 16 --ssm-v-heads 6 --ssm-k-heads 3
+      --ssm-conv 3 --mtp --mtp-head --untied --vocab 512"
+"$BIN" mkmodel $Q35R -o "$TMP/q35r.gguf" 2>"$TMP/q35rerr"; rc=$?
+check "mkmodel qwen35 --recurrent-layers exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/q35r.gguf" >"$TMP/q35r.txt" 2>&1
+for re in 'qwen35\.attention\.recurrent_layers +arr +\[bool x 6\] true, false, true, true, false, false$' \
+          'qwen35\.block_count +u32 +6$' 'qwen35\.ssm\.conv_kernel +u32 +3$' 'qwen35\.ssm\.group_count +u32 +3$' \
+          'qwen35\.ssm\.time_step_rank +u32 +6$' 'qwen35\.ssm\.inner_size +u32 +96$' \
+          ' output\.weight +f32 +\[64, 512\] ' 'blk\.1\.attn_q\.weight +f32 +\[64, 128\] ' \
+          'blk\.3\.attn_qkv\.weight +f32 +\[64, 192\] ' 'blk\.3\.ssm_conv1d\.weight +f32 +\[3, 192\] ' \
+          'blk\.3\.ssm_a +f32 +\[6\] ' 'blk\.3\.ssm_out\.weight +f32 +\[96, 64\] ' \
+          'blk\.5\.nextn\.embed_tokens\.weight +f32 +\[64, 512\] ' 'blk\.5\.nextn\.shared_head_head\.weight +f32 +\[64, 512\] '; do
+    check "qwen35 --recurrent-layers file has /$re/" hasre "$re" "$TMP/q35r.txt"
+done
+check "qwen35 --recurrent-layers: no full_attention_interval" sh -c "! grep -q full_attention_interval '$TMP/q35r.txt'"
+tot=$(sed -n 's/^totals: [0-9]* tensors, \([0-9]*\) parameters.*/\1/p' "$TMP/q35r.txt")
+check "qwen35 summary counts the file's parameters ($tot)" has "$tot parameters" "$TMP/q35rerr"
+# the defaults: tiny's two layers as linear then full attention (the interval is the layer count when
+# under 4), a quarter of the head rotated, the pairs spread over IMROPE's sections, tied, no MTP
+"$BIN" mkmodel --preset tiny --arch qwen35 -o "$TMP/q35d.gguf" 2>"$TMP/q35derr"; rc=$?
+check "mkmodel --preset tiny --arch qwen35 exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "qwen35 default layers" has "layers 2 (ra), heads 4/2, ssm state 32, k/v heads 4/4" "$TMP/q35derr"
+"$BIN" gguf "$TMP/q35d.gguf" >"$TMP/q35d.txt" 2>&1
+for re in 'qwen35\.full_attention_interval +u32 +2$' 'qwen35\.rope\.dimension_count +u32 +4$' \
+          'qwen35\.rope\.dimension_sections +arr +\[i32 x 4\] 1, 1, 0, 0$' 'qwen35\.block_count +u32 +2$'; do
+    check "qwen35 default file has /$re/" hasre "$re" "$TMP/q35d.txt"
+done
+check "qwen35 default: no MTP layer" sh -c "! grep -E -q 'nextn' '$TMP/q35d.txt'"
+"$BIN" mkmodel --preset qwen35-0.8b --layers 4 --vocab 1000 --type q8_0 -o "$TMP/q35p.gguf" 2>"$TMP/q35perr"; rc=$?
+check "mkmodel --preset qwen35-0.8b (4 layers) exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/q35p.gguf" >"$TMP/q35p.txt" 2>&1
+for re in 'qwen35\.embedding_length +u32 +1024$' 'qwen35\.feed_forward_length +u32 +3584$' 'qwen35\.block_count +u32 +5$' \
+          'qwen35\.attention\.head_count +u32 +8$' 'qwen35\.attention\.head_count_kv +u32 +2$' 'qwen35\.attention\.key_length +u32 +256$' \
+          'qwen35\.rope\.dimension_count +u32 +64$' 'qwen35\.rope\.dimension_sections +arr +\[i32 x 4\] 11, 11, 10, 0$' \
+          'qwen35\.rope\.freq_base +f32 +10000000$' 'qwen35\.ssm\.state_size +u32 +128$' 'qwen35\.ssm\.group_count +u32 +16$' \
+          'qwen35\.ssm\.time_step_rank +u32 +16$' 'qwen35\.ssm\.inner_size +u32 +2048$' 'qwen35\.context_length +u32 +262144$' \
+          'blk\.3\.attn_q\.weight +q8_0 +\[1024, 4096\] ' 'blk\.0\.attn_qkv\.weight +q8_0 +\[1024, 6144\] '; do
+    check "qwen35-0.8b preset has /$re/" hasre "$re" "$TMP/q35p.txt"
+done
+check "qwen35-0.8b preset has the MTP layer" hasre 'qwen35\.nextn_predict_layers +u32 +1$' "$TMP/q35p.txt"
+"$BIN" mkmodel --preset qwen35-0.8b --layers 4 --vocab 1000 --type q8_0 --no-mtp -q -o "$TMP/q35pn.gguf"
+"$BIN" gguf "$TMP/q35pn.gguf" >"$TMP/q35pn.txt" 2>&1
+check "--no-mtp: block_count 4" hasre 'qwen35\.block_count +u32 +4$' "$TMP/q35pn.txt"
+check "--no-mtp: no nextn key or tensor" sh -c "! grep -q nextn '$TMP/q35pn.txt'"
+if command -v node >/dev/null 2>&1 && [ -f "$REF/node-llama-cpp/package.json" ]; then
+    "$BIN" mkmodel $Q35 --type f32 --std 0.1 -q -o "$TMP/q35f.gguf"
+    "$BIN" mkmodel $Q35 --type f16 --std 0.1 -q -o "$TMP/q35h.gguf"
+    for f in q35 q35f q35h q35r q35d q35p; do
+        node tests/ref/llamacpp-oracle.mjs "$TMP/$f.gguf" --prompt 1,100,200,250 -n 16 -t 1 --top 1 >"$TMP/$f.json" 2>"$TMP/$f.lerr"; rc=$?
+        check "llama.cpp loads and runs $f.gguf (rc $rc: $(tail -c 300 "$TMP/$f.lerr"))" [ $rc -eq 0 ]
+        check "llama.cpp wrote its tokens for $f.gguf" has '"tokens":[' "$TMP/$f.json"
+    done
+elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
+    echo "FAIL (SPRIG_REQUIRE_REF=1): no node or $REF/node-llama-cpp for the qwen35 load check"; fail=1
+else
+    echo "SKIP: llama.cpp load of the qwen35 files (no node or $REF/node-llama-cpp)"
+fi
+# llama.cpp drafting with the built-in MTP layer (draft-mtp loads it: node-llama-cpp skips MTP tensors)
+if [ -n "$SPEC" ] && [ -x "$SPEC" ]; then
+    for f in q35 q35r; do
+        "$SPEC" -m "$TMP/$f.gguf" --spec-type draft-mtp -p "hello world" -n 24 -t 1 -c 256 --temp 0 --ignore-eos \
+            >"$TMP/$f.sout" 2>"$TMP/$f.serr"; rc=$?
+        nd=$(sed -n 's/.*n_drafted *= *\([0-9]*\).*/\1/p' "$TMP/$f.serr")
+        check "llama.cpp drafts with the MTP layer of $f.gguf (rc $rc, n_drafted ${nd:-none})" test "$rc" -eq 0 -a "${nd:-0}" -gt 0
+    done
+else
+    echo "SKIP: llama.cpp draft-mtp run of the qwen35 MTP files (set SPRIG_LLAMA_SPECULATIVE to a llama-speculative-simple)"
+fi
+bad "qwen35 recurrent-layers of another length" "recurrent-layers 'rra' has 3 letters for 4 layers" --arch qwen35 --layers 4 --recurrent-layers rra -o "$TMP/x.gguf"
+bad "qwen35 recurrent-layers letters" "recurrent-layers 'rxa' may hold only r (linear attention) and a (full attention)" \
+    --arch qwen35 --layers 3 --recurrent-layers rxa -o "$TMP/x.gguf"
+bad "qwen35 recurrent-layers and an interval" "recurrent-layers and full-attn-interval both say" \
+    --arch qwen35 --layers 2 --recurrent-layers ra --full-attn-interval 2 -o "$TMP/x.gguf"
+bad "qwen35 without a full-attention layer" "qwen35 needs a linear-attention and a full-attention layer (llama.cpp aborts without either); full-attn-interval 4 makes all 3 layer(s) linear" \
+    --arch qwen35 --layers 3 --full-attn-interval 4 -o "$TMP/x.gguf"
+bad "qwen35 without a linear-attention layer" "recurrent-layers 'aa' makes all 2 layer(s) full attention" \
+    --arch qwen35 --layers 2 --recurrent-layers aa -o "$TMP/x.gguf"
+bad "qwen35 one layer" "the default (4, or layers when fewer) full-attn-interval 1 makes all 1 layer(s) full attention" --arch qwen35 --layers 1 -o "$TMP/x.gguf"
+bad "qwen35 interval 0" "--full-attn-interval: 0 is out of range" --arch qwen35 --full-attn-interval 0 -o "$TMP/x.gguf"
+bad "qwen35 conv kernel 0" "--ssm-conv: 0 is out of range" --arch qwen35 --ssm-conv 0 -o "$TMP/x.gguf"
+bad "qwen35 state size 0" "--ssm-state: 0 is out of range" --arch qwen35 --ssm-state 0 -o "$TMP/x.gguf"
+bad "qwen35 k heads not dividing v heads" "ssm-v-heads 6 is not a multiple of ssm-k-heads 4" \
+    --arch qwen35 --ssm-v-heads 6 --ssm-k-heads 4 -o "$TMP/x.gguf"
+bad "qwen35 q8_0 needs ssm_out rows of 32" "q8_0 needs ssm-state x ssm-v-heads (20 x 4) to be a multiple of 32" \
+    --arch qwen35 --ssm-state 20 --type q8_0 -o "$TMP/x.gguf"
+bad "qwen35 odd rot" "rot 3 must be even and in [2, head size 16]" --arch qwen35 --rot 3 -o "$TMP/x.gguf"
+bad "qwen35 rope sections past the head" "rope-sections 8,8,8,0: the first three must not all be 0 and the four may add up to the head size 16 at most" \
+    --arch qwen35 --rope-sections 8,8,8,0 -o "$TMP/x.gguf"
+bad "qwen35 rope sections not four" "--rope-sections: '1,2' is not four integers" --arch qwen35 --rope-sections 1,2 -o "$TMP/x.gguf"
+bad "qwen35 mtp-head without mtp" "mtp-head needs mtp" --arch qwen35 --mtp-head -o "$TMP/x.gguf"
+bad "qwen35 flag on llama" "mtp is for the qwen35 arch, not llama" --mtp -o "$TMP/x.gguf"
+bad "qwen35 flag on gemma4" "ssm-state is for the qwen35 arch, not gemma4" --arch gemma4 --ssm-state 16 -o "$TMP/x.gguf"
+bad "gemma4 flag on qwen35" "swa-layers is for the gemma4 arch, not qwen35" --arch qwen35 --swa-layers sg -o "$TMP/x.gguf"
+check "nothing written on bad qwen35 flags" [ ! -e "$TMP/x.gguf" ]
 
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
 exit $fail

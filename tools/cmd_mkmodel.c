@@ -1,6 +1,7 @@
 /*
- * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3, gemma3, gemma4,
- * gemma4-assistant: a Gemma 4 MTP drafter matched to a gemma4 --target) with
+ * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3, gemma2, gemma3, gemma4,
+ * gemma4-assistant: a Gemma 4 MTP drafter matched to a gemma4 --target; qwen35: the Qwen 3.5 hybrid,
+ * optionally with its MTP layer) with
  * seeded random weights (src/mkmodel.c). A preset gives the shape; flags
  * override it. Bad flags and impossible shapes exit 2 with a message naming
  * the flag; a failure while writing exits 1.
@@ -60,6 +61,23 @@ static void usage(FILE *f)
             "  --masked-embd    gemma4-assistant: also write masked_embd_centroids.weight and\n"
             "                   masked_embd_ordering (one element each; llama.cpp loads them\n"
             "                   and never uses them)\n"
+            "  qwen35 (dense Qwen 3.5: gated-delta-net linear-attention layers and gated\n"
+            "  full-attention layers; rope base 1e7 and rms epsilon 1e-6 by default, tied output):\n"
+            "  --ssm-state N    linear attention's key / value head size, ssm.state_size (default 32)\n"
+            "  --ssm-v-heads N  its value heads, ssm.time_step_rank (default --heads)\n"
+            "  --ssm-k-heads N  its key / query heads, ssm.group_count, dividing --ssm-v-heads\n"
+            "                   (default --ssm-v-heads)\n"
+            "  --ssm-conv N     its convolution's kernel, ssm.conv_kernel (default 4)\n"
+            "  --full-attn-interval N  every N-th layer full attention, the others linear\n"
+            "                   (full_attention_interval; default 4, or --layers when fewer)\n"
+            "  --recurrent-layers S  instead: one letter per layer, r linear or a full attention\n"
+            "                   (attention.recurrent_layers, a bool per block)\n"
+            "  --rot N          rotated dimensions per head, rope.dimension_count (default head / 4)\n"
+            "  --rope-sections A,B,C,D  rope.dimension_sections (IMROPE; default: the --rot / 2\n"
+            "                   pairs spread over the first three as Qwen 3.5's 11,11,10,0 for 32)\n"
+            "  --mtp, --no-mtp  append the MTP layer (nextn_predict_layers 1) or not (default: not;\n"
+            "                   the qwen35-0.8b preset has it)\n"
+            "  --mtp-head       the MTP layer's own nextn.embed_tokens and nextn.shared_head_head\n"
             "  --vocab-from F   copy every tokenizer.* key of the GGUF F (vocab = its size)\n"
             "  --rope-scaling S none or llama3 (llama: a rope_freqs tensor, factor 8, as converted)\n"
             "  --tied, --untied output.weight absent (tied to token_embd) or present\n"
@@ -137,6 +155,9 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         { "--ctx", &p.ctx, 1, 1 << 24 }, { "--head-dim", &p.head_dim, 2, 4096 }, { "--window", &p.window, 1, 1 << 24 }, { "--swa-pattern", &p.swa_pattern, 1, 4096 }, { "--threads", &p.n_threads, 1, 1024 }, { "-t", &p.n_threads, 1, 1024 },
         { "--head-dim-swa", &p.head_dim_swa, 2, 4096 }, { "--kv-heads-global", &p.n_kv_heads_global, 1, 1 << 12 },
         { "--shared-kv", &p.shared_kv, 0, 512 }, { "--per-layer-embd", &p.per_layer_embd, 0, 1 << 16 },
+        { "--ssm-state", &p.ssm_state, 1, 4096 }, { "--ssm-v-heads", &p.ssm_v_heads, 1, 4096 },
+        { "--ssm-k-heads", &p.ssm_k_heads, 1, 4096 }, { "--ssm-conv", &p.ssm_conv, 2, 64 },
+        { "--full-attn-interval", &p.full_attn_interval, 1, 512 }, { "--rot", &p.n_rot, 2, 4096 },
     };
     bool rope_base_given = false;
     for (int i = 1; i < argc; i++) {
@@ -154,6 +175,9 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         if (!strcmp(a, "--tied")) { p.output = SPRIG_MKMODEL_OUTPUT_TIED; continue; }
         if (!strcmp(a, "--untied")) { p.output = SPRIG_MKMODEL_OUTPUT_UNTIED; continue; }
         if (!strcmp(a, "--no-global-v")) { p.no_global_v = true; continue; }
+        if (!strcmp(a, "--mtp")) { p.mtp = true; continue; }
+        if (!strcmp(a, "--no-mtp")) { p.mtp = false; continue; }
+        if (!strcmp(a, "--mtp-head")) { p.mtp_head = true; continue; }
         bool takes_value = false, done = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
@@ -161,7 +185,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
                        !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
                        !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std") ||
                        !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers") || !strcmp(a, "--target") ||
-                       !strcmp(a, "--attn-softcap");
+                       !strcmp(a, "--attn-softcap") || !strcmp(a, "--recurrent-layers") || !strcmp(a, "--rope-sections");
         if (!takes_value) {
             fprintf(stderr, "sprig mkmodel: unknown %s '%s'\n", a[0] == '-' ? "option" : "argument", a);
             return 2;
@@ -222,6 +246,19 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.arch = v;
         } else if (!strcmp(a, "--swa-layers")) {
             p.swa_layers = v;
+        } else if (!strcmp(a, "--recurrent-layers")) {
+            p.recurrent_layers = v;
+        } else if (!strcmp(a, "--rope-sections")) {
+            int sec[4], n = 0, used = 0;
+            if (sscanf(v, "%d,%d,%d,%d%n", &sec[0], &sec[1], &sec[2], &sec[3], &used) != 4 || v[used] != 0)
+                n = -1;
+            for (int k = 0; n == 0 && k < 4; k++)
+                if (sec[k] < 0 || sec[k] > 4096) n = -1;
+            if (n < 0) {
+                fprintf(stderr, "sprig mkmodel: --rope-sections: '%s' is not four integers in [0, 4096] (A,B,C,D)\n", v);
+                return 2;
+            }
+            memcpy(p.rope_sections, sec, sizeof sec);
         } else if (!strcmp(a, "--target")) {
             p.target = v;
         } else if (!strcmp(a, "--vocab-from")) {
@@ -259,6 +296,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
     }
     if (p.arch && !strcmp(p.arch, "gemma4")) {   /* Gemma 4's published values (no preset carries them) */
         if (!rope_base_given) p.rope_freq_base = 1000000.0f;
+        p.rms_eps = 1e-6f;
+    }
+    if (p.arch && !strcmp(p.arch, "qwen35")) {   /* Qwen 3.5's published values */
+        if (!rope_base_given) p.rope_freq_base = 10000000.0f;
         p.rms_eps = 1e-6f;
     }
     double t0 = sprig_time_ms();
@@ -303,6 +344,20 @@ int sprig_cmd_mkmodel(int argc, char **argv)
                 "vocab %d, %s, %" PRId64 " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.target, p.tgt.dim, p.tgt.n_layers, p.dim,
                 p.n_layers, pat, p.n_heads, p.ffn, p.vocab, p.ftype ? p.ftype->name : sprig_type_name(p.type),
                 sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
+        return 0;
+    }
+    if (!quiet && p.arch && !strcmp(p.arch, "qwen35")) {
+        char pat[SPRIG_MKMODEL_MAX_LAYERS + 1];
+        const int iv = p.full_attn_interval ? p.full_attn_interval : p.n_layers < 4 ? p.n_layers : 4;
+        for (int l = 0; l < p.n_layers; l++)   /* mkmodel.h's rule: r linear attention, a full attention */
+            pat[l] = p.recurrent_layers ? p.recurrent_layers[l] : (l + 1) % iv ? 'r' : 'a';
+        pat[p.n_layers] = 0;
+        const int vh = p.ssm_v_heads ? p.ssm_v_heads : p.n_heads;
+        fprintf(stderr, "sprig mkmodel: wrote %s: qwen35, dim %d, layers %d (%s)%s, heads %d/%d, ssm state %d, k/v heads %d/%d, "
+                "ffn %d, vocab %d, %s, %" PRId64 " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.dim, p.n_layers, pat,
+                p.mtp ? " + MTP" : "", p.n_heads, p.n_kv_heads, p.ssm_state ? p.ssm_state : 32, p.ssm_k_heads ? p.ssm_k_heads : vh,
+                vh, p.ffn, p.vocab, p.ftype ? p.ftype->name : sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed,
+                (sprig_time_ms() - t0) / 1000.0);
         return 0;
     }
     if (!quiet)

@@ -302,8 +302,18 @@ static sprig_status read_hybrid(const sprig_gguf *g, const struct sprig_arch *a,
     int et = 0;
     uint64_t ns = 0;
     if ((st = sprig_gguf_get_arr(g, key, &et, &ns, true, err))) return st;
-    if (ns != 4 || et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR)
+    if (ns != 4 || et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR || et == SPRIG_GGUF_F32 || et == SPRIG_GGUF_F64)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be 4 integers", path, key);
+    int64_t sum = 0;
+    for (int i = 0; i < 4; i++) {
+        const int64_t v = sprig_gguf_arr_int(g, sprig_gguf_find_kv(g, key), (uint64_t)i);
+        if (v < 0 || v > hp->head_dim) return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] = %lld is out of range", path, key, i, (long long)v);
+        hp->rope_sections[i] = (int)v;
+        sum += v;
+    }
+    if (sum < 1 || sum > hp->head_dim || hp->rope_sections[0] + hp->rope_sections[1] + hp->rope_sections[2] == 0)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' sums to %lld: it must be in [1, head size %d] with a t, h or w section",
+                         path, key, (long long)sum, hp->head_dim);
     snprintf(key, sizeof key, "%s.attention.recurrent_layers", a->name);
     const int64_t rk = sprig_gguf_find_kv(g, key);
     if (rk >= 0) {

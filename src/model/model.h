@@ -47,6 +47,7 @@ struct sprig_hparams {
     int   ssm_v_heads;  /* ssm.time_step_rank: value heads (one state matrix each) */
     int   ssm_k_heads;  /* ssm.group_count: query/key heads (value head h reads q/k head h % ssm_k_heads) */
     int   n_recurrent;  /* recurrent layers */
+    int   rope_sections[4];   /* qwen35's rope.dimension_sections (interleaved multi-section RoPE) */
     float eps;
     float rope_theta;
     float rope_freq_scale;  /* 1 / <arch>.rope.scaling.factor for linear scaling; 1 = none */

@@ -10,8 +10,9 @@
  *                     o = RMSNorm(o per head) * ssm_norm * silu(z);  x += o W_ssm_out
  *   attention layer:  [q | gate] per head, k, v = xn W_q, xn W_k, xn W_v
  *                     q, k = RMSNorm per head * q_norm / k_norm; RoPE (NEOX on
- *                     the first n_rot dims: the file's multi-section RoPE, whose
- *                     sections all see the same position for text)
+ *                     the first n_rot dims: the file's interleaved multi-section
+ *                     RoPE, whose t/h/w sections see the same position for text
+ *                     and whose e section is not rotated)
  *                     a = attention over the cache; x += (a * sigmoid(gate)) W_o
  *   xn = RMSNorm(x) * post_attention_norm;  x += swiglu(xn W_gate, xn W_up) W_down
  * then the shared head (final norm, output rows). A token's recurrent step
@@ -154,6 +155,19 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     }
     const int32_t *pos = c->pos;
     sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
+    {   /* interleaved multi-section RoPE: pair i takes sector i % sum(sections); sectors 3k+s (s = 0, 1, 2:
+         * t, h, w) below 3 * sections[s] rotate by the token's position (text: the same for all three),
+         * the others (the e section) by position 0, i.e. not at all (ggml's imrope) */
+        const int *sec = hp->rope_sections, total = sec[0] + sec[1] + sec[2] + sec[3], half = hp->n_rot / 2;
+        for (int p = 0; p < half; p++) {
+            const int sector = p % total, k = sector % 3;
+            if (sector < 3 * sec[k]) continue;
+            for (int i = 0; i < n; i++) {
+                c->rope[((size_t)i * half + p) * 2] = 1.0f;
+                c->rope[((size_t)i * half + p) * 2 + 1] = 0.0f;
+            }
+        }
+    }
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
     for (int l = 0; l < hp->n_layer; l++) {
         const struct sprig_layer *L = &m->layers[l];

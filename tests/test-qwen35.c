@@ -1,0 +1,179 @@
+/*
+ * tests/test-qwen35.c — the Qwen 3.5 hybrid (gated delta-net + gated
+ * attention) as sprig runs it, on files from sprig mkmodel --arch qwen35:
+ *   - a prompt fed as one batch, in chunks of 3 and one token at a time
+ *     gives the same logits bit for bit (the recurrent layers step token by
+ *     token inside a batch; attention rows are batch-independent), in f32
+ *     and q8_0, with more value than key heads;
+ *   - speculation on a recurrent target is refused, naming the recurrent
+ *     layers, before anything runs; a forward after the cache was trimmed
+ *     (what a rejected draft would need) is refused naming the layer;
+ *   - bad files name the key: a recurrent-layer array of the wrong length,
+ *     an interval of 0, an inner size the state size does not divide into
+ *     the value heads, a conv kernel of 0 or longer than the context, a
+ *     layer holding the other kind's tensors.
+ * (tests/test-oracle-llamacpp.sh compares the forward with llama.cpp.)
+ */
+#include "test.h"
+#include "gguf.h"
+#include "mkmodel.h"
+#include "sprig.h"
+#include "model/model.h"
+
+#include <stdlib.h>
+
+static char *g_f32, *g_q8;
+
+static char *make(const char *name, int type)
+{
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params mp;
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "qwen35";
+    mp.dim = 128;
+    mp.n_layers = 4;
+    mp.n_heads = 4;
+    mp.n_kv_heads = 2;
+    mp.head_dim = 32;
+    mp.ffn = 256;
+    mp.std = 0.08f;
+    mp.ssm_state = 32;
+    mp.ssm_v_heads = 4;
+    mp.ssm_k_heads = 2;
+    mp.type = type;
+    char *p = strdup(test_tmpfile(name));
+    CHECKF(sprig_mkmodel_write(&mp, p, &err) == SPRIG_OK, "%s", err.msg);
+    return p;
+}
+
+/* logits of the last token after feeding ids[n] in chunks of `chunk` */
+static bool logits_in_chunks(const sprig_model *m, const int32_t *ids, int n, int chunk, float *out)
+{
+    sprig_error err = { 0 };
+    sprig_ctx *c = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = 256, .n_batch = chunk };
+    CHECKF(sprig_ctx_create(m, NULL, &cp, &c, &err) == SPRIG_OK, "%s", err.msg);
+    if (!c) return false;
+    const sprig_status st = sprig_prefill(c, ids, n, out, NULL, &err);
+    CHECKF(st == SPRIG_OK, "%s", err.msg);
+    sprig_ctx_free(c);
+    return st == SPRIG_OK;
+}
+
+static void batch_independent(const char *path)
+{
+    sprig_model *m = NULL;
+    sprig_error err = { 0 };
+    CHECKF(sprig_model_load(path, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (!m) return;
+    CHECK_EQ_INT(m->hp.n_recurrent, 3);   /* full_attention_interval 4: layer 3 attends */
+    CHECK(m->layers[0].recurrent && !m->layers[3].recurrent);
+    int32_t ids[37];
+    for (int i = 0; i < 37; i++) ids[i] = (i * 97 + 5) % m->hp.n_vocab;
+    const int V = m->hp.n_vocab;
+    float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V), *c = malloc(sizeof(float) * V);
+    if (logits_in_chunks(m, ids, 37, 64, a) && logits_in_chunks(m, ids, 37, 3, b) && logits_in_chunks(m, ids, 37, 1, c)) {
+        CHECKF(!memcmp(a, b, sizeof(float) * V), "%s: one batch != chunks of 3", path);
+        CHECKF(!memcmp(a, c, sizeof(float) * V), "%s: one batch != one token at a time", path);
+    }
+    free(a);
+    free(b);
+    free(c);
+    sprig_model_free(m);
+}
+
+static void test_batch_independent(void)
+{
+    batch_independent(g_f32);
+    batch_independent(g_q8);
+}
+
+static void test_speculation_refused(void)
+{
+    sprig_model *m = NULL;
+    sprig_error err = { 0 };
+    CHECKF(sprig_model_load(g_f32, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (!m) return;
+    struct sprig_session_params p = sprig_session_default_params();
+    p.drafter = SPRIG_DRAFTER_NGRAM;
+    p.n_threads = 1;
+    sprig_session *s = NULL;
+    CHECK(sprig_session_create(m, &p, &s, &err) == SPRIG_E_REFUSED && !s);
+    CHECKF(strstr(err.msg, "3 recurrent layers cannot roll back"), "%s", err.msg);
+    /* plain decoding runs */
+    p.drafter = SPRIG_DRAFTER_NONE;
+    CHECKF(sprig_session_create(m, &p, &s, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_session_free(s);
+    /* the forward refuses to continue from a trimmed cache */
+    sprig_ctx *c = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = 64, .n_batch = 8 };
+    CHECKF(sprig_ctx_create(m, NULL, &cp, &c, &err) == SPRIG_OK, "%s", err.msg);
+    if (c) {
+        int32_t ids[4] = { 5, 6, 7, 8 };
+        CHECK(sprig_prefill(c, ids, 4, NULL, NULL, &err) == SPRIG_OK);
+        CHECK(sprig_kv_trim(sprig_ctx_kv(c), 2, &err) == SPRIG_OK);
+        CHECK(sprig_prefill(c, ids, 1, NULL, NULL, &err) == SPRIG_E_REFUSED);
+        CHECKF(strstr(err.msg, "recurrent layers (first: layer 0) hold 4 tokens but the cache 2"), "%s", err.msg);
+        sprig_ctx_free(c);
+    }
+    sprig_model_free(m);
+}
+
+/* g_f32 copied with one key (re)written: a scalar, or an array of n */
+static const char *variant(const char *name, const char *key, int vtype, const void *value, int n)
+{
+    sprig_error err = { 0 };
+    sprig_gguf *g = sprig_gguf_open(g_f32, &err);
+    if (!g) return NULL;
+    sprig_gguf_writer *w = sprig_gguf_writer_create(&err);
+    for (int64_t i = 0; i < sprig_gguf_n_kv(g); i++)
+        if (strcmp(sprig_gguf_kv_key(g, i), key)) CHECK(sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK);
+    if (n) CHECK(sprig_gguf_w_arr(w, key, vtype, value, (uint64_t)n, &err) == SPRIG_OK);
+    else CHECK(sprig_gguf_w_scalar(w, key, vtype, value, &err) == SPRIG_OK);
+    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++) {
+        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
+        CHECK(sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK);
+    }
+    const char *path = test_tmpfile(name);
+    CHECKF(sprig_gguf_writer_write(w, path, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_gguf_writer_free(w);
+    sprig_gguf_close(g);
+    return path;
+}
+
+static void expect_fail(const char *name, const char *key, int vtype, const void *value, int n, const char *needle)
+{
+    const char *path = variant(name, key, vtype, value, n);
+    if (!path) return;
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    CHECKF(sprig_model_load(path, &m, &err) != SPRIG_OK && !m, "%s: loaded", name);
+    CHECKF(strstr(err.msg, needle) != NULL, "%s: message '%s' should name '%s'", name, err.msg, needle);
+    sprig_model_free(m);
+}
+
+static void test_bad_files(void)
+{
+    const uint8_t three[3] = { 1, 1, 0 }, four[4] = { 1, 0, 1, 0 };
+    const uint32_t zero = 0, big = 100000, odd = 100;
+    expect_fail("q-rl3.gguf", "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, three, 3,
+                "qwen35.attention.recurrent_layers' has 3 entries");
+    expect_fail("q-int0.gguf", "qwen35.full_attention_interval", SPRIG_GGUF_U32, &zero, 0, "qwen35.full_attention_interval' = 0");
+    expect_fail("q-inner.gguf", "qwen35.ssm.inner_size", SPRIG_GGUF_U32, &odd, 0, "qwen35.ssm.inner_size' = 100 is not");
+    expect_fail("q-conv0.gguf", "qwen35.ssm.conv_kernel", SPRIG_GGUF_U32, &zero, 0, "qwen35.ssm.conv_kernel' = 0");
+    expect_fail("q-convbig.gguf", "qwen35.ssm.conv_kernel", SPRIG_GGUF_U32, &big, 0, "qwen35.ssm.conv_kernel' = 100000");
+    /* layer 1 declared attention but holding delta-net tensors */
+    expect_fail("q-kind.gguf", "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, four, 4, "layer 1 is an attention layer");
+}
+
+int main(void)
+{
+    g_f32 = make("q35-f32.gguf", 0);
+    g_q8 = make("q35-q8.gguf", SPRIG_TYPE_Q8_0);
+    RUN(test_batch_independent);
+    RUN(test_speculation_refused);
+    RUN(test_bad_files);
+    free(g_f32);
+    free(g_q8);
+    return test_summary("test-qwen35");
+}
