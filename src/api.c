@@ -202,11 +202,6 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     s->block = p->drafter == SPRIG_DRAFTER_NONE ? 1 : p->draft_max + 1;
     int rows = s->block + (p->drafter == SPRIG_DRAFTER_NONE ? 0 : p->tree_branches);
 
-    if (p->drafter != SPRIG_DRAFTER_NONE && m->hp.n_recurrent) {   /* a rejected draft would need the states rolled back */
-        st = sprig_err(err, SPRIG_E_REFUSED, "drafter: the target's %d recurrent layers cannot roll back a rejected draft yet; "
-                       "speculation on it is refused (decode without a drafter)", m->hp.n_recurrent);
-        goto fail_st;
-    }
     if (!(s->pool = sprig_pool_create(p->n_threads, err))) goto fail;
     struct sprig_ctx_params cp = {
         .n_ctx = p->n_ctx, .n_batch = p->n_batch > 0 ? (p->n_batch < rows ? rows : p->n_batch) : (rows > 64 ? rows : 64),

@@ -61,11 +61,37 @@ static int count_sliding(const sprig_model *m)
     return n;
 }
 
-sprig_status sprig_ctx_speculative(sprig_ctx *c, sprig_error *err)
+sprig_status sprig_ctx_speculative(sprig_ctx *c, int rows, sprig_error *err)
 {
-    if (strcmp(sprig_kv_kind(c->kv), "ring")) return SPRIG_OK;
+    if (rows < 1 || rows > c->n_batch)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "speculation: blocks of %d rows outside [1, n_batch %d]", rows, c->n_batch);
+    sprig_status st = c->rec && rows > 1 ? sprig_rec_keep(c, rows, err) : SPRIG_OK;   /* 1 row: plain decoding, nothing to undo */
+    if (st || strcmp(sprig_kv_kind(c->kv), "ring")) return st;
     return sprig_kv_ring_set_buffer(c->kv, c->spec_slack, err);
 }
+
+sprig_status sprig_ctx_trim(sprig_ctx *c, int k, sprig_error *err)
+{
+    if (k < 0 || k > sprig_kv_len(c->kv))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "trim: %d is outside [0, %d cached]", k, sprig_kv_len(c->kv));
+    sprig_status st = c->rec ? sprig_rec_trim(c, k, err) : SPRIG_OK;
+    return st ? st : sprig_kv_trim(c->kv, k, err);
+}
+
+bool sprig_ctx_tree_ok(const sprig_ctx *c, char *reason, size_t cap)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    for (int l = 0; l < hp->n_layer; l++)
+        if (c->m->layers[l].recurrent) {
+            if (reason && cap)
+                snprintf(reason, cap, "layer %d is one of %d recurrent (gated delta-net) layers: a tree batch would fold their "
+                         "state through siblings", l, hp->n_recurrent);
+            return false;
+        }
+    return sprig_kv_can_gather(c->kv, reason, cap);
+}
+
+double sprig_ctx_rollback_ms(const sprig_ctx *c) { return c->rec ? c->rec->rollback_ms : 0; }
 
 sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
                               sprig_ctx **out, sprig_error *err)

@@ -59,9 +59,23 @@ struct sprig_rec {
     float *o;                 /* [B][v_heads * state] */
     float *qg;                /* [B][2 * n_head * head_dim] attention queries with their gates */
     float *gate;              /* [B][n_head * head_dim] */
+    /* rollback (sprig_ctx_speculative turns it on): before a forward of at most keep_rows
+     * tokens, the states are copied and the block's recurrent inputs kept, so a trim of
+     * that block's last tokens restores the copy and replays the kept prefix */
+    int keep_rows;            /* 0: off */
+    int last_n;               /* tokens of the last forward that can be rolled back (0: none) */
+    float *snap_conv, *snap_S;        /* [n_layer][...] the states before the last forward */
+    float *in_qkv;            /* [n_layer][keep_rows][conv_dim] the raw delta-net inputs */
+    float *in_ab;             /* [n_layer][keep_rows][2 * v_heads] alpha, beta */
+    double rollback_ms;       /* time spent copying and replaying (statistics) */
 };
 sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err);
 void sprig_rec_free(struct sprig_rec *r);
+/* Turn rollback on for blocks of up to rows tokens (allocates; not in the round loop). */
+sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err);
+/* Drop the last k tokens from the recurrent states (k <= the last forward's
+ * tokens): restore the copy and replay the rest of that block. */
+sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err);
 
 /* The end of every forward: the wanted rows of c->x through the final norm
  * (f->hidden) and the output head (f->logits, soft-capped where the model

@@ -147,11 +147,21 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
                               sprig_ctx **out, sprig_error *err);
 void sprig_ctx_free(sprig_ctx *c);
 
-/* Prepare the cache for speculation: sliding layers' rings get their
- * speculative buffer (kv_ring.c), so verify tails stay in logical order and
- * trees can be gathered. Not in the round loop (it may allocate). A no-op
- * for other caches. */
-sprig_status sprig_ctx_speculative(sprig_ctx *c, sprig_error *err);
+/* Prepare the context for speculation with verify blocks of up to rows
+ * tokens: sliding layers' rings get their speculative buffer (kv_ring.c),
+ * so verify tails stay in logical order and trees can be gathered; a
+ * hybrid's recurrent layers keep what a rollback replays. Not in the round
+ * loop (it may allocate). */
+sprig_status sprig_ctx_speculative(sprig_ctx *c, int rows, sprig_error *err);
+/* Drop the last k tokens (a rejected draft): the cache, and the recurrent
+ * states of a hybrid (which can drop only tokens of the last forward,
+ * restored exactly by replay; else SPRIG_E_REFUSED naming the layers). */
+sprig_status sprig_ctx_trim(sprig_ctx *c, int k, sprig_error *err);
+/* Whether a tree batch can be verified and gathered now; if not, reason
+ * names the layer (a recurrent layer, or a wrapped sliding-window ring). */
+bool sprig_ctx_tree_ok(const sprig_ctx *c, char *reason, size_t cap);
+/* Milliseconds the recurrent layers spent on rollback (copies and replays). */
+double sprig_ctx_rollback_ms(const sprig_ctx *c);
 
 const sprig_model *sprig_ctx_model(const sprig_ctx *c);
 sprig_kv  *sprig_ctx_kv(sprig_ctx *c);

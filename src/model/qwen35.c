@@ -19,13 +19,17 @@
  * is the same whether it runs alone or inside a batch, so a verify block
  * computes what decoding computes.
  *
- * The recurrent states advance with every forward and cannot go back yet:
- * a forward after the cache was trimmed (a speculative rollback) or with a
- * caller mask (a tree) is refused naming the recurrent layers.
+ * Rollback (chains): with sprig_rec_keep on, a forward of a block copies
+ * the states first and keeps the block's delta-net inputs; sprig_ctx_trim
+ * of that block's last k tokens restores the copy and replays the first
+ * n - k steps — the same function on the same inputs, so the states are
+ * those plain decoding reaches. A forward after any other trim, or with a
+ * caller mask (a tree), is refused naming the recurrent layers.
  */
 #include "model/deltanet.h"
 #include "model/internal.h"
 #include "base/mem.h"
+#include "base/timer.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
 
@@ -36,7 +40,8 @@
 void sprig_rec_free(struct sprig_rec *r)
 {
     if (!r) return;
-    float **b[] = { &r->conv, &r->S, &r->qkv, &r->z, &r->alpha, &r->beta, &r->o, &r->qg, &r->gate };
+    float **b[] = { &r->conv, &r->S, &r->qkv, &r->z, &r->alpha, &r->beta, &r->o, &r->qg, &r->gate, &r->snap_conv, &r->snap_S,
+                    &r->in_qkv, &r->in_ab };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
     free(r);
 }
@@ -65,6 +70,61 @@ sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err)
     return SPRIG_OK;
 }
 
+sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
+{
+    struct sprig_rec *r = c->rec;
+    const struct sprig_hparams *hp = &c->m->hp;
+    if (!r || rows <= r->keep_rows) return SPRIG_OK;
+    const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
+    const size_t L = (size_t)hp->n_layer, C = (size_t)sprig_deltanet_conv_dim(&d);
+    float *sc = sprig_calloc_aligned(L * (size_t)r->conv_stride + 1, sizeof(float)), *ss = sprig_calloc_aligned(L * (size_t)r->S_stride, sizeof(float));
+    float *iq = sprig_calloc_aligned(L * (size_t)rows * C, sizeof(float));
+    float *ia = sprig_calloc_aligned(L * (size_t)rows * 2 * (size_t)hp->ssm_v_heads, sizeof(float));
+    if (!sc || !ss || !iq || !ia) {
+        sprig_free_aligned(sc); sprig_free_aligned(ss); sprig_free_aligned(iq); sprig_free_aligned(ia);
+        return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent rollback (%d rows)", rows);
+    }
+    sprig_free_aligned(r->snap_conv); sprig_free_aligned(r->snap_S); sprig_free_aligned(r->in_qkv); sprig_free_aligned(r->in_ab);
+    r->snap_conv = sc;
+    r->snap_S = ss;
+    r->in_qkv = iq;
+    r->in_ab = ia;
+    r->keep_rows = rows;
+    r->last_n = 0;
+    return SPRIG_OK;
+}
+
+sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
+{
+    struct sprig_rec *r = c->rec;
+    const sprig_model *m = c->m;
+    const struct sprig_hparams *hp = &m->hp;
+    if (!r || k == 0) return SPRIG_OK;
+    if (k < 0 || k > r->last_n)
+        return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers can drop only tokens of the last forward (%d), not %d",
+                         m->arch->name, r->last_n, k);
+    const double t0 = sprig_time_ms();
+    const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
+    const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads, keep = r->last_n - k;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const struct sprig_layer *L = &m->layers[l];
+        if (!L->recurrent) continue;
+        float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
+        memcpy(conv, r->snap_conv + (size_t)l * r->conv_stride, sizeof(float) * (size_t)r->conv_stride);
+        memcpy(S, r->snap_S + (size_t)l * r->S_stride, sizeof(float) * (size_t)r->S_stride);
+        for (int i = 0; i < keep; i++) {   /* the same steps the forward ran, on the same inputs: the same bits */
+            float *qkv = r->qkv;   /* scratch: the step clobbers its input */
+            memcpy(qkv, r->in_qkv + ((size_t)l * r->keep_rows + i) * C, sizeof(float) * (size_t)C);
+            const float *ab = r->in_ab + ((size_t)l * r->keep_rows + i) * 2 * H;
+            sprig_deltanet_step(&d, L->conv_w, L->dt_bias, L->ssm_a, conv, S, qkv, ab, ab + H, r->o);
+        }
+    }
+    r->len -= k;
+    r->last_n = keep;   /* the kept prefix can still be dropped (its copy is unchanged) */
+    r->rollback_ms += sprig_time_ms() - t0;
+    return SPRIG_OK;
+}
+
 static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_weight *const *w, float **y)
 {
     sprig_act act;
@@ -83,6 +143,14 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     float *y[4] = { r->qkv, r->z, r->alpha, r->beta };
     mm(c, c->xn, n, dim, 4, w, y);
     float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
+    if (r->last_n) {   /* rollback kept: the inputs of this block, before the steps clobber them */
+        for (int i = 0; i < n; i++) {
+            memcpy(r->in_qkv + ((size_t)l * r->keep_rows + i) * C, r->qkv + (size_t)i * C, sizeof(float) * (size_t)C);
+            float *ab = r->in_ab + ((size_t)l * r->keep_rows + i) * 2 * H;
+            memcpy(ab, r->alpha + (size_t)i * H, sizeof(float) * (size_t)H);
+            memcpy(ab + H, r->beta + (size_t)i * H, sizeof(float) * (size_t)H);
+        }
+    }
     for (int i = 0; i < n; i++) {
         float *o = r->o + (size_t)i * V;
         sprig_deltanet_step(&d, L->conv_w, L->dt_bias, L->ssm_a, conv, S, r->qkv + (size_t)i * C, r->alpha + (size_t)i * H,
@@ -154,6 +222,17 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
                              m->arch->name, i, f->pos[i], len + i);
     }
     const int32_t *pos = c->pos;
+    r->last_n = 0;
+    if (r->keep_rows && n <= r->keep_rows) {   /* a block that may be rolled back: copy the states first */
+        const double t0 = sprig_time_ms();
+        for (int l = 0; l < hp->n_layer; l++) {
+            if (!m->layers[l].recurrent) continue;
+            memcpy(r->snap_conv + (size_t)l * r->conv_stride, r->conv + (size_t)l * r->conv_stride, sizeof(float) * (size_t)r->conv_stride);
+            memcpy(r->snap_S + (size_t)l * r->S_stride, r->S + (size_t)l * r->S_stride, sizeof(float) * (size_t)r->S_stride);
+        }
+        r->last_n = n;
+        r->rollback_ms += sprig_time_ms() - t0;
+    }
     sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
     {   /* interleaved multi-section RoPE: pair i takes sector i % sum(sections); sectors 3k+s (s = 0, 1, 2:
          * t, h, w) below 3 * sections[s] rotate by the token's position (text: the same for all three),

@@ -81,7 +81,7 @@ static sprig_status t_verify_finalize(sprig_target *t, int accepted, int n, spri
                                       sprig_target_state *st, sprig_error *err)
 {
     model_target *mt = (model_target *)t;
-    sprig_status s = sprig_kv_trim(sprig_ctx_kv(mt->ctx), n - accepted - 1, err);
+    sprig_status s = sprig_ctx_trim(mt->ctx, n - accepted - 1, err);
     if (s) return s;
     fill_state(mt, cap->hidden + (size_t)accepted * mt->m->hp.dim, st);
     return SPRIG_OK;
@@ -90,7 +90,7 @@ static sprig_status t_verify_finalize(sprig_target *t, int accepted, int n, spri
 static bool t_tree_available(sprig_target *t, char *reason, size_t cap)
 {
     model_target *mt = (model_target *)t;
-    return sprig_kv_can_gather(sprig_ctx_kv(mt->ctx), reason, cap);
+    return sprig_ctx_tree_ok(mt->ctx, reason, cap);
 }
 
 static sprig_status t_verify_forward_tree(sprig_target *t, const sprig_tree *tree, sprig_rows *rows,
@@ -188,7 +188,7 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
         sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for %d rows", max_rows);
         return NULL;
     }
-    if (sprig_ctx_speculative(ctx, err)) {   /* sliding layers keep verify tails gatherable */
+    if (sprig_ctx_speculative(ctx, max_rows, err)) {   /* sliding layers keep verify tails gatherable; recurrent ones their rollback */
         sprig_model_target_free(&mt->base);
         return NULL;
     }
