@@ -12,6 +12,8 @@
  *     accepted steps); tree mode falls back to chains, the target naming
  *     the recurrent layers; a forward after any other trim is refused
  *     naming the layer;
+ *   - a file with the built-in MTP block loads (block_count counts it; its
+ *     tensors bound and checked);
  *   - bad files name the key: a recurrent-layer array of the wrong length,
  *     an interval of 0, an inner size the state size does not divide into
  *     the value heads, a conv kernel of 0 or longer than the context, a
@@ -234,6 +236,37 @@ static void test_bad_files(void)
     expect_fail("q-kind.gguf", "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, four, 4, "layer 1 is an attention layer");
 }
 
+/* a file with the built-in MTP block: loaded and checked with the model
+ * (block_count counts it), the trunk unchanged by it */
+static void test_mtp_block_loads(void)
+{
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params mp;
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "qwen35";
+    mp.dim = 128;
+    mp.n_layers = 4;
+    mp.n_heads = 4;
+    mp.n_kv_heads = 2;
+    mp.head_dim = 32;
+    mp.ffn = 256;
+    mp.mtp = true;
+    mp.mtp_head = true;
+    mp.recurrent_layers = "rrar";
+    char *p = strdup(test_tmpfile("q35-mtp.gguf"));
+    CHECKF(sprig_mkmodel_write(&mp, p, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_model *m = NULL;
+    CHECKF(sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        CHECK_EQ_INT(m->hp.n_layer, 4);
+        CHECK_EQ_INT(m->n_nextn, 1);
+        CHECK(m->nextn && m->nextn[0].eh_proj.raw && m->nextn[0].embed.raw && m->nextn[0].head.raw && m->nextn[0].head_norm);
+        CHECK(m->layers[0].recurrent && m->layers[1].recurrent && !m->layers[2].recurrent && m->layers[3].recurrent);
+        sprig_model_free(m);
+    }
+    free(p);
+}
+
 int main(void)
 {
     g_f32 = make("q35-f32.gguf", 0);
@@ -242,6 +275,7 @@ int main(void)
     RUN(test_chain_equals_plain);
     RUN(test_rollback_limits);
     RUN(test_bad_files);
+    RUN(test_mtp_block_loads);
     free(g_f32);
     free(g_q8);
     return test_summary("test-qwen35");

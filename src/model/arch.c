@@ -174,6 +174,31 @@ static const struct sprig_tensor_spec qwen35_tensors[] = {
     L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
 };
 
+/* qwen35's MTP blocks (llama.cpp's load_block_mtp): blk.N.* for N past the last layer */
+#define NB(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field) }
+#define NX(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, field) }
+static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
+    NB("blk.%d.attn_norm.weight",   true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    NB("blk.%d.post_attention_norm.weight", true, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
+    NB("blk.%d.attn_q.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
+    NB("blk.%d.attn_k.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    NB("blk.%d.attn_v.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    NB("blk.%d.attn_output.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
+    NB("blk.%d.attn_q_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
+    NB("blk.%d.attn_k_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    NB("blk.%d.ffn_gate.weight",    true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
+    NB("blk.%d.ffn_up.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
+    NB("blk.%d.ffn_down.weight",    true, SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
+    NX("blk.%d.nextn.eh_proj.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_DIM2, SPRIG_D_DIM, eh_proj),
+    NX("blk.%d.nextn.enorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  enorm),
+    NX("blk.%d.nextn.hnorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  hnorm),
+    NX("blk.%d.nextn.embed_tokens.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, embed),
+    NX("blk.%d.nextn.shared_head_head.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, head),
+    NX("blk.%d.nextn.shared_head_norm.weight", false, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, head_norm),
+};
+#undef NB
+#undef NX
+
 #undef G
 #undef L
 #undef LO
@@ -182,10 +207,10 @@ static const struct sprig_tensor_spec qwen35_tensors[] = {
 
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
  * CAP: { reads final, reads attention, final default, attention default } */
-#define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, shapes }
+#define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, nt, shapes) \
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes }
 #define ROW(nm, mode, t, act, es, swa, cap, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, shapes }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, NULL, 0, shapes }
 #define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
 #define NO_SWA SWA(0, false, 0, 0)
 #define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }
@@ -200,7 +225,8 @@ static const struct sprig_arch arches[] = {
     /* gemma4: the per-layer pattern array is required (period -1) */
     ROW("gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, SPRIG_FFN_GELU, true, SWA(-1, true, 0, 0), CAP(true, false, 0.0f, 0.0f), true),
     /* qwen35: its own forward (model/qwen35.c); multi-section RoPE that for text is NEOX over n_rot dims */
-    ROWF("qwen35", SPRIG_ROPE_NEOX, qwen35_tensors, sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true, false),
+    ROWF("qwen35", SPRIG_ROPE_NEOX, qwen35_tensors, sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true,
+         qwen35_nextn_tensors, false),
 };
 #undef NO_SWA
 #undef SWA

@@ -23,6 +23,7 @@ enum sprig_dim {
     SPRIG_D_PL,       /* n_pl (gemma4 per-layer inputs) */
     SPRIG_D_PL_ALL,   /* n_layer * n_pl */
     SPRIG_D_QGDIM,    /* 2 * n_head * head_dim: queries with their output gates (qwen35) */
+    SPRIG_D_DIM2,     /* 2 * dim (qwen35's MTP input: embedding and hidden state) */
     SPRIG_D_SSM_CONV, /* the delta-net input: (2 k_heads + v_heads) * state */
     SPRIG_D_SSM_V,    /* v_heads * state */
     SPRIG_D_SSM_VH,   /* v_heads */
@@ -88,6 +89,8 @@ struct sprig_arch {
     struct sprig_softcap_rule softcap;
     bool hybrid;            /* qwen35: gated delta-net layers (ssm.* keys; attention.recurrent_layers
                                or full_attention_interval) between gated attention layers */
+    const struct sprig_tensor_spec *nextn_tensors;   /* the MTP blocks' tensors (offsets into struct sprig_nextn), or NULL */
+    int n_nextn_tensors;
     bool layer_shapes;      /* gemma4: per-layer head counts and FFN sizes (arrays), the sliding layers'
                                own head size (attention.key_length_swa, rope.dimension_count_swa),
                                shared-KV layers (attention.shared_kv_layers), per-layer inputs,

@@ -36,7 +36,15 @@ static inline int sprig_deltanet_conv_dim(const struct sprig_deltanet *d)
     return (2 * d->k_heads + d->v_heads) * d->state;
 }
 
-/* One token. conv_w [conv_dim][K], dt_bias / a [v_heads]; conv_state
+/* The token's convolution (updating conv_state), silu and the q/k L2 norms:
+ * qkv becomes the normalised q|k|v. */
+void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, float *conv_state, float *qkv);
+/* Value heads [h0, h1) of the token's state update and output (heads are
+ * independent: threads may split them). */
+void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const float *dt_bias, const float *a, float *S,
+                          const float *qkv, const float *alpha, const float *beta, float *o);
+
+/* One token (conv, then every head). conv_w [conv_dim][K], dt_bias / a [v_heads]; conv_state
  * [(K-1)][conv_dim] and S [v_heads][state][state] updated in place;
  * qkv [conv_dim] (clobbered: it becomes the convolved, normalised q|k|v),
  * alpha / beta [v_heads] (raw projections); o [v_heads * state]. */

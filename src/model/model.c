@@ -193,6 +193,16 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
             return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run mixture-of-experts layers "
                              "(ffn_gate_inp, *_exps)", path, key);
     }
+    if (a->nextn_tensors) {   /* MTP blocks after the last layer: block_count counts them (llama.cpp's n_layer_all) */
+        snprintf(key, sizeof key, "%s.nextn_predict_layers", a->name);
+        int64_t nx = 0;
+        if ((st = sprig_gguf_get_i64(g, key, &nx, false, err))) return st;
+        if (nx < 0 || nx > 8 || nx >= hp->n_layer)
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld must be in [0, min(8, block_count - 1 = %d)]", path, key,
+                             (long long)nx, hp->n_layer - 1);
+        hp->n_nextn = (int)nx;
+        hp->n_layer -= (int)nx;
+    }
     if (hp->n_kv_head < 0) hp->n_kv_head = hp->n_head;
     if (hp->head_dim < 0 && hp->dim % hp->n_head)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d (and no %s.attention.key_length)",
@@ -268,12 +278,6 @@ static sprig_status read_hybrid(const sprig_gguf *g, const struct sprig_arch *a,
     const char *path = sprig_gguf_path(g);
     char key[128];
     sprig_status st;
-    snprintf(key, sizeof key, "%s.nextn_predict_layers", a->name);
-    int64_t nextn = 0;
-    if ((st = sprig_gguf_get_i64(g, key, &nextn, false, err))) return st;
-    if (nextn)
-        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = %lld: sprig does not load %s's built-in MTP layers yet", path, key,
-                         (long long)nextn, a->name);
     const struct { const char *sfx; int *field; long lo, hi; } keys[] = {
         { "ssm.conv_kernel", &hp->ssm_conv, 1, hp->n_ctx_train },
         { "ssm.state_size", &hp->ssm_state, 1, 512 },
@@ -321,13 +325,15 @@ static sprig_status read_hybrid(const sprig_gguf *g, const struct sprig_arch *a,
         if (sprig_gguf_kv_type(g, rk) != SPRIG_GGUF_ARR || sprig_gguf_get_arr(g, key, &et, &n, true, NULL) ||
             et == SPRIG_GGUF_STR || et == SPRIG_GGUF_ARR)
             return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' must be an array of booleans (one per layer)", path, key);
-        if (n != (uint64_t)hp->n_layer)
+        if (n != (uint64_t)(hp->n_layer + hp->n_nextn))
             return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' has %llu entries; %s.block_count is %d", path, key,
-                             (unsigned long long)n, a->name, hp->n_layer);
-        for (int l = 0; l < hp->n_layer; l++) {
+                             (unsigned long long)n, a->name, hp->n_layer + hp->n_nextn);
+        for (int l = 0; l < hp->n_layer + hp->n_nextn; l++) {
             const int64_t f = sprig_gguf_arr_int(g, rk, (uint64_t)l);
             if (f != 0 && f != 1) return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] = %lld is not 0 or 1", path, key, l, (long long)f);
-            layers[l].recurrent = f;
+            if (l >= hp->n_layer && f)
+                return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s'[%d] marks an MTP block recurrent", path, key, l);
+            if (l < hp->n_layer) layers[l].recurrent = f;
         }
     } else {
         snprintf(key, sizeof key, "%s.full_attention_interval", a->name);
@@ -474,6 +480,7 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
     case SPRIG_D_PL:    return hp->n_pl;
     case SPRIG_D_PL_ALL: return (int64_t)hp->n_pl * hp->n_layer;
     case SPRIG_D_QGDIM: return 2 * (L ? (int64_t)L->n_head * L->head_dim : (int64_t)hp->n_head * hp->head_dim);
+    case SPRIG_D_DIM2:  return 2 * (int64_t)hp->dim;
     case SPRIG_D_SSM_CONV: return (int64_t)(2 * hp->ssm_k_heads + hp->ssm_v_heads) * hp->ssm_state;
     case SPRIG_D_SSM_V: return (int64_t)hp->ssm_v_heads * hp->ssm_state;
     case SPRIG_D_SSM_VH: return hp->ssm_v_heads;
@@ -484,7 +491,10 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
     return -1;
 }
 
-static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base, bool *used, sprig_error *err)
+/* Bind one tensor (name with layer index `layer`) into base; shape: the
+ * layer whose sizes resolve the symbolic dims (NULL: the model's). */
+static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *s, int layer, void *base,
+                                const struct sprig_layer *shape, bool *used, sprig_error *err)
 {
     const char *path = sprig_gguf_path(m->gguf);
     char name[128];
@@ -496,7 +506,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     used[t - sprig_gguf_tensor_at(m->gguf, 0)] = true;
-    const struct sprig_layer *L = s->per_layer ? &m->layers[layer] : NULL;
+    const struct sprig_layer *L = shape;
     int64_t e0 = dim_value(&m->hp, L, s->ne0), e1 = dim_value(&m->hp, L, s->ne1);
     int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
     bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
@@ -521,7 +531,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     sprig_weight *w = dst;
-    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight")) {
+    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight") || strstr(name, ".nextn.embed_tokens.")) {
         /* Only rows are looked up: keep the view, no packed copy. */
         memset(w, 0, sizeof *w);
         w->type = t->type;
@@ -580,6 +590,15 @@ void sprig_model_free(sprig_model *m)
         }
         free(m->layers);
     }
+    for (int i = 0; m->nextn && i < m->n_nextn; i++) {
+        struct sprig_nextn *X = &m->nextn[i];
+        float *v[] = { X->blk.attn_norm, X->blk.ffn_norm, X->blk.q_norm, X->blk.k_norm, X->enorm, X->hnorm, X->head_norm };
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) free(v[j]);
+        sprig_weight *w[] = { &X->blk.wq, &X->blk.wk, &X->blk.wv, &X->blk.wo, &X->blk.w_gate, &X->blk.w_up, &X->blk.w_down,
+                              &X->eh_proj, &X->embed, &X->head };
+        for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) sprig_weight_free(w[j]);
+    }
+    free(m->nextn);
     free(m->out_norm);
     free(m->rope_freqs);
     free(m->pl_proj_norm);
@@ -636,17 +655,34 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     used = calloc((size_t)sprig_gguf_n_tensors(g) + 1, sizeof *used);
     if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }
+    m->n_nextn = m->hp.n_nextn;
+    if (m->n_nextn && !(m->nextn = calloc((size_t)m->n_nextn, sizeof *m->nextn))) {
+        st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
     if ((st = read_swa(g, m->arch, &m->hp, m->layers, err))) goto fail;
     if ((st = read_layer_shapes(g, m->arch, &m->hp, m->layers, err))) goto fail;
     if ((st = read_hybrid(g, m->arch, &m->hp, m->layers, err))) goto fail;
     for (int i = 0; i < m->arch->n_tensors; i++) {
         const struct sprig_tensor_spec *s = &m->arch->tensors[i];
         if (!s->per_layer) {
-            if ((st = bind_tensor(m, s, 0, m, used, err))) goto fail;
+            if ((st = bind_tensor(m, s, 0, m, NULL, used, err))) goto fail;
             continue;
         }
         for (int l = 0; l < m->hp.n_layer; l++)
-            if ((st = bind_tensor(m, s, l, &m->layers[l], used, err))) goto fail;
+            if ((st = bind_tensor(m, s, l, &m->layers[l], &m->layers[l], used, err))) goto fail;
+    }
+    for (int i = 0; i < m->n_nextn; i++) {   /* MTP blocks after the last layer: the model's attention shape */
+        struct sprig_nextn *X = &m->nextn[i];
+        X->blk.n_head = m->hp.n_head;
+        X->blk.n_kv_head = m->hp.n_kv_head;
+        X->blk.head_dim = m->hp.head_dim;
+        X->blk.n_rot = m->hp.n_rot;
+        X->blk.n_ff = m->hp.n_ff;
+        X->blk.kv_layer = -1;
+        X->blk.attn_gate = true;
+        for (int j = 0; j < m->arch->n_nextn_tensors; j++)
+            if ((st = bind_tensor(m, &m->arch->nextn_tensors[j], m->hp.n_layer + i, X, &X->blk, used, err))) goto fail;
     }
     /* llama.cpp refuses a file with a tensor its architecture does not load
      * ("wrong number of tensors"); sprig does the same, naming it */

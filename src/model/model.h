@@ -47,6 +47,7 @@ struct sprig_hparams {
     int   ssm_v_heads;  /* ssm.time_step_rank: value heads (one state matrix each) */
     int   ssm_k_heads;  /* ssm.group_count: query/key heads (value head h reads q/k head h % ssm_k_heads) */
     int   n_recurrent;  /* recurrent layers */
+    int   n_nextn;      /* MTP blocks after the last layer (qwen35 nextn_predict_layers; not in n_layer) */
     int   rope_sections[4];   /* qwen35's rope.dimension_sections (interleaved multi-section RoPE) */
     float eps;
     float rope_theta;
@@ -99,6 +100,19 @@ struct sprig_layer {
     float       *ssm_norm;    /* [state] the gated output norm */
 };
 
+/* qwen35's built-in MTP block (nextn_predict_layers, after the last layer):
+ * a full-attention block fed eh_proj([enorm(embedding); hnorm(hidden)]),
+ * with its own head when the file has one (else the model's). Loaded and
+ * checked with the model; the drafter that runs it is not built yet. */
+struct sprig_nextn {
+    struct sprig_layer blk;   /* attention, post_attention_norm, FFN (the block's shape: the model's) */
+    sprig_weight eh_proj;     /* 2*dim -> dim */
+    float *enorm, *hnorm;     /* [dim] */
+    sprig_weight embed;       /* [n_vocab][dim] its own embeddings (row lookup), or raw NULL */
+    sprig_weight head;        /* dim -> n_vocab, or raw NULL (the model's output) */
+    float *head_norm;         /* [dim] or NULL (the model's output_norm) */
+};
+
 struct sprig_arch;
 
 typedef struct sprig_model {
@@ -117,6 +131,8 @@ typedef struct sprig_model {
     sprig_weight output;          /* dim -> n_vocab (tied: same raw as tok_embd) */
     bool tied_output;
     struct sprig_layer *layers;   /* [n_layer] */
+    struct sprig_nextn *nextn;    /* [n_nextn] MTP blocks (qwen35), or NULL */
+    int n_nextn;
     size_t weight_bytes;          /* bytes a decode step reads from the weights */
     double load_ms;               /* wall time of sprig_model_load */
     int64_t n_params;

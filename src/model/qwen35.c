@@ -132,6 +132,22 @@ static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_
     sprig_matmul(c->pool, &act, n_w, w, y);
 }
 
+/* value heads of one token's state update, split over the pool's threads */
+struct heads_task {
+    const struct sprig_deltanet *d;
+    const struct sprig_layer *L;
+    float *S, *o;
+    const float *qkv, *alpha, *beta;
+};
+
+static void heads_task_run(void *ctx, int ith, int nth)
+{
+    const struct heads_task *t = ctx;
+    long h0, h1;
+    sprig_split(t->d->v_heads, ith, nth, &h0, &h1);
+    if (h1 > h0) sprig_deltanet_heads(t->d, (int)h0, (int)h1, t->L->dt_bias, t->L->ssm_a, t->S, t->qkv, t->alpha, t->beta, t->o);
+}
+
 /* x += the gated delta-net layer of the batch (rows in order through the states) */
 static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n)
 {
@@ -153,8 +169,11 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     }
     for (int i = 0; i < n; i++) {
         float *o = r->o + (size_t)i * V;
-        sprig_deltanet_step(&d, L->conv_w, L->dt_bias, L->ssm_a, conv, S, r->qkv + (size_t)i * C, r->alpha + (size_t)i * H,
-                            r->beta + (size_t)i * H, o);
+        float *qkv = r->qkv + (size_t)i * C;
+        sprig_deltanet_conv(&d, L->conv_w, conv, qkv);
+        struct heads_task t = { &d, L, S, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
+        const int nth = (int64_t)H * N * N >= 16384 ? sprig_pool_size(c->pool) : 1;   /* a head's state is N x N */
+        sprig_pool_run(c->pool, heads_task_run, &t, nth < H ? nth : H);
         /* gated norm: RMSNorm per head * ssm_norm * silu(z) */
         sprig_rmsnorm(o, o, L->ssm_norm, H, N, hp->eps);
         const float *z = r->z + (size_t)i * V;
