@@ -207,6 +207,8 @@ struct sprig_stats {
     double emitted_per_verify, acceptance_rate;
     int64_t zero_accept_rounds, partial_accept_rounds, full_accept_rounds;
     double draft_ms, verify_ms, walk_ms, finalize_ms;
+    double rollback_ms;              /* recurrent layers (qwen35): copying states before verify blocks and
+                                        replaying accepted steps (inside verify_ms and finalize_ms) */
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 
