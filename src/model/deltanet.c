@@ -33,19 +33,19 @@ static inline float dot8(const float *a, const float *b, int n)
     return t;
 }
 
-void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, float *conv_state, float *qkv)
+void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, const float *conv_in, float *conv_out, float *qkv)
 {
     const int K = d->K, C = sprig_deltanet_conv_dim(d), N = d->state;
     const int kd = d->k_heads * N;
-    /* the causal convolution over [conv_state; x], then the state slides by one input */
+    /* the causal convolution over [conv_in; x], then the window slides by one input into conv_out */
     for (int c = 0; c < C; c++) {
         const float *w = conv_w + (size_t)c * K;
         float sum = 0.0f;
-        for (int j = 0; j < K - 1; j++) sum += conv_state[(size_t)j * C + c] * w[j];
+        for (int j = 0; j < K - 1; j++) sum += conv_in[(size_t)j * C + c] * w[j];
         sum += qkv[c] * w[K - 1];
         if (K > 1) {
-            for (int j = 0; j < K - 2; j++) conv_state[(size_t)j * C + c] = conv_state[(size_t)(j + 1) * C + c];
-            conv_state[(size_t)(K - 2) * C + c] = qkv[c];
+            for (int j = 0; j < K - 2; j++) conv_out[(size_t)j * C + c] = conv_in[(size_t)(j + 1) * C + c];
+            conv_out[(size_t)(K - 2) * C + c] = qkv[c];
         }
         qkv[c] = sum / (1.0f + expf(-sum));   /* silu */
     }
@@ -55,8 +55,8 @@ void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, fl
     }
 }
 
-void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const float *dt_bias, const float *a, float *S,
-                          const float *qkv, const float *alpha, const float *beta, float *o)
+void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const float *dt_bias, const float *a, const float *S_in,
+                          float *S, const float *qkv, const float *alpha, const float *beta, float *o)
 {
     const int N = d->state, kd = d->k_heads * N;
     const float *q = qkv, *k = qkv + kd, *v = qkv + 2 * kd;
@@ -68,10 +68,12 @@ void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const 
         const float b = 1.0f / (1.0f + expf(-beta[h]));
         const float decay = expf(g);
         float *M = S + (size_t)h * N * N;   /* M[j][i] = S[i][j] */
+        const float *M_in = S_in + (size_t)h * N * N;
         float *oh = o + (size_t)h * N;
         for (int j = 0; j < N; j++) {   /* per row j: decay, delta_j, the rank-1 update, o_j (rows are independent) */
             float *row = M + (size_t)j * N;
-            for (int i = 0; i < N; i++) row[i] *= decay;
+            const float *row_in = M_in + (size_t)j * N;
+            for (int i = 0; i < N; i++) row[i] = row_in[i] * decay;
             const float dj = (vh[j] - dot8(row, kh, N)) * b;
             for (int i = 0; i < N; i++) row[i] += kh[i] * dj;
             oh[j] = dot8(row, qh, N) * scale;
@@ -82,6 +84,6 @@ void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const 
 void sprig_deltanet_step(const struct sprig_deltanet *d, const float *conv_w, const float *dt_bias, const float *a,
                          float *conv_state, float *S, float *qkv, const float *alpha, const float *beta, float *o)
 {
-    sprig_deltanet_conv(d, conv_w, conv_state, qkv);
-    sprig_deltanet_heads(d, 0, d->v_heads, dt_bias, a, S, qkv, alpha, beta, o);
+    sprig_deltanet_conv(d, conv_w, conv_state, conv_state, qkv);
+    sprig_deltanet_heads(d, 0, d->v_heads, dt_bias, a, S, S, qkv, alpha, beta, o);
 }

@@ -36,13 +36,16 @@ static inline int sprig_deltanet_conv_dim(const struct sprig_deltanet *d)
     return (2 * d->k_heads + d->v_heads) * d->state;
 }
 
-/* The token's convolution (updating conv_state), silu and the q/k L2 norms:
- * qkv becomes the normalised q|k|v. */
-void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, float *conv_state, float *qkv);
-/* Value heads [h0, h1) of the token's state update and output (heads are
- * independent: threads may split them). */
-void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const float *dt_bias, const float *a, float *S,
-                          const float *qkv, const float *alpha, const float *beta, float *o);
+/* The token's convolution over the window conv_in, the slid window into
+ * conv_out (may be conv_in), silu and the q/k L2 norms: qkv becomes the
+ * normalised q|k|v. */
+void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, const float *conv_in, float *conv_out, float *qkv);
+/* Value heads [h0, h1) of the token's state update from S_in into S (may
+ * be S_in: in place) and its output (heads are independent: threads may
+ * split them; out of place, the previous state survives the step, which is
+ * what a rollback keeps). */
+void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const float *dt_bias, const float *a, const float *S_in,
+                          float *S, const float *qkv, const float *alpha, const float *beta, float *o);
 
 /* One token (conv, then every head). conv_w [conv_dim][K], dt_bias / a [v_heads]; conv_state
  * [(K-1)][conv_dim] and S [v_heads][state][state] updated in place;

@@ -59,12 +59,15 @@ struct sprig_rec {
     float *o;                 /* [B][v_heads * state] */
     float *qg;                /* [B][2 * n_head * head_dim] attention queries with their gates */
     float *gate;              /* [B][n_head * head_dim] */
-    /* rollback (sprig_ctx_speculative turns it on): before a forward of at most keep_rows
-     * tokens, the states are copied and the block's recurrent inputs kept, so a trim of
-     * that block's last tokens restores the copy and replays the kept prefix */
+    /* rollback (sprig_ctx_speculative turns it on): a forward of at most keep_rows tokens
+     * steps its first token out of place, from the live states into the other buffers,
+     * which then become live — the states before the block survive untouched in the
+     * other pair — and keeps the block's recurrent inputs, so a trim of the block's last
+     * tokens replays the kept prefix from the old states (or, keeping none, swaps back):
+     * no copies */
     int keep_rows;            /* 0: off */
     int last_n;               /* tokens of the last forward that can be rolled back (0: none) */
-    float *snap_conv, *snap_S;        /* [n_layer][...] the states before the last forward */
+    float *conv_alt, *S_alt;  /* [n_layer][...] the other buffers: the states before the last forward */
     float *in_qkv;            /* [n_layer][keep_rows][conv_dim] the raw delta-net inputs */
     float *in_ab;             /* [n_layer][keep_rows][2 * v_heads] alpha, beta */
     double rollback_ms;       /* time spent copying and replaying (statistics) */

@@ -19,11 +19,13 @@
  * is the same whether it runs alone or inside a batch, so a verify block
  * computes what decoding computes.
  *
- * Rollback (chains): with sprig_rec_keep on, a forward of a block copies
- * the states first and keeps the block's delta-net inputs; sprig_ctx_trim
- * of that block's last k tokens restores the copy and replays the first
- * n - k steps — the same function on the same inputs, so the states are
- * those plain decoding reaches. A forward after any other trim, or with a
+ * Rollback (chains): with sprig_rec_keep on, a forward of a block steps
+ * its first token out of place into a second pair of state buffers, which
+ * become live, and keeps the block's delta-net inputs; sprig_ctx_trim of
+ * that block's last k tokens replays the first n - k steps from the
+ * untouched old states (or swaps back when none is kept) — the same
+ * function on the same inputs, so the states are those plain decoding
+ * reaches, and no state is ever copied. A forward after any other trim, or with a
  * caller mask (a tree), is refused naming the recurrent layers.
  */
 #include "model/deltanet.h"
@@ -40,7 +42,7 @@
 void sprig_rec_free(struct sprig_rec *r)
 {
     if (!r) return;
-    float **b[] = { &r->conv, &r->S, &r->qkv, &r->z, &r->alpha, &r->beta, &r->o, &r->qg, &r->gate, &r->snap_conv, &r->snap_S,
+    float **b[] = { &r->conv, &r->S, &r->qkv, &r->z, &r->alpha, &r->beta, &r->o, &r->qg, &r->gate, &r->conv_alt, &r->S_alt,
                     &r->in_qkv, &r->in_ab };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
     free(r);
@@ -70,6 +72,24 @@ sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err)
     return SPRIG_OK;
 }
 
+/* value heads of one token's state update, split over the pool's threads */
+struct heads_task {
+    const struct sprig_deltanet *d;
+    const struct sprig_layer *L;
+    const float *S_in;
+    float *S, *o;
+    const float *qkv, *alpha, *beta;
+};
+
+static void heads_task_run(void *ctx, int ith, int nth)
+{
+    const struct heads_task *t = ctx;
+    long h0, h1;
+    sprig_split(t->d->v_heads, ith, nth, &h0, &h1);
+    if (h1 > h0)
+        sprig_deltanet_heads(t->d, (int)h0, (int)h1, t->L->dt_bias, t->L->ssm_a, t->S_in, t->S, t->qkv, t->alpha, t->beta, t->o);
+}
+
 sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
 {
     struct sprig_rec *r = c->rec;
@@ -77,21 +97,30 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
     if (!r || rows <= r->keep_rows) return SPRIG_OK;
     const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
     const size_t L = (size_t)hp->n_layer, C = (size_t)sprig_deltanet_conv_dim(&d);
-    float *sc = sprig_calloc_aligned(L * (size_t)r->conv_stride + 1, sizeof(float)), *ss = sprig_calloc_aligned(L * (size_t)r->S_stride, sizeof(float));
+    float *sc = r->conv_alt ? r->conv_alt : sprig_calloc_aligned(L * (size_t)r->conv_stride + 1, sizeof(float));
+    float *ss = r->S_alt ? r->S_alt : sprig_calloc_aligned(L * (size_t)r->S_stride, sizeof(float));
     float *iq = sprig_calloc_aligned(L * (size_t)rows * C, sizeof(float));
     float *ia = sprig_calloc_aligned(L * (size_t)rows * 2 * (size_t)hp->ssm_v_heads, sizeof(float));
+    r->conv_alt = sc;
+    r->S_alt = ss;
     if (!sc || !ss || !iq || !ia) {
-        sprig_free_aligned(sc); sprig_free_aligned(ss); sprig_free_aligned(iq); sprig_free_aligned(ia);
+        sprig_free_aligned(iq);
+        sprig_free_aligned(ia);
         return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent rollback (%d rows)", rows);
     }
-    sprig_free_aligned(r->snap_conv); sprig_free_aligned(r->snap_S); sprig_free_aligned(r->in_qkv); sprig_free_aligned(r->in_ab);
-    r->snap_conv = sc;
-    r->snap_S = ss;
+    sprig_free_aligned(r->in_qkv);
+    sprig_free_aligned(r->in_ab);
     r->in_qkv = iq;
     r->in_ab = ia;
     r->keep_rows = rows;
     r->last_n = 0;
     return SPRIG_OK;
+}
+
+static void swap_states(struct sprig_rec *r)
+{
+    float *t = r->conv; r->conv = r->conv_alt; r->conv_alt = t;
+    t = r->S; r->S = r->S_alt; r->S_alt = t;
 }
 
 sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
@@ -106,21 +135,27 @@ sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
     const double t0 = sprig_time_ms();
     const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
     const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads, keep = r->last_n - k;
-    for (int l = 0; l < hp->n_layer; l++) {
-        const struct sprig_layer *L = &m->layers[l];
-        if (!L->recurrent) continue;
-        float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
-        memcpy(conv, r->snap_conv + (size_t)l * r->conv_stride, sizeof(float) * (size_t)r->conv_stride);
-        memcpy(S, r->snap_S + (size_t)l * r->S_stride, sizeof(float) * (size_t)r->S_stride);
-        for (int i = 0; i < keep; i++) {   /* the same steps the forward ran, on the same inputs: the same bits */
-            float *qkv = r->qkv;   /* scratch: the step clobbers its input */
-            memcpy(qkv, r->in_qkv + ((size_t)l * r->keep_rows + i) * C, sizeof(float) * (size_t)C);
-            const float *ab = r->in_ab + ((size_t)l * r->keep_rows + i) * 2 * H;
-            sprig_deltanet_step(&d, L->conv_w, L->dt_bias, L->ssm_a, conv, S, qkv, ab, ab + H, r->o);
+    if (keep == 0) {   /* nothing of the block kept: the old states are the other pair */
+        swap_states(r);
+    } else {
+        for (int l = 0; l < hp->n_layer; l++) {
+            const struct sprig_layer *L = &m->layers[l];
+            if (!L->recurrent) continue;
+            const float *conv0 = r->conv_alt + (size_t)l * r->conv_stride, *S0 = r->S_alt + (size_t)l * r->S_stride;
+            float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
+            for (int i = 0; i < keep; i++) {   /* the same steps the forward ran, on the same inputs: the same bits */
+                float *qkv = r->qkv;   /* scratch: the step clobbers its input */
+                memcpy(qkv, r->in_qkv + ((size_t)l * r->keep_rows + i) * C, sizeof(float) * (size_t)C);
+                const float *ab = r->in_ab + ((size_t)l * r->keep_rows + i) * 2 * H;
+                sprig_deltanet_conv(&d, L->conv_w, i ? conv : conv0, conv, qkv);
+                struct heads_task t = { &d, L, i ? S : S0, S, r->o, qkv, ab, ab + H };
+                const int nth = (int64_t)H * hp->ssm_state * hp->ssm_state >= 16384 ? sprig_pool_size(c->pool) : 1;
+                sprig_pool_run(c->pool, heads_task_run, &t, nth < H ? nth : H);
+            }
         }
     }
     r->len -= k;
-    r->last_n = keep;   /* the kept prefix can still be dropped (its copy is unchanged) */
+    r->last_n = keep;   /* the kept prefix can still be dropped (the old states are untouched) */
     r->rollback_ms += sprig_time_ms() - t0;
     return SPRIG_OK;
 }
@@ -130,22 +165,6 @@ static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_
     sprig_act act;
     sprig_act_init(&act, x, n, k, c->act, c->act_bytes);
     sprig_matmul(c->pool, &act, n_w, w, y);
-}
-
-/* value heads of one token's state update, split over the pool's threads */
-struct heads_task {
-    const struct sprig_deltanet *d;
-    const struct sprig_layer *L;
-    float *S, *o;
-    const float *qkv, *alpha, *beta;
-};
-
-static void heads_task_run(void *ctx, int ith, int nth)
-{
-    const struct heads_task *t = ctx;
-    long h0, h1;
-    sprig_split(t->d->v_heads, ith, nth, &h0, &h1);
-    if (h1 > h0) sprig_deltanet_heads(t->d, (int)h0, (int)h1, t->L->dt_bias, t->L->ssm_a, t->S, t->qkv, t->alpha, t->beta, t->o);
 }
 
 /* x += the gated delta-net layer of the batch (rows in order through the states) */
@@ -158,7 +177,11 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     const sprig_weight *w[4] = { &L->w_qkv, &L->w_z, &L->w_alpha, &L->w_beta };
     float *y[4] = { r->qkv, r->z, r->alpha, r->beta };
     mm(c, c->xn, n, dim, 4, w, y);
-    float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
+    /* a block that may be rolled back steps out of place into the other buffers (live after the
+     * forward); else in place */
+    const float *conv_in = r->conv + (size_t)l * r->conv_stride, *S_in = r->S + (size_t)l * r->S_stride;
+    float *conv = (r->last_n ? r->conv_alt : r->conv) + (size_t)l * r->conv_stride;
+    float *S = (r->last_n ? r->S_alt : r->S) + (size_t)l * r->S_stride;
     if (r->last_n) {   /* rollback kept: the inputs of this block, before the steps clobber them */
         for (int i = 0; i < n; i++) {
             memcpy(r->in_qkv + ((size_t)l * r->keep_rows + i) * C, r->qkv + (size_t)i * C, sizeof(float) * (size_t)C);
@@ -170,8 +193,8 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     for (int i = 0; i < n; i++) {
         float *o = r->o + (size_t)i * V;
         float *qkv = r->qkv + (size_t)i * C;
-        sprig_deltanet_conv(&d, L->conv_w, conv, qkv);
-        struct heads_task t = { &d, L, S, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
+        sprig_deltanet_conv(&d, L->conv_w, i ? conv : conv_in, conv, qkv);
+        struct heads_task t = { &d, L, i ? S : S_in, S, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
         const int nth = (int64_t)H * N * N >= 16384 ? sprig_pool_size(c->pool) : 1;   /* a head's state is N x N */
         sprig_pool_run(c->pool, heads_task_run, &t, nth < H ? nth : H);
         /* gated norm: RMSNorm per head * ssm_norm * silu(z) */
@@ -241,17 +264,7 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
                              m->arch->name, i, f->pos[i], len + i);
     }
     const int32_t *pos = c->pos;
-    r->last_n = 0;
-    if (r->keep_rows && n <= r->keep_rows) {   /* a block that may be rolled back: copy the states first */
-        const double t0 = sprig_time_ms();
-        for (int l = 0; l < hp->n_layer; l++) {
-            if (!m->layers[l].recurrent) continue;
-            memcpy(r->snap_conv + (size_t)l * r->conv_stride, r->conv + (size_t)l * r->conv_stride, sizeof(float) * (size_t)r->conv_stride);
-            memcpy(r->snap_S + (size_t)l * r->S_stride, r->S + (size_t)l * r->S_stride, sizeof(float) * (size_t)r->S_stride);
-        }
-        r->last_n = n;
-        r->rollback_ms += sprig_time_ms() - t0;
-    }
+    r->last_n = r->keep_rows && n <= r->keep_rows ? n : 0;   /* a block that may be rolled back (see recurrent_layer) */
     sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
     {   /* interleaved multi-section RoPE: pair i takes sector i % sum(sections); sectors 3k+s (s = 0, 1, 2:
          * t, h, w) below 3 * sections[s] rotate by the token's position (text: the same for all three),
@@ -284,6 +297,7 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
         sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
     }
     sprig_kv_commit(c->kv, n);
+    if (r->last_n) swap_states(r);   /* the block's states are live; the ones before it wait in the other pair */
     r->len = len + n;
     sprig_forward_head(c, f);
     return SPRIG_OK;
