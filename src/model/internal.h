@@ -49,8 +49,10 @@ struct sprig_ctx {
  * convolution's last K-1 inputs and the value heads' state matrices, and
  * the scratch of one forward. */
 struct sprig_rec {
-    float *conv;              /* [n_layer][(K-1) * conv_dim] */
+    float *conv;              /* [n_layer][(K-1) * conv_dim] the live states (one of cbuf / sbuf) */
     float *S;                 /* [n_layer][v_heads * state * state] */
+    float *cbuf[3], *sbuf[3]; /* the state buffers: [0] always, [1] and [2] with rollback */
+    int live, pre, s1;        /* which buffer is live; before the last block; after its first token */
     int64_t conv_stride, S_stride;
     int len;                  /* tokens folded into the states: equals the cache length between forwards */
     float *qkv;               /* [B][conv_dim] */
@@ -60,14 +62,14 @@ struct sprig_rec {
     float *qg;                /* [B][2 * n_head * head_dim] attention queries with their gates */
     float *gate;              /* [B][n_head * head_dim] */
     /* rollback (sprig_ctx_speculative turns it on): a forward of at most keep_rows tokens
-     * steps its first token out of place, from the live states into the other buffers,
-     * which then become live — the states before the block survive untouched in the
-     * other pair — and keeps the block's recurrent inputs, so a trim of the block's last
-     * tokens replays the kept prefix from the old states (or, keeping none, swaps back):
-     * no copies */
+     * steps its first token out of place from the live buffer into a second, its second
+     * token into a third, the rest in place there — so the states before the block and
+     * after its first token survive untouched — and keeps the block's recurrent inputs.
+     * A trim keeping none or one token of the block just makes that buffer live; keeping
+     * more replays from the one-token states: no copies, and no work for the commonest
+     * rejection (only the bonus token kept) */
     int keep_rows;            /* 0: off */
     int last_n;               /* tokens of the last forward that can be rolled back (0: none) */
-    float *conv_alt, *S_alt;  /* [n_layer][...] the other buffers: the states before the last forward */
     float *in_qkv;            /* [n_layer][keep_rows][conv_dim] the raw delta-net inputs */
     float *in_ab;             /* [n_layer][keep_rows][2 * v_heads] alpha, beta */
     double rollback_ms;       /* time spent copying and replaying (statistics) */

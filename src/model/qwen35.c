@@ -20,12 +20,12 @@
  * computes what decoding computes.
  *
  * Rollback (chains): with sprig_rec_keep on, a forward of a block steps
- * its first token out of place into a second pair of state buffers, which
- * become live, and keeps the block's delta-net inputs; sprig_ctx_trim of
- * that block's last k tokens replays the first n - k steps from the
- * untouched old states (or swaps back when none is kept) — the same
- * function on the same inputs, so the states are those plain decoding
- * reaches, and no state is ever copied. A forward after any other trim, or with a
+ * its first token out of place into a second buffer and its second token
+ * into a third, keeping the block's delta-net inputs; sprig_ctx_trim of
+ * the block's last k tokens makes the states before the block or after its
+ * first token live when that is what is kept, else replays tokens 1 .. n-k-1
+ * from the one-token states — the same function on the same inputs, so
+ * the states are those plain decoding reaches, and no state is copied. A forward after any other trim, or with a
  * caller mask (a tree), is refused naming the recurrent layers.
  */
 #include "model/deltanet.h"
@@ -42,8 +42,8 @@
 void sprig_rec_free(struct sprig_rec *r)
 {
     if (!r) return;
-    float **b[] = { &r->conv, &r->S, &r->qkv, &r->z, &r->alpha, &r->beta, &r->o, &r->qg, &r->gate, &r->conv_alt, &r->S_alt,
-                    &r->in_qkv, &r->in_ab };
+    float **b[] = { &r->cbuf[0], &r->cbuf[1], &r->cbuf[2], &r->sbuf[0], &r->sbuf[1], &r->sbuf[2], &r->qkv, &r->z, &r->alpha,
+                    &r->beta, &r->o, &r->qg, &r->gate, &r->in_qkv, &r->in_ab };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
     free(r);
 }
@@ -59,7 +59,7 @@ sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err)
     r->S_stride = (int64_t)hp->ssm_v_heads * hp->ssm_state * hp->ssm_state;
     const size_t L = (size_t)hp->n_layer;
     struct { float **p; size_t n; } b[] = {
-        { &r->conv, L * (size_t)r->conv_stride + 1 }, { &r->S, L * (size_t)r->S_stride }, { &r->qkv, B * C }, { &r->z, B * V },
+        { &r->cbuf[0], L * (size_t)r->conv_stride + 1 }, { &r->sbuf[0], L * (size_t)r->S_stride }, { &r->qkv, B * C }, { &r->z, B * V },
         { &r->alpha, B * (size_t)hp->ssm_v_heads }, { &r->beta, B * (size_t)hp->ssm_v_heads }, { &r->o, B * V },
         { &r->qg, B * 2 * (size_t)hp->n_head * hp->head_dim }, { &r->gate, B * (size_t)hp->n_head * hp->head_dim },
     };
@@ -68,8 +68,17 @@ sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err)
             sprig_rec_free(r);
             return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent states (%d layers)", hp->n_recurrent);
         }
+    r->conv = r->cbuf[0];
+    r->S = r->sbuf[0];
     c->rec = r;
     return SPRIG_OK;
+}
+
+static void set_live(struct sprig_rec *r, int i)
+{
+    r->live = i;
+    r->conv = r->cbuf[i];
+    r->S = r->sbuf[i];
 }
 
 /* value heads of one token's state update, split over the pool's threads */
@@ -97,13 +106,13 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
     if (!r || rows <= r->keep_rows) return SPRIG_OK;
     const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
     const size_t L = (size_t)hp->n_layer, C = (size_t)sprig_deltanet_conv_dim(&d);
-    float *sc = r->conv_alt ? r->conv_alt : sprig_calloc_aligned(L * (size_t)r->conv_stride + 1, sizeof(float));
-    float *ss = r->S_alt ? r->S_alt : sprig_calloc_aligned(L * (size_t)r->S_stride, sizeof(float));
+    for (int i = 1; i < 3; i++) {
+        if (!r->cbuf[i]) r->cbuf[i] = sprig_calloc_aligned(L * (size_t)r->conv_stride + 1, sizeof(float));
+        if (!r->sbuf[i]) r->sbuf[i] = sprig_calloc_aligned(L * (size_t)r->S_stride, sizeof(float));
+    }
     float *iq = sprig_calloc_aligned(L * (size_t)rows * C, sizeof(float));
     float *ia = sprig_calloc_aligned(L * (size_t)rows * 2 * (size_t)hp->ssm_v_heads, sizeof(float));
-    r->conv_alt = sc;
-    r->S_alt = ss;
-    if (!sc || !ss || !iq || !ia) {
+    if (!r->cbuf[1] || !r->cbuf[2] || !r->sbuf[1] || !r->sbuf[2] || !iq || !ia) {
         sprig_free_aligned(iq);
         sprig_free_aligned(ia);
         return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent rollback (%d rows)", rows);
@@ -115,12 +124,6 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
     r->keep_rows = rows;
     r->last_n = 0;
     return SPRIG_OK;
-}
-
-static void swap_states(struct sprig_rec *r)
-{
-    float *t = r->conv; r->conv = r->conv_alt; r->conv_alt = t;
-    t = r->S; r->S = r->S_alt; r->S_alt = t;
 }
 
 sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
@@ -135,27 +138,29 @@ sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
     const double t0 = sprig_time_ms();
     const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
     const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads, keep = r->last_n - k;
-    if (keep == 0) {   /* nothing of the block kept: the old states are the other pair */
-        swap_states(r);
-    } else {
+    if (keep <= 1) {   /* the states before the block, or after its first token, are kept whole */
+        set_live(r, keep ? r->s1 : r->pre);
+    } else {   /* replay tokens 1 .. keep-1 from the one-token states into the third buffer */
+        const int to = 3 - r->pre - r->s1;
         for (int l = 0; l < hp->n_layer; l++) {
             const struct sprig_layer *L = &m->layers[l];
             if (!L->recurrent) continue;
-            const float *conv0 = r->conv_alt + (size_t)l * r->conv_stride, *S0 = r->S_alt + (size_t)l * r->S_stride;
-            float *conv = r->conv + (size_t)l * r->conv_stride, *S = r->S + (size_t)l * r->S_stride;
-            for (int i = 0; i < keep; i++) {   /* the same steps the forward ran, on the same inputs: the same bits */
+            const float *conv1 = r->cbuf[r->s1] + (size_t)l * r->conv_stride, *S1 = r->sbuf[r->s1] + (size_t)l * r->S_stride;
+            float *conv = r->cbuf[to] + (size_t)l * r->conv_stride, *S = r->sbuf[to] + (size_t)l * r->S_stride;
+            for (int i = 1; i < keep; i++) {   /* the same steps the forward ran, on the same inputs: the same bits */
                 float *qkv = r->qkv;   /* scratch: the step clobbers its input */
                 memcpy(qkv, r->in_qkv + ((size_t)l * r->keep_rows + i) * C, sizeof(float) * (size_t)C);
                 const float *ab = r->in_ab + ((size_t)l * r->keep_rows + i) * 2 * H;
-                sprig_deltanet_conv(&d, L->conv_w, i ? conv : conv0, conv, qkv);
-                struct heads_task t = { &d, L, i ? S : S0, S, r->o, qkv, ab, ab + H };
+                sprig_deltanet_conv(&d, L->conv_w, i > 1 ? conv : conv1, conv, qkv);
+                struct heads_task t = { &d, L, i > 1 ? S : S1, S, r->o, qkv, ab, ab + H };
                 const int nth = (int64_t)H * hp->ssm_state * hp->ssm_state >= 16384 ? sprig_pool_size(c->pool) : 1;
                 sprig_pool_run(c->pool, heads_task_run, &t, nth < H ? nth : H);
             }
         }
+        set_live(r, to);
     }
     r->len -= k;
-    r->last_n = keep;   /* the kept prefix can still be dropped (the old states are untouched) */
+    r->last_n = keep;   /* the kept prefix can still be dropped (pre and s1 are untouched) */
     r->rollback_ms += sprig_time_ms() - t0;
     return SPRIG_OK;
 }
@@ -177,11 +182,11 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     const sprig_weight *w[4] = { &L->w_qkv, &L->w_z, &L->w_alpha, &L->w_beta };
     float *y[4] = { r->qkv, r->z, r->alpha, r->beta };
     mm(c, c->xn, n, dim, 4, w, y);
-    /* a block that may be rolled back steps out of place into the other buffers (live after the
-     * forward); else in place */
-    const float *conv_in = r->conv + (size_t)l * r->conv_stride, *S_in = r->S + (size_t)l * r->S_stride;
-    float *conv = (r->last_n ? r->conv_alt : r->conv) + (size_t)l * r->conv_stride;
-    float *S = (r->last_n ? r->S_alt : r->S) + (size_t)l * r->S_stride;
+    /* a block that may be rolled back: token 0 from the live buffer into buffer a, token 1 from a
+     * into b, the rest in place in b (sprig_qwen35_forward then makes b, or a, live); else all
+     * in place in the live buffer */
+    const size_t co = (size_t)l * r->conv_stride, so = (size_t)l * r->S_stride;
+    const int a = r->last_n ? (r->live + 1) % 3 : r->live, b = r->last_n ? (r->live + 2) % 3 : r->live;
     if (r->last_n) {   /* rollback kept: the inputs of this block, before the steps clobber them */
         for (int i = 0; i < n; i++) {
             memcpy(r->in_qkv + ((size_t)l * r->keep_rows + i) * C, r->qkv + (size_t)i * C, sizeof(float) * (size_t)C);
@@ -193,8 +198,9 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     for (int i = 0; i < n; i++) {
         float *o = r->o + (size_t)i * V;
         float *qkv = r->qkv + (size_t)i * C;
-        sprig_deltanet_conv(&d, L->conv_w, i ? conv : conv_in, conv, qkv);
-        struct heads_task t = { &d, L, i ? S : S_in, S, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
+        const int from = i == 0 ? r->live : i == 1 ? a : b, to = i == 0 ? a : b;
+        sprig_deltanet_conv(&d, L->conv_w, r->cbuf[from] + co, r->cbuf[to] + co, qkv);
+        struct heads_task t = { &d, L, r->sbuf[from] + so, r->sbuf[to] + so, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
         const int nth = (int64_t)H * N * N >= 16384 ? sprig_pool_size(c->pool) : 1;   /* a head's state is N x N */
         sprig_pool_run(c->pool, heads_task_run, &t, nth < H ? nth : H);
         /* gated norm: RMSNorm per head * ssm_norm * silu(z) */
@@ -297,7 +303,11 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
         sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
     }
     sprig_kv_commit(c->kv, n);
-    if (r->last_n) swap_states(r);   /* the block's states are live; the ones before it wait in the other pair */
+    if (r->last_n) {   /* the block's states are live; before it and after its first token wait */
+        r->pre = r->live;
+        r->s1 = (r->live + 1) % 3;
+        set_live(r, n > 1 ? (r->live + 2) % 3 : r->s1);
+    }
     r->len = len + n;
     sprig_forward_head(c, f);
     return SPRIG_OK;
