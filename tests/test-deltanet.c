@@ -8,7 +8,9 @@
  *   o_t = S_t^T q_t / sqrt(state)
  * over 40 steps, several head layouts (value heads reading q/k head h % k),
  * a conv of 1, 2 and 4 taps; relative error below 1e-4 (float against
- * double over a 40-step recurrence). Also: the step carries its state, so
+ * double over a 40-step recurrence). And the library's state update (the
+ * clone the machine runs: AVX2 / AVX-512 / baseline) equals its order of
+ * operations spelled here for the baseline ISA, bit for bit. Also: the step carries its state, so
  * a sequence split anywhere gives the same bits as one run (the property a
  * verify block relies on).
  */
@@ -108,6 +110,68 @@ static void check_layout(int K, int N, int Hk, int Hv, uint64_t seed)
     free(conv); free(S); free(conv2); free(S2); free(buf); free(o); free(o2); free(ro);
 }
 
+/* The step's arithmetic spelled in this file (compiled for the baseline
+ * ISA): 8-lane dot products combined pairwise, one state row at a time.
+ * The library's step runs a clone for the machine (AVX2, AVX-512) with no
+ * FMA contraction and no reassociation, so its bits must equal these. */
+static float dot8_ref(const float *a, const float *b, int n)
+{
+    float s[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
+    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; i++) t += a[i] * b[i];
+    return t;
+}
+
+static void heads_ref(const struct sprig_deltanet *d, const float *dt, const float *a, float *S, const float *qkv, const float *alpha,
+                      const float *beta, float *o)
+{
+    const int N = d->state, kd = d->k_heads * N;
+    for (int h = 0; h < d->v_heads; h++) {
+        const float *q = qkv + (h % d->k_heads) * N, *k = qkv + kd + (h % d->k_heads) * N, *v = qkv + 2 * kd + h * N;
+        const float x = alpha[h] + dt[h];
+        const float g = (x > 20.0f ? x : logf(1.0f + expf(x))) * a[h];
+        const float b = 1.0f / (1.0f + expf(-beta[h])), decay = expf(g);
+        for (int j = 0; j < N; j++) {
+            float *row = S + ((size_t)h * N + j) * N;
+            for (int i = 0; i < N; i++) row[i] = row[i] * decay;
+            const float dj = (v[j] - dot8_ref(row, k, N)) * b;
+            for (int i = 0; i < N; i++) row[i] += k[i] * dj;
+            o[h * N + j] = dot8_ref(row, q, N) * (1.0f / sqrtf((float)N));
+        }
+    }
+}
+
+static void test_clone_bits(void)
+{
+    const struct sprig_deltanet d = { 4, 64, 2, 4, 1e-6f };
+    const int C = sprig_deltanet_conv_dim(&d), H = d.v_heads, N = d.state;
+    sprig_rng rng;
+    sprig_rng_seed(&rng, 17);
+    float *qkv = malloc(sizeof(float) * C), *S1 = malloc(sizeof(float) * H * N * N), *S2 = malloc(sizeof(float) * H * N * N);
+    float dt[4], a[4], al[4], be[4], o1[256], o2[256];
+    for (int i = 0; i < H * N * N; i++) S1[i] = S2[i] = (float)(0.1 * sprig_rng_normal(&rng));
+    bool same = true;
+    for (int t = 0; t < 20; t++) {
+        for (int i = 0; i < C; i++) qkv[i] = (float)(0.2 * sprig_rng_normal(&rng));
+        for (int h = 0; h < H; h++) {
+            dt[h] = (float)sprig_rng_normal(&rng);
+            a[h] = -(float)exp(sprig_rng_normal(&rng));
+            al[h] = (float)sprig_rng_normal(&rng);
+            be[h] = (float)sprig_rng_normal(&rng);
+        }
+        sprig_deltanet_heads(&d, 0, H, dt, a, S1, S1, qkv, al, be, o1);
+        heads_ref(&d, dt, a, S2, qkv, al, be, o2);
+        same &= !memcmp(o1, o2, sizeof(float) * (size_t)H * N) && !memcmp(S1, S2, sizeof(float) * (size_t)H * N * N);
+    }
+    CHECKF(same, "the library's state update differs from its arithmetic spelled in the test (an ISA clone changed bits)");
+    free(qkv);
+    free(S1);
+    free(S2);
+}
+
 static void test_against_definition(void)
 {
     check_layout(4, 16, 2, 4, 1);
@@ -119,5 +183,6 @@ static void test_against_definition(void)
 int main(void)
 {
     RUN(test_against_definition);
+    RUN(test_clone_bits);
     return test_summary("test-deltanet");
 }
