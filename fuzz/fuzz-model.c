@@ -1,6 +1,7 @@
 /*
  * fuzz/fuzz-model.c — libFuzzer entry point for model loading and the
- * forward pass on hostile files (llama, qwen2, qwen3; any weight type).
+ * forward pass on hostile files (llama, qwen2, qwen3, gemma2/3/4, qwen35;
+ * any weight type).
  *
  * Every input is parsed with sprig_gguf_open_memory (no copy, so ASan sees
  * any read outside the buffer) and handed to sprig_model_load_gguf (which
@@ -38,6 +39,15 @@
  *   done
  *   ../../sprig mkmodel --rope-scaling llama3 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 1 \
  *       --vocab 260 -q -o llama3-rope.gguf
+ *   ../../sprig mkmodel -q --arch gemma2 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 2 --vocab 260 \
+ *       --ctx 64 --window 8 -o gemma2.gguf
+ *   ../../sprig mkmodel -q --arch gemma3 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 3 --vocab 260 \
+ *       --ctx 64 --window 8 --swa-pattern 3 --softcap 5 -o gemma3.gguf
+ *   ../../sprig mkmodel -q --arch gemma4 --dim 32 --heads 2 --kv-heads 1 --head-dim 16 --head-dim-swa 8 \
+ *       --ffn 32 --layers 4 --vocab 260 --ctx 64 --window 8 --shared-kv 2 --swa-layers sgsg \
+ *       --per-layer-embd 4 -o gemma4.gguf
+ *   ../../sprig mkmodel -q --arch qwen35 --dim 32 --heads 2 --kv-heads 1 --head-dim 16 --ffn 32 --layers 2 \
+ *       --vocab 260 --ctx 64 --ssm-state 8 --mtp -o qwen35.gguf
  *   cd ../.. && SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-model-corpus ./build/tests/test-arch
  * Run (UBSan reports stop the run; -rss_limit_mb also bounds one malloc, so
  * a small hostile file that makes the loader or the context allocate
@@ -87,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* a quarter of the inputs take the default context (the file's context
      * length, at most 4096 slots; batch 64): what `sprig run` allocates */
     struct sprig_ctx_params cp = { .n_ctx = size % 4 == 0 ? 0 : 16, .n_batch = size % 4 == 0 ? 0 : 4,
-                                   .kv_type = size % 2 ? SPRIG_TYPE_F16 : SPRIG_TYPE_F32 };
+                                   .kv_mode = size % 2 ? SPRIG_KV_MODE_F16 : SPRIG_KV_MODE_F32 };
     sprig_ctx *c = NULL;
     memset(&err, 0, sizeof err);
     if (sprig_ctx_create(m, pool, &cp, &c, &err) != SPRIG_OK) {
@@ -110,7 +120,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(logits, 0xA5, 2 * (size_t)nv * sizeof *logits);
     struct sprig_fwd f = { .n = 2, .tokens = tok, .n_out = 2, .logits = logits, .hidden = hidden };
     memset(&err, 0, sizeof err);
-    if (sprig_forward(c, &f, &err) != SPRIG_OK) abort();   /* every argument is valid: it must run */
+    if (sprig_forward(c, &f, &err) != SPRIG_OK) {   /* every argument is valid: it must run */
+        fprintf(stderr, "forward refused: %s\n", err.msg);
+        abort();
+    }
     uint32_t sentinel;
     memset(&sentinel, 0xA5, sizeof sentinel);
     for (size_t i = 0; i < 2 * (size_t)nv; i++) {

@@ -56,8 +56,11 @@ void sprig_deltanet_conv(const struct sprig_deltanet *d, const float *conv_w, co
 }
 
 /* wider vectors on AVX2 and AVX-512 machines: the same operations lane for
- * lane (no FMA contraction), so every clone gives the same bits */
+ * lane (no FMA contraction), so every clone gives the same bits (GCC on
+ * x86-64; other compilers build the baseline only) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#endif
 void sprig_deltanet_heads(const struct sprig_deltanet *d, int h0, int h1, const float *dt_bias, const float *a, const float *S_in,
                           float *S, const float *qkv, const float *alpha, const float *beta, float *o)
 {

@@ -263,12 +263,9 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     if (f->mask)
         return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers (first: layer %d) take tokens in sequence; a masked (tree) "
                          "batch is refused", m->arch->name, first_rec);
-    for (int i = 0; i < n; i++) {
-        c->pos[i] = len + i;
-        if (f->pos && f->pos[i] != len + i)
-            return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers take consecutive positions; row %d is at %d, not %d",
-                             m->arch->name, i, f->pos[i], len + i);
-    }
+    /* the recurrent layers take the rows in batch order; positions only rotate the attention layers'
+     * q and k (a caller may give its own, as for any model) */
+    for (int i = 0; i < n; i++) c->pos[i] = f->pos ? f->pos[i] : len + i;
     const int32_t *pos = c->pos;
     r->last_n = r->keep_rows && n <= r->keep_rows ? n : 0;   /* a block that may be rolled back (see recurrent_layer) */
     sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
