@@ -19,6 +19,7 @@
  * one key changed.
  */
 #include "test.h"
+#include "test_gguf_edit.h"
 #include "gguf.h"
 #include "mkmodel.h"
 #include "model/assistant.h"
@@ -62,47 +63,6 @@ static void make_models(void)
     CHECKF(sprig_mkmodel_write(&mp, g_llama, &err) == SPRIG_OK, "%s", err.msg);
 }
 
-/* One key to (re)write: a scalar of type vtype, or an array of n elements. */
-struct edit {
-    const char *key;
-    int vtype;              /* SPRIG_GGUF_* of the scalar, or of the array's elements */
-    const void *value;
-    int n_arr;              /* > 0: an array of n_arr elements at value */
-};
-
-static const char *variant(const char *src, const char *name, const struct edit *e)
-{
-    sprig_error err = { 0 };
-    sprig_gguf *g = sprig_gguf_open(src, &err);
-    if (!g) { CHECKF(g, "%s", err.msg); return NULL; }
-    sprig_gguf_writer *w = sprig_gguf_writer_create(&err);
-    for (int64_t i = 0; i < sprig_gguf_n_kv(g); i++)
-        if (strcmp(sprig_gguf_kv_key(g, i), e->key)) CHECK(sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK);
-    if (e->n_arr) CHECK(sprig_gguf_w_arr(w, e->key, e->vtype, e->value, (uint64_t)e->n_arr, &err) == SPRIG_OK);
-    else CHECK(sprig_gguf_w_scalar(w, e->key, e->vtype, e->value, &err) == SPRIG_OK);
-    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++) {
-        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
-        CHECK(sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK);
-    }
-    const char *path = test_tmpfile(name);
-    CHECKF(sprig_gguf_writer_write(w, path, &err) == SPRIG_OK, "%s", err.msg);
-    sprig_gguf_writer_free(w);
-    sprig_gguf_close(g);
-    return path;
-}
-
-static void expect_fail(const char *src, const char *name, const struct edit *e, const char *needle)
-{
-    const char *path = variant(src, name, e);
-    if (!path) return;
-    sprig_error err = { 0 };
-    sprig_model *m = NULL;
-    sprig_status st = sprig_model_load(path, &m, &err);
-    CHECKF(st != SPRIG_OK && m == NULL, "%s: loaded", name);
-    CHECKF(strstr(err.msg, needle) != NULL, "%s: message '%s' should name '%s'", name, err.msg, needle);
-    sprig_model_free(m);
-}
-
 static void test_pattern_and_rope(void)
 {
     sprig_model *m = NULL;
@@ -120,8 +80,8 @@ static void test_pattern_and_rope(void)
 
     /* the per-layer array form */
     const uint8_t flags[7] = { 0, 1, 1, 0, 0, 1, 0 };
-    struct edit e = { "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_BOOL, flags, 7 };
-    const char *p = variant(g_gemma, "gemma-load-arr.gguf", &e);
+    struct test_key_edit e = { "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_BOOL, flags, 7 };
+    const char *p = test_gguf_with_key(g_gemma, "gemma-load-arr.gguf", &e);
     CHECKF(p && sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
     if (m) {
         for (int l = 0; l < 7; l++) CHECK_EQ_INT(m->layers[l].window, flags[l] ? 64 : 0);
@@ -130,8 +90,8 @@ static void test_pattern_and_rope(void)
     }
     /* period 0: every layer slides; the local theta as written */
     const uint32_t zero = 0;
-    e = (struct edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_U32, &zero, 0 };
-    p = variant(g_gemma, "gemma-load-p0.gguf", &e);
+    e = (struct test_key_edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_U32, &zero, 0 };
+    p = test_gguf_with_key(g_gemma, "gemma-load-p0.gguf", &e);
     CHECKF(p && sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
     if (m) {
         for (int l = 0; l < 7; l++) CHECK_EQ_INT(m->layers[l].window, 64);
@@ -139,8 +99,8 @@ static void test_pattern_and_rope(void)
         m = NULL;
     }
     const float theta = 5000.0f;
-    e = (struct edit){ "gemma3.rope.freq_base_swa", SPRIG_GGUF_F32, &theta, 0 };
-    p = variant(g_gemma, "gemma-load-theta.gguf", &e);
+    e = (struct test_key_edit){ "gemma3.rope.freq_base_swa", SPRIG_GGUF_F32, &theta, 0 };
+    p = test_gguf_with_key(g_gemma, "gemma-load-theta.gguf", &e);
     CHECKF(p && sprig_model_load(p, &m, &err) == SPRIG_OK, "%s", err.msg);
     if (m) {
         CHECK(m->hp.rope_theta_swa == 5000.0f);
@@ -153,25 +113,25 @@ static void test_bad_files_name_the_key(void)
     const uint32_t big = 600, three = 3;
     const float fzero = 0.0f, fneg = -2.0f;
     const uint8_t six[6] = { 1, 1, 0, 1, 1, 0 }, two[7] = { 1, 2, 0, 1, 1, 0, 1 };
-    struct edit e;
-    e = (struct edit){ "gemma3.attention.sliding_window", SPRIG_GGUF_U32, &big, 0 };
-    expect_fail(g_gemma, "gl-window.gguf", &e, "gemma3.attention.sliding_window' = 600");
-    e = (struct edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_BOOL, six, 6 };
-    expect_fail(g_gemma, "gl-arr6.gguf", &e, "gemma3.attention.sliding_window_pattern' has 6 entries");
-    e = (struct edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_U8, two, 7 };
-    expect_fail(g_gemma, "gl-arr2.gguf", &e, "gemma3.attention.sliding_window_pattern'[1] = 2");
-    e = (struct edit){ "gemma3.final_logit_softcapping", SPRIG_GGUF_F32, &fzero, 0 };
-    expect_fail(g_gemma, "gl-cap0.gguf", &e, "gemma3.final_logit_softcapping' = 0");
-    e = (struct edit){ "gemma3.final_logit_softcapping", SPRIG_GGUF_F32, &fneg, 0 };
-    expect_fail(g_gemma, "gl-capneg.gguf", &e, "gemma3.final_logit_softcapping' = -2");
-    e = (struct edit){ "gemma3.rope.freq_base_swa", SPRIG_GGUF_F32, &fzero, 0 };
-    expect_fail(g_gemma, "gl-theta0.gguf", &e, "gemma3.rope.freq_base_swa' = 0");
-    e = (struct edit){ "gemma3.attention.head_count_kv", SPRIG_GGUF_U32, &three, 0 };
-    expect_fail(g_gemma, "gl-heads.gguf", &e, "head_count_kv 3");
-    e = (struct edit){ "gemma3.attn_logit_softcapping", SPRIG_GGUF_F32, &fneg, 0 };
-    expect_fail(g_gemma, "gl-attncap.gguf", &e, "gemma3.attn_logit_softcapping");
-    e = (struct edit){ "llama.attention.sliding_window", SPRIG_GGUF_U32, &big, 0 };
-    expect_fail(g_llama, "gl-llama-window.gguf", &e, "llama.attention.sliding_window");
+    struct test_key_edit e;
+    e = (struct test_key_edit){ "gemma3.attention.sliding_window", SPRIG_GGUF_U32, &big, 0 };
+    test_expect_load_fails(g_gemma, "gl-window.gguf", &e, "gemma3.attention.sliding_window' = 600");
+    e = (struct test_key_edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_BOOL, six, 6 };
+    test_expect_load_fails(g_gemma, "gl-arr6.gguf", &e, "gemma3.attention.sliding_window_pattern' has 6 entries");
+    e = (struct test_key_edit){ "gemma3.attention.sliding_window_pattern", SPRIG_GGUF_U8, two, 7 };
+    test_expect_load_fails(g_gemma, "gl-arr2.gguf", &e, "gemma3.attention.sliding_window_pattern'[1] = 2");
+    e = (struct test_key_edit){ "gemma3.final_logit_softcapping", SPRIG_GGUF_F32, &fzero, 0 };
+    test_expect_load_fails(g_gemma, "gl-cap0.gguf", &e, "gemma3.final_logit_softcapping' = 0");
+    e = (struct test_key_edit){ "gemma3.final_logit_softcapping", SPRIG_GGUF_F32, &fneg, 0 };
+    test_expect_load_fails(g_gemma, "gl-capneg.gguf", &e, "gemma3.final_logit_softcapping' = -2");
+    e = (struct test_key_edit){ "gemma3.rope.freq_base_swa", SPRIG_GGUF_F32, &fzero, 0 };
+    test_expect_load_fails(g_gemma, "gl-theta0.gguf", &e, "gemma3.rope.freq_base_swa' = 0");
+    e = (struct test_key_edit){ "gemma3.attention.head_count_kv", SPRIG_GGUF_U32, &three, 0 };
+    test_expect_load_fails(g_gemma, "gl-heads.gguf", &e, "head_count_kv 3");
+    e = (struct test_key_edit){ "gemma3.attn_logit_softcapping", SPRIG_GGUF_F32, &fneg, 0 };
+    test_expect_load_fails(g_gemma, "gl-attncap.gguf", &e, "gemma3.attn_logit_softcapping");
+    e = (struct test_key_edit){ "llama.attention.sliding_window", SPRIG_GGUF_U32, &big, 0 };
+    test_expect_load_fails(g_llama, "gl-llama-window.gguf", &e, "llama.attention.sliding_window");
 }
 
 /* gemma2: llama.cpp's defaults (no window key: 4096, past this context of
@@ -191,8 +151,8 @@ static void test_gemma2(void)
         sprig_model_free(m);
     }
     const float fzero = 0.0f;
-    struct edit e = { "gemma2.attn_logit_softcapping", SPRIG_GGUF_F32, &fzero, 0 };
-    expect_fail(g_gemma2, "g2-cap0.gguf", &e, "gemma2.attn_logit_softcapping' = 0");
+    struct test_key_edit e = { "gemma2.attn_logit_softcapping", SPRIG_GGUF_F32, &fzero, 0 };
+    test_expect_load_fails(g_gemma2, "g2-cap0.gguf", &e, "gemma2.attn_logit_softcapping' = 0");
 }
 
 /* gemma4: per-layer shapes as read, and its own bad files */
@@ -218,15 +178,15 @@ static void test_gemma4(void)
     }
     const uint32_t n128 = 128, six = 6;
     const int32_t kv5[5] = { 2, 2, 2, 2, 2 };
-    struct edit e;
-    e = (struct edit){ "gemma4.attention.sliding_window_pattern", SPRIG_GGUF_U32, &six, 0 };
-    expect_fail(g_gemma4, "g4-pattern-scalar.gguf", &e, "gemma4.attention.sliding_window_pattern' must be a per-layer array");
-    e = (struct edit){ "gemma4.attention.head_count_kv", SPRIG_GGUF_I32, kv5, 5 };
-    expect_fail(g_gemma4, "g4-kv5.gguf", &e, "gemma4.attention.head_count_kv' has 5 entries");
-    e = (struct edit){ "gemma4.expert_count", SPRIG_GGUF_U32, &n128, 0 };
-    expect_fail(g_gemma4, "g4-moe.gguf", &e, "gemma4.expert_count' is set: sprig does not run mixture-of-experts");
-    e = (struct edit){ "gemma4.attention.shared_kv_layers", SPRIG_GGUF_U32, &six, 0 };
-    expect_fail(g_gemma4, "g4-shared.gguf", &e, "gemma4.attention.shared_kv_layers' = 6");
+    struct test_key_edit e;
+    e = (struct test_key_edit){ "gemma4.attention.sliding_window_pattern", SPRIG_GGUF_U32, &six, 0 };
+    test_expect_load_fails(g_gemma4, "g4-pattern-scalar.gguf", &e, "gemma4.attention.sliding_window_pattern' must be a per-layer array");
+    e = (struct test_key_edit){ "gemma4.attention.head_count_kv", SPRIG_GGUF_I32, kv5, 5 };
+    test_expect_load_fails(g_gemma4, "g4-kv5.gguf", &e, "gemma4.attention.head_count_kv' has 5 entries");
+    e = (struct test_key_edit){ "gemma4.expert_count", SPRIG_GGUF_U32, &n128, 0 };
+    test_expect_load_fails(g_gemma4, "g4-moe.gguf", &e, "gemma4.expert_count' is set: sprig does not run mixture-of-experts");
+    e = (struct test_key_edit){ "gemma4.attention.shared_kv_layers", SPRIG_GGUF_U32, &six, 0 };
+    test_expect_load_fails(g_gemma4, "g4-shared.gguf", &e, "gemma4.attention.shared_kv_layers' = 6");
 }
 
 /* Gemma 4's assistant: loads against its target; one whose hidden size
@@ -267,13 +227,13 @@ static void test_assistant(void)
         CHECK(sprig_assistant_load(asst, g3, &a, &err) != SPRIG_OK && !a);
         CHECKF(strstr(err.msg, "gemma4 target, not 'gemma3'"), "%s", err.msg);
         const uint32_t d99 = 96;
-        struct edit e = { "gemma4-assistant.embedding_length_out", SPRIG_GGUF_U32, &d99, 0 };
-        const char *bad = variant(asst, "gl-asst-dim.gguf", &e);
+        struct test_key_edit e = { "gemma4-assistant.embedding_length_out", SPRIG_GGUF_U32, &d99, 0 };
+        const char *bad = test_gguf_with_key(asst, "gl-asst-dim.gguf", &e);
         CHECK(bad && sprig_assistant_load(bad, t, &a, &err) != SPRIG_OK && !a);
         CHECKF(strstr(err.msg, "gemma4-assistant.embedding_length_out' = 96 but the target's hidden size"), "%s", err.msg);
         const int32_t kv[2] = { 3, 3 };
-        e = (struct edit){ "gemma4-assistant.attention.head_count_kv", SPRIG_GGUF_I32, kv, 2 };
-        bad = variant(asst, "gl-asst-kv.gguf", &e);
+        e = (struct test_key_edit){ "gemma4-assistant.attention.head_count_kv", SPRIG_GGUF_I32, kv, 2 };
+        bad = test_gguf_with_key(asst, "gl-asst-kv.gguf", &e);
         CHECK(bad && sprig_assistant_load(bad, t, &a, &err) != SPRIG_OK && !a);
         CHECKF(strstr(err.msg, "head_count_kv = 3 but the target layer"), "%s", err.msg);
     }

@@ -21,6 +21,7 @@
  * (tests/test-oracle-llamacpp.sh compares the forward with llama.cpp.)
  */
 #include "test.h"
+#include "test_gguf_edit.h"
 #include "test_session.h"
 #include "gguf.h"
 #include "mkmodel.h"
@@ -189,51 +190,23 @@ static void test_rollback_limits(void)
     sprig_model_free(m);
 }
 
-/* g_f32 copied with one key (re)written: a scalar, or an array of n */
-static const char *variant(const char *name, const char *key, int vtype, const void *value, int n)
-{
-    sprig_error err = { 0 };
-    sprig_gguf *g = sprig_gguf_open(g_f32, &err);
-    if (!g) return NULL;
-    sprig_gguf_writer *w = sprig_gguf_writer_create(&err);
-    for (int64_t i = 0; i < sprig_gguf_n_kv(g); i++)
-        if (strcmp(sprig_gguf_kv_key(g, i), key)) CHECK(sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK);
-    if (n) CHECK(sprig_gguf_w_arr(w, key, vtype, value, (uint64_t)n, &err) == SPRIG_OK);
-    else CHECK(sprig_gguf_w_scalar(w, key, vtype, value, &err) == SPRIG_OK);
-    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++) {
-        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
-        CHECK(sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK);
-    }
-    const char *path = test_tmpfile(name);
-    CHECKF(sprig_gguf_writer_write(w, path, &err) == SPRIG_OK, "%s", err.msg);
-    sprig_gguf_writer_free(w);
-    sprig_gguf_close(g);
-    return path;
-}
-
-static void expect_fail(const char *name, const char *key, int vtype, const void *value, int n, const char *needle)
-{
-    const char *path = variant(name, key, vtype, value, n);
-    if (!path) return;
-    sprig_error err = { 0 };
-    sprig_model *m = NULL;
-    CHECKF(sprig_model_load(path, &m, &err) != SPRIG_OK && !m, "%s: loaded", name);
-    CHECKF(strstr(err.msg, needle) != NULL, "%s: message '%s' should name '%s'", name, err.msg, needle);
-    sprig_model_free(m);
-}
-
 static void test_bad_files(void)
 {
     const uint8_t three[3] = { 1, 1, 0 }, four[4] = { 1, 0, 1, 0 };
     const uint32_t zero = 0, big = 100000, odd = 100;
-    expect_fail("q-rl3.gguf", "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, three, 3,
-                "qwen35.attention.recurrent_layers' has 3 entries");
-    expect_fail("q-int0.gguf", "qwen35.full_attention_interval", SPRIG_GGUF_U32, &zero, 0, "qwen35.full_attention_interval' = 0");
-    expect_fail("q-inner.gguf", "qwen35.ssm.inner_size", SPRIG_GGUF_U32, &odd, 0, "qwen35.ssm.inner_size' = 100 is not");
-    expect_fail("q-conv0.gguf", "qwen35.ssm.conv_kernel", SPRIG_GGUF_U32, &zero, 0, "qwen35.ssm.conv_kernel' = 0");
-    expect_fail("q-convbig.gguf", "qwen35.ssm.conv_kernel", SPRIG_GGUF_U32, &big, 0, "qwen35.ssm.conv_kernel' = 100000");
+    test_expect_load_fails(g_f32, "q-rl3.gguf", &(struct test_key_edit){ "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, three, 3 },
+                           "qwen35.attention.recurrent_layers' has 3 entries");
+    test_expect_load_fails(g_f32, "q-int0.gguf", &(struct test_key_edit){ "qwen35.full_attention_interval", SPRIG_GGUF_U32, &zero, 0 },
+                           "qwen35.full_attention_interval' = 0");
+    test_expect_load_fails(g_f32, "q-inner.gguf", &(struct test_key_edit){ "qwen35.ssm.inner_size", SPRIG_GGUF_U32, &odd, 0 },
+                           "qwen35.ssm.inner_size' = 100 is not");
+    test_expect_load_fails(g_f32, "q-conv0.gguf", &(struct test_key_edit){ "qwen35.ssm.conv_kernel", SPRIG_GGUF_U32, &zero, 0 },
+                           "qwen35.ssm.conv_kernel' = 0");
+    test_expect_load_fails(g_f32, "q-convbig.gguf", &(struct test_key_edit){ "qwen35.ssm.conv_kernel", SPRIG_GGUF_U32, &big, 0 },
+                           "qwen35.ssm.conv_kernel' = 100000");
     /* layer 1 declared attention but holding delta-net tensors */
-    expect_fail("q-kind.gguf", "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, four, 4, "layer 1 is an attention layer");
+    test_expect_load_fails(g_f32, "q-kind.gguf", &(struct test_key_edit){ "qwen35.attention.recurrent_layers", SPRIG_GGUF_BOOL, four, 4 },
+                           "layer 1 is an attention layer");
 }
 
 /* a file with the built-in MTP block: loaded and checked with the model

@@ -318,9 +318,14 @@ sprig_status sprig_assistant_load(const char *path, const sprig_model *target, s
     bool *used = NULL;
     sprig_status st = SPRIG_OK;
     if (!(a->g = sprig_gguf_open(path, err))) { st = err ? err->code : SPRIG_E_FORMAT; goto fail; }
-    if (!sprig_assistant_file_is(path)) {
-        st = sprig_err(err, SPRIG_E_FORMAT, "%s: general.architecture is not '%s'", path, AS_ARCH);
-        goto fail;
+    {
+        const char *arch;
+        size_t len;
+        if (sprig_gguf_get_str(a->g, "general.architecture", &arch, &len, true, NULL) || len != strlen(AS_ARCH) ||
+            memcmp(arch, AS_ARCH, len)) {
+            st = sprig_err(err, SPRIG_E_FORMAT, "%s: general.architecture is not '%s'", path, AS_ARCH);
+            goto fail;
+        }
     }
     const struct sprig_hparams *tp = &target->hp;
     a->eps = 1e-6f;
@@ -428,9 +433,7 @@ oom:
 
 static void mm(sprig_pool *pool, sprig_assistant_state *s, int n_w, const sprig_weight *const *w, const float *x, float **y)
 {
-    sprig_act act;
-    sprig_act_init(&act, x, 1, w[0]->n_in, s->act, s->act_bytes);
-    sprig_matmul(pool, &act, n_w, w, y);
+    sprig_matmul_rows(pool, x, 1, w[0]->n_in, s->act, s->act_bytes, n_w, w, y);
 }
 
 sprig_status sprig_assistant_step(const sprig_assistant *a, sprig_assistant_state *s, sprig_pool *pool, const sprig_kv *kv,

@@ -135,11 +135,9 @@ static void per_layer_inputs(sprig_ctx *c, const struct sprig_fwd *f, const int3
     const struct sprig_hparams *hp = &m->hp;
     const int n = f->n, P = hp->n_pl, W = P * hp->n_layer;
     (void)pos;
-    sprig_act act;
-    sprig_act_init(&act, c->x, n, hp->dim, c->act, c->act_bytes);
     const sprig_weight *w[1] = { &m->pl_model_proj };
     float *o[1] = { c->pl };
-    sprig_matmul(c->pool, &act, 1, w, o);
+    sprig_matmul_rows(c->pool, c->x, n, hp->dim, c->act, c->act_bytes, 1, w, o);
     const float ps = 1.0f / sqrtf((float)hp->dim), es = sqrtf((float)P), is = 1.0f / sqrtf(2.0f);
     for (int i = 0; i < n; i++) {
         float *r = c->pl + (size_t)i * W;
@@ -156,19 +154,16 @@ static void per_layer_block(sprig_ctx *c, const struct sprig_layer *L, int l, in
 {
     const struct sprig_hparams *hp = &c->m->hp;
     const int P = hp->n_pl, dim = hp->dim;
-    sprig_act act;
-    sprig_act_init(&act, c->x, n, dim, c->act, c->act_bytes);
     const sprig_weight *g[1] = { &L->pl_gate };
     float *go[1] = { c->pl_tmp };
-    sprig_matmul(c->pool, &act, 1, g, go);
+    sprig_matmul_rows(c->pool, c->x, n, dim, c->act, c->act_bytes, 1, g, go);
     for (int i = 0; i < n; i++) {
         float *t = c->pl_tmp + (size_t)i * P;
         sprig_geglu(t, t, c->pl + ((size_t)i * hp->n_layer + l) * P, P);
     }
-    sprig_act_init(&act, c->pl_tmp, n, P, c->act, c->act_bytes);
     const sprig_weight *pw[1] = { &L->pl_proj };
     float *po[1] = { c->tmp };
-    sprig_matmul(c->pool, &act, 1, pw, po);
+    sprig_matmul_rows(c->pool, c->pl_tmp, n, P, c->act, c->act_bytes, 1, pw, po);
     sprig_rmsnorm(c->tmp, c->tmp, L->pl_post_norm, n, dim, hp->eps);
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
 }
@@ -187,11 +182,9 @@ void sprig_forward_head(sprig_ctx *c, const struct sprig_fwd *f)
     sprig_rmsnorm(c->hid, c->hid, m->out_norm, f->n_out, dim, hp->eps);
     if (f->hidden) memcpy(f->hidden, c->hid, (size_t)f->n_out * dim * sizeof(float));
     if (f->logits) {
-        sprig_act act;
-        sprig_act_init(&act, c->hid, f->n_out, dim, c->act, c->act_bytes);
         const sprig_weight *wout[1] = { &m->output };
         float *lo[1] = { f->logits };
-        sprig_matmul(c->pool, &act, 1, wout, lo);
+        sprig_matmul_rows(c->pool, c->hid, f->n_out, dim, c->act, c->act_bytes, 1, wout, lo);
         if (hp->final_softcap > 0) {   /* gemma: c * tanh(x / c), as llama.cpp's scale, tanh, scale */
             const float c_ = hp->final_softcap, inv = 1.0f / c_;
             for (int64_t i = 0; i < (int64_t)f->n_out * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;

@@ -269,11 +269,7 @@ oom:
 
 static void mm1(sprig_pool *pool, sprig_mtp_state *s, const sprig_weight *w, const float *x, float *y)
 {
-    sprig_act a;
-    sprig_act_init(&a, x, 1, w->n_in, s->act, s->act_bytes);
-    const sprig_weight *ws[1] = { w };
-    float *ys[1] = { y };
-    sprig_matmul(pool, &a, 1, ws, ys);
+    sprig_matmul_rows(pool, x, 1, w->n_in, s->act, s->act_bytes, 1, &w, &y);
 }
 
 sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *pool, const sprig_kv *kv,

@@ -167,9 +167,7 @@ sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
 
 static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_weight *const *w, float **y)
 {
-    sprig_act act;
-    sprig_act_init(&act, x, n, k, c->act, c->act_bytes);
-    sprig_matmul(c->pool, &act, n_w, w, y);
+    sprig_matmul_rows(c->pool, x, n, k, c->act, c->act_bytes, n_w, w, y);
 }
 
 /* x += the gated delta-net layer of the batch (rows in order through the states) */

@@ -1040,6 +1040,14 @@ static int mm_threads(sprig_pool *pool, int64_t macs, int64_t panels)
     return (int)nth;
 }
 
+void sprig_matmul_rows(sprig_pool *pool, const float *x, int n, int64_t k, void *scratch, size_t scratch_bytes, int m,
+                       const sprig_weight *const *w, float *const *y)
+{
+    sprig_act a;
+    sprig_act_init(&a, x, n, k, scratch, scratch_bytes);
+    sprig_matmul(pool, &a, m, w, y);
+}
+
 void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y)
 {
     sprig_matmul_then(pool, a, m, w, y, 0, NULL);

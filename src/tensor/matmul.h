@@ -108,6 +108,9 @@ void   sprig_act_init(sprig_act *a, const float *x, int n, int64_t k, void *scra
  * quantized and the act has not been quantized yet). All w[i]->n_in must
  * equal a->k. */
 void sprig_matmul(sprig_pool *pool, sprig_act *a, int m, const sprig_weight *const *w, float *const *y);
+/* The same for rows x[n][k] given directly (a sprig_act made over scratch). */
+void sprig_matmul_rows(sprig_pool *pool, const float *x, int n, int64_t k, void *scratch, size_t scratch_bytes, int m,
+                       const sprig_weight *const *w, float *const *y);
 
 /* sprig_matmul, telling it the m_next weights the caller multiplies next
  * (with an activation of the same row count): a thread with no more work in
