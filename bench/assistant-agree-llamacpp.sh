@@ -1,7 +1,8 @@
 #!/bin/sh
-# bench/assistant-agree-llamacpp.sh — Gemma 4's assistant in sprig against
-# llama.cpp's draft-mtp on the same target + assistant files: the tokens
-# each engine drafts, round by round.
+# bench/assistant-agree-llamacpp.sh — an MTP drafter in sprig against
+# llama.cpp's draft-mtp on the same files: the tokens each engine drafts,
+# round by round. Gemma 4's assistant (ASSISTANT = its file) or a qwen35
+# target's own MTP block (ASSISTANT = the target file itself).
 #
 #   LLAMA_SPECULATIVE=/path/to/llama-speculative-simple \
 #     sh bench/assistant-agree-llamacpp.sh TARGET.gguf ASSISTANT.gguf [PROMPT]

@@ -25,6 +25,7 @@
 #include "test_session.h"
 #include "gguf.h"
 #include "mkmodel.h"
+#include "model/nextn.h"
 #include "sprig.h"
 #include "model/model.h"
 
@@ -116,6 +117,7 @@ static void test_chain_equals_plain(void)
     mp.type = 0;
     mp.rope_freq_base = 1e7f;   /* what `sprig mkmodel --arch qwen35` writes by default */
     mp.rms_eps = 1e-6f;
+    mp.mtp = true;              /* its own MTP block: the fourth drafter (--mtp FILE = the target file) */
     char *tp = strdup(test_tmpfile("q35-spec.gguf"));
     CHECKF(sprig_mkmodel_write(&mp, tp, &err) == SPRIG_OK, "%s", err.msg);
     CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
@@ -137,22 +139,25 @@ static void test_chain_equals_plain(void)
         struct test_run plain;
         if (test_run_session(m, &p, "Once upon a time", n_tok, &plain)) {
             CHECK_STR(plain.st.path, "plain");
-            int64_t zero = 0, partial = 0, full = 0;
+            int64_t zero = 0, partial = 0, full = 0, mtp_drafted = 0;
             static const int blocks[3] = { 2, 4, 8 };
+            static const char *const names[4] = { "n-gram", "draft model", "n-gram", "MTP block" };
             for (int bi = 0; bi < 3; bi++)
-                for (int di = 0; di < 3; di++) {   /* n-grams, the draft model, n-grams with trees asked for */
+                for (int di = 0; di < 4; di++) {   /* n-grams, the draft model, n-grams with trees asked for, the MTP block */
                     struct sprig_session_params q = p;
-                    q.drafter = di == 1 ? SPRIG_DRAFTER_MODEL : SPRIG_DRAFTER_NGRAM;
-                    q.draft_path = di == 1 ? dp : NULL;
+                    q.drafter = di == 1 ? SPRIG_DRAFTER_MODEL : di == 3 ? SPRIG_DRAFTER_MTP : SPRIG_DRAFTER_NGRAM;
+                    q.draft_path = di == 1 ? dp : di == 3 ? tp : NULL;
                     q.draft_max = blocks[bi] - 1;
                     if (di == 2) { q.tree = SPRIG_TREE_ON; q.tree_branches = 2; }
                     struct test_run r;
                     if (!test_run_session(m, &q, "Once upon a time", n_tok, &r)) continue;
                     const int at = test_first_diff(&r, &plain);
-                    CHECKF(at < 0, "block %d, %s%s: differs from plain decoding at step %d", blocks[bi], di == 1 ? "draft model" : "n-gram",
+                    CHECKF(at < 0, "block %d, %s%s: differs from plain decoding at step %d", blocks[bi], names[di],
                            di == 2 ? " (tree asked)" : "", at);
                     CHECK_STR(r.st.path, "chain");   /* trees fall back: the target names its recurrent layers */
+                    CHECK_STR(r.st.drafter, di == 1 ? "draft-model" : di == 3 ? "mtp" : "ngram");
                     CHECK(r.st.rounds > 0);
+                    if (di == 3) mtp_drafted += r.st.proposed;
                     zero += r.st.zero_accept_rounds;
                     partial += r.st.partial_accept_rounds;
                     full += r.st.full_accept_rounds;
@@ -161,6 +166,7 @@ static void test_chain_equals_plain(void)
             fprintf(stderr, "  %d tokens, blocks 2/4/8: zero/partial/full accepts %lld/%lld/%lld\n", n_tok, (long long)zero,
                     (long long)partial, (long long)full);
             CHECK(zero > 0 && partial > 0 && full > 0);
+            CHECK(mtp_drafted > 0);   /* the MTP block drafted (its random weights rarely agree: exactness is the point) */
             free(plain.ids);
         }
         sprig_model_free(m);
@@ -209,6 +215,40 @@ static void test_bad_files(void)
                            "layer 1 is an attention layer");
 }
 
+/* the MTP block as the drafter runs it (model/nextn.h): n pairs in one batch
+ * give the bits of n single feeds (what the drafter's catch-up relies on),
+ * and a trim then refeed gives them again */
+static void mtp_block_runs(const sprig_model *m)
+{
+    sprig_error err = { 0 };
+    enum { N = 9 };
+    const int D = m->hp.dim, V = m->hp.n_vocab;
+    sprig_nextn_ctx *a = NULL, *b = NULL;
+    CHECKF(sprig_nextn_create(m, NULL, 64, 16, &a, &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_nextn_create(m, NULL, 64, 16, &b, &err) == SPRIG_OK, "%s", err.msg);
+    float *h = calloc((size_t)N * D, sizeof(float)), *ha = calloc((size_t)D, sizeof(float)), *hb = calloc((size_t)D, sizeof(float));
+    float *la = calloc((size_t)V, sizeof(float)), *lb = calloc((size_t)V, sizeof(float));
+    if (a && b && h && ha && hb && la && lb) {
+        int32_t tok[N];
+        for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 37 + 11) % V);
+        for (int i = D; i < N * D; i++) h[i] = sinf(0.37f * (float)i);   /* row 0: the zeros of position -1 */
+        CHECK(sprig_nextn_feed(a, tok, h, N, ha, la, &err) == SPRIG_OK);
+        for (int i = 0; i < N; i++) CHECK(sprig_nextn_feed(b, tok + i, h + (size_t)i * D, 1, hb, lb, &err) == SPRIG_OK);
+        CHECK_EQ_INT(sprig_nextn_len(a), N);
+        CHECK(!memcmp(ha, hb, (size_t)D * sizeof(float)) && !memcmp(la, lb, (size_t)V * sizeof(float)));
+        CHECK(sprig_nextn_trim(b, 4, &err) == SPRIG_OK);
+        CHECK(sprig_nextn_trim(b, 5, &err) == SPRIG_E_INVALID_ARG);
+        CHECK(sprig_nextn_feed(b, tok + 4, h + 4 * (size_t)D, N - 4, hb, lb, &err) == SPRIG_OK);
+        CHECK(!memcmp(ha, hb, (size_t)D * sizeof(float)) && !memcmp(la, lb, (size_t)V * sizeof(float)));
+        float mx = 0;
+        for (int i = 0; i < V; i++) mx = fmaxf(mx, fabsf(la[i]));
+        CHECK(mx > 0 && isfinite(mx));
+    }
+    sprig_nextn_free(a);
+    sprig_nextn_free(b);
+    free(h); free(ha); free(hb); free(la); free(lb);
+}
+
 /* a file with the built-in MTP block: loaded and checked with the model
  * (block_count counts it), the trunk unchanged by it */
 static void test_mtp_block_loads(void)
@@ -235,9 +275,22 @@ static void test_mtp_block_loads(void)
         CHECK_EQ_INT(m->n_nextn, 1);
         CHECK(m->nextn && m->nextn[0].eh_proj.raw && m->nextn[0].embed.raw && m->nextn[0].head.raw && m->nextn[0].head_norm);
         CHECK(m->layers[0].recurrent && m->layers[1].recurrent && !m->layers[2].recurrent && m->layers[3].recurrent);
+        mtp_block_runs(m);
         sprig_model_free(m);
     }
     free(p);
+    /* --mtp FILE with a target file that has no MTP block: refused naming the key */
+    m = NULL;
+    CHECKF(sprig_model_load(g_f32, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (m) {
+        struct sprig_session_params sp = sprig_session_default_params();
+        sp.drafter = SPRIG_DRAFTER_MTP;
+        sp.draft_path = g_f32;
+        sprig_session *s = NULL;
+        CHECK(sprig_session_create(m, &sp, &s, &err) != SPRIG_OK && !s);
+        CHECKF(strstr(err.msg, "no MTP block (qwen35.nextn_predict_layers is absent or 0)"), "%s", err.msg);
+        sprig_model_free(m);
+    }
 }
 
 int main(void)

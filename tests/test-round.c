@@ -800,7 +800,7 @@ static void test_bad_params_and_broken_parts(void)
     struct sprig_spec_params ok = params(4, 0, 10);
     CHECK(sprig_spec_create(&m.base, &d.base, NULL, &err) == NULL);
     static const struct sprig_drafter_vt no_draft_vt = { .name = "empty" };
-    sprig_drafter empty = { &no_draft_vt };
+    sprig_drafter empty = { .vt = &no_draft_vt };
     CHECK(sprig_spec_create(&m.base, &empty, &ok, &err) == NULL);
     CHECK(strstr(err.msg, "draft_block") != NULL);
     static const struct sprig_target_vt no_prefill_vt = { .name = "half" };

@@ -25,6 +25,8 @@ void sprig_ctx_free(sprig_ctx *c)
                        &c->rope_swa, &c->band, &c->pl, &c->pl_tmp, &c->pl_row, &c->ones };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sprig_free_aligned(*bufs[i]);
     sprig_free_aligned(c->pos);
+    sprig_free_aligned(c->qg);
+    sprig_free_aligned(c->qgate);
     sprig_free_aligned(c->rows);
     sprig_free_aligned(c->act);
     free(c);
@@ -241,6 +243,13 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     if (!c->ones) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory"); goto fail; }
     for (int i = 0; i < hp->max_hd; i++) c->ones[i] = 1.0f;
     if (hp->n_recurrent && (st = sprig_rec_create(c, err))) goto fail;
+    bool gated = false;
+    for (int l = 0; l < hp->n_layer; l++) gated |= m->layers[l].attn_gate;
+    if (gated) {   /* qwen35's gated attention: [q | gate] per head */
+        c->qg = sprig_calloc_aligned(B * 2 * (size_t)qdim, sizeof(float));
+        c->qgate = sprig_calloc_aligned(B * (size_t)qdim, sizeof(float));
+        if (!c->qg || !c->qgate) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the gated attention"); goto fail; }
+    }
     c->pos = sprig_calloc_aligned(B, sizeof(int32_t));
     c->rows = sprig_calloc_aligned(B, sizeof(int32_t));
     int64_t kmax = hp->dim;
@@ -286,6 +295,8 @@ sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error 
         if (f->pos && (f->pos[i] < 0 || f->pos[i] > (1 << 24)))
             return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: position %d at batch row %d is out of range", f->pos[i], i);
     }
+    if (f->n_logits < 0 || f->n_logits > f->n_out)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: n_logits %d is out of range [0, %d]", f->n_logits, f->n_out);
     if (f->out_rows)
         for (int i = 0; i < f->n_out; i++)
             if (f->out_rows[i] < 0 || f->out_rows[i] >= f->n)
@@ -295,7 +306,10 @@ sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error 
     return c->m->arch->forward(c, f, err);
 }
 
-sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err)
+/* n tokens in n_batch chunks; the last row's logits; hidden: the last row's
+ * (all_rows false) or every row's [n][dim] */
+static sprig_status prefill(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, bool all_rows,
+                            sprig_error *err)
 {
     if (n < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill: no tokens");
     if ((int64_t)sprig_kv_len(c->kv) + n > c->n_ctx)
@@ -308,9 +322,25 @@ sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *lo
             .n = chunk, .tokens = tokens + done, .n_out = last && (logits || hidden) ? 1 : 0,
             .logits = last ? logits : NULL, .hidden = last ? hidden : NULL,
         };
+        if (all_rows) {   /* every row's hidden state; logits of the last row only */
+            f.n_out = chunk;
+            f.n_logits = last && logits ? 1 : 0;
+            f.hidden = hidden + (size_t)done * c->m->hp.dim;
+        }
         sprig_status st = sprig_forward(c, &f, err);
         if (st) return st;
         done += chunk;
     }
     return SPRIG_OK;
+}
+
+sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err)
+{
+    return prefill(c, tokens, n, logits, hidden, false, err);
+}
+
+sprig_status sprig_prefill_rows(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err)
+{
+    if (!hidden) return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill: no buffer for the hidden rows");
+    return prefill(c, tokens, n, logits, hidden, true, err);
 }

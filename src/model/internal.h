@@ -41,6 +41,8 @@ struct sprig_ctx {
     float *pl;                /* [B][n_layer][n_pl] gemma4's per-layer inputs, or NULL */
     float *pl_tmp;            /* [B][n_pl] */
     float *pl_row;            /* [n_layer * n_pl] one token's per-layer embedding row */
+    float *qg;                /* [B][2 * max_qdim] gated attention's queries with their gates, or NULL (no attn_gate layer) */
+    float *qgate;             /* [B][max_qdim] the gates */
     float *ones;              /* [max_hd] 1.0f: the weight of a weightless RMSNorm (gemma4's V) */
     struct sprig_rec *rec;    /* gated delta-net states and scratch (qwen35), or NULL */
 };
@@ -59,8 +61,6 @@ struct sprig_rec {
     float *z;                 /* [B][v_heads * state] the output norm's gate */
     float *alpha, *beta;      /* [B][v_heads] */
     float *o;                 /* [B][v_heads * state] */
-    float *qg;                /* [B][2 * n_head * head_dim] attention queries with their gates */
-    float *gate;              /* [B][n_head * head_dim] */
     /* rollback (sprig_ctx_speculative turns it on): a forward of at most keep_rows tokens
      * steps its first token out of place from the live buffer into a second, its second
      * token into a third, the rest in place there — so the states before the block and
@@ -81,6 +81,13 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err);
 /* Drop the last k tokens from the recurrent states (k <= the last forward's
  * tokens): restore the copy and replay the rest of that block. */
 sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err);
+
+/* qwen35's pieces, shared with its MTP block (model/nextn.c): the RoPE
+ * table of the batch positions (multi-section) into c->rope, and one block
+ * (norm, delta-net or gated attention on layer l's cache, FFN) on the n rows
+ * of c->x; len = cached tokens before the batch. */
+void sprig_qwen35_rope(sprig_ctx *c, const int32_t *pos, int n);
+void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos);
 
 /* The end of every forward: the wanted rows of c->x through the final norm
  * (f->hidden) and the output head (f->logits, soft-capped where the model

@@ -182,12 +182,13 @@ void sprig_forward_head(sprig_ctx *c, const struct sprig_fwd *f)
     sprig_rmsnorm(c->hid, c->hid, m->out_norm, f->n_out, dim, hp->eps);
     if (f->hidden) memcpy(f->hidden, c->hid, (size_t)f->n_out * dim * sizeof(float));
     if (f->logits) {
+        const int nl = f->n_logits > 0 && f->n_logits < f->n_out ? f->n_logits : f->n_out;
         const sprig_weight *wout[1] = { &m->output };
         float *lo[1] = { f->logits };
-        sprig_matmul_rows(c->pool, c->hid, f->n_out, dim, c->act, c->act_bytes, 1, wout, lo);
+        sprig_matmul_rows(c->pool, c->hid + (size_t)(f->n_out - nl) * dim, nl, dim, c->act, c->act_bytes, 1, wout, lo);
         if (hp->final_softcap > 0) {   /* gemma: c * tanh(x / c), as llama.cpp's scale, tanh, scale */
             const float c_ = hp->final_softcap, inv = 1.0f / c_;
-            for (int64_t i = 0; i < (int64_t)f->n_out * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;
+            for (int64_t i = 0; i < (int64_t)nl * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;
         }
     }
 }

@@ -192,8 +192,11 @@ struct sprig_fwd {
     const float *mask;          /* [n][kv_len + n] additive, or NULL = causal */
     int n_out;                  /* rows wanted (0 = none) */
     const int32_t *out_rows;    /* [n_out] batch indices; NULL = the last n_out rows */
-    float *logits;              /* [n_out][n_vocab] or NULL */
+    float *logits;              /* [n_out][n_vocab] or NULL (with n_logits > 0: [n_logits][n_vocab]) */
+    int n_logits;               /* logits only for the last n_logits of the n_out rows; 0 = all */
     float *hidden;              /* [n_out][dim] final-norm hidden or NULL */
+    const float *h_in;          /* [n][dim] an MTP block's second input (the target's hidden rows, model/nextn.h);
+                                   NULL for a model */
 };
 
 /* One batched forward (see top of file). Validates every argument first;
@@ -203,5 +206,8 @@ sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error 
 /* Feed n tokens (any n) causally in n_batch chunks; logits of the last token
  * into `logits` (may be NULL), its final-norm hidden into `hidden` (may be NULL). */
 sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err);
+/* The same, with every token's final-norm hidden row into hidden[n][dim]
+ * (for an MTP block that reads them all). */
+sprig_status sprig_prefill_rows(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err);
 
 #endif

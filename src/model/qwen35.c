@@ -43,7 +43,7 @@ void sprig_rec_free(struct sprig_rec *r)
 {
     if (!r) return;
     float **b[] = { &r->cbuf[0], &r->cbuf[1], &r->cbuf[2], &r->sbuf[0], &r->sbuf[1], &r->sbuf[2], &r->qkv, &r->z, &r->alpha,
-                    &r->beta, &r->o, &r->qg, &r->gate, &r->in_qkv, &r->in_ab };
+                    &r->beta, &r->o, &r->in_qkv, &r->in_ab };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
     free(r);
 }
@@ -61,7 +61,6 @@ sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err)
     struct { float **p; size_t n; } b[] = {
         { &r->cbuf[0], L * (size_t)r->conv_stride + 1 }, { &r->sbuf[0], L * (size_t)r->S_stride }, { &r->qkv, B * C }, { &r->z, B * V },
         { &r->alpha, B * (size_t)hp->ssm_v_heads }, { &r->beta, B * (size_t)hp->ssm_v_heads }, { &r->o, B * V },
-        { &r->qg, B * 2 * (size_t)hp->n_head * hp->head_dim }, { &r->gate, B * (size_t)hp->n_head * hp->head_dim },
     };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
         if (!(*b[i].p = sprig_calloc_aligned(b[i].n, sizeof(float)))) {
@@ -215,16 +214,15 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
 static void attention_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos)
 {
     const struct sprig_hparams *hp = &c->m->hp;
-    struct sprig_rec *r = c->rec;
     const int hd = L->head_dim, nh = L->n_head, qdim = nh * hd, dim = hp->dim;
     const sprig_weight *w[3] = { &L->wq, &L->wk, &L->wv };
-    float *y[3] = { r->qg, c->k, c->v };
+    float *y[3] = { c->qg, c->k, c->v };
     mm(c, c->xn, n, dim, 3, w, y);
     for (int i = 0; i < n; i++)   /* [q | gate] per head -> q, gate */
         for (int h = 0; h < nh; h++) {
-            const float *src = r->qg + (size_t)i * 2 * qdim + (size_t)h * 2 * hd;
+            const float *src = c->qg + (size_t)i * 2 * qdim + (size_t)h * 2 * hd;
             memcpy(c->q + (size_t)i * qdim + (size_t)h * hd, src, sizeof(float) * (size_t)hd);
-            memcpy(r->gate + (size_t)i * qdim + (size_t)h * hd, src + hd, sizeof(float) * (size_t)hd);
+            memcpy(c->qgate + (size_t)i * qdim + (size_t)h * hd, src + hd, sizeof(float) * (size_t)hd);
         }
     sprig_rmsnorm(c->q, c->q, L->q_norm, n * nh, hd, hp->eps);
     sprig_rmsnorm(c->k, c->k, L->k_norm, n * L->n_kv_head, hd, hp->eps);
@@ -236,10 +234,48 @@ static void attention_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
         .scale = 1.0f / sqrtf((float)hd), .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
     };
     sprig_kv_attend(c->pool, c->kv, l, c->q, pos, &aa);
-    for (int64_t i = 0; i < (int64_t)n * qdim; i++) c->att[i] *= 1.0f / (1.0f + expf(-r->gate[i]));
+    for (int64_t i = 0; i < (int64_t)n * qdim; i++) c->att[i] *= 1.0f / (1.0f + expf(-c->qgate[i]));
     const sprig_weight *wo[1] = { &L->wo };
     float *to[1] = { c->tmp };
     mm(c, c->att, n, qdim, 1, wo, to);
+}
+
+void sprig_qwen35_rope(sprig_ctx *c, const int32_t *pos, int n)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
+    {   /* interleaved multi-section RoPE: pair i takes sector i % sum(sections); sectors 3k+s (s = 0, 1, 2:
+         * t, h, w) below 3 * sections[s] rotate by the token's position (text: the same for all three),
+         * the others (the e section) by position 0, i.e. not at all (ggml's imrope) */
+        const int *sec = hp->rope_sections, total = sec[0] + sec[1] + sec[2] + sec[3], half = hp->n_rot / 2;
+        for (int p = 0; p < half; p++) {
+            const int sector = p % total, k = sector % 3;
+            if (sector < 3 * sec[k]) continue;
+            for (int i = 0; i < n; i++) {
+                c->rope[((size_t)i * half + p) * 2] = 1.0f;
+                c->rope[((size_t)i * half + p) * 2 + 1] = 0.0f;
+            }
+        }
+    }
+}
+
+void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos)
+{
+    const struct sprig_hparams *hp = &c->m->hp;
+    const int dim = hp->dim;
+    sprig_rmsnorm(c->xn, c->x, L->attn_norm, n, dim, hp->eps);
+    if (L->recurrent) recurrent_layer(c, L, l, n);
+    else attention_layer(c, L, l, n, len, pos);
+    sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
+    sprig_rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, hp->eps);
+    const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
+    float *gu_out[2] = { c->gate, c->up };
+    mm(c, c->xn, n, dim, 2, gu, gu_out);
+    sprig_swiglu(c->gate, c->gate, c->up, (int64_t)n * L->n_ff);
+    const sprig_weight *wd[1] = { &L->w_down };
+    float *to[1] = { c->tmp };
+    mm(c, c->gate, n, L->n_ff, 1, wd, to);
+    sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
 }
 
 sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
@@ -266,37 +302,9 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     for (int i = 0; i < n; i++) c->pos[i] = f->pos ? f->pos[i] : len + i;
     const int32_t *pos = c->pos;
     r->last_n = r->keep_rows && n <= r->keep_rows ? n : 0;   /* a block that may be rolled back (see recurrent_layer) */
-    sprig_rope_table_scaled(c->rope, pos, n, hp->head_dim, hp->n_rot, hp->rope_theta, hp->rope_freq_scale, NULL);
-    {   /* interleaved multi-section RoPE: pair i takes sector i % sum(sections); sectors 3k+s (s = 0, 1, 2:
-         * t, h, w) below 3 * sections[s] rotate by the token's position (text: the same for all three),
-         * the others (the e section) by position 0, i.e. not at all (ggml's imrope) */
-        const int *sec = hp->rope_sections, total = sec[0] + sec[1] + sec[2] + sec[3], half = hp->n_rot / 2;
-        for (int p = 0; p < half; p++) {
-            const int sector = p % total, k = sector % 3;
-            if (sector < 3 * sec[k]) continue;
-            for (int i = 0; i < n; i++) {
-                c->rope[((size_t)i * half + p) * 2] = 1.0f;
-                c->rope[((size_t)i * half + p) * 2 + 1] = 0.0f;
-            }
-        }
-    }
+    sprig_qwen35_rope(c, pos, n);
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
-    for (int l = 0; l < hp->n_layer; l++) {
-        const struct sprig_layer *L = &m->layers[l];
-        sprig_rmsnorm(c->xn, c->x, L->attn_norm, n, dim, hp->eps);
-        if (L->recurrent) recurrent_layer(c, L, l, n);
-        else attention_layer(c, L, l, n, len, pos);
-        sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
-        sprig_rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, hp->eps);
-        const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
-        float *gu_out[2] = { c->gate, c->up };
-        mm(c, c->xn, n, dim, 2, gu, gu_out);
-        sprig_swiglu(c->gate, c->gate, c->up, (int64_t)n * L->n_ff);
-        const sprig_weight *wd[1] = { &L->w_down };
-        float *to[1] = { c->tmp };
-        mm(c, c->gate, n, L->n_ff, 1, wd, to);
-        sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
-    }
+    for (int l = 0; l < hp->n_layer; l++) sprig_qwen35_block(c, &m->layers[l], l, n, len, pos);
     sprig_kv_commit(c->kv, n);
     if (r->last_n) {   /* the block's states are live; before it and after its first token wait */
         r->pre = r->live;

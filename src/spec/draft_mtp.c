@@ -1,27 +1,41 @@
 /*
- * spec/draft_mtp — an MTP head as the drafter (see drafters.h). Two kinds of
- * head, one row each in `heads`, chosen by the file: sprig's assistant head
- * (model/mtp.h) and Gemma 4's published assistant (model/assistant.h,
- * general.architecture gemma4-assistant). Each round: h = the target's
- * final-norm hidden state of the row that predicted the bonus t (handed
- * over by the target's finalize); k-1 head steps at a frozen position over
- * the target's cache, each feeding its h' and drafted token to the next.
- * No drafter cache, so nothing to roll back.
+ * spec/draft_mtp — an MTP head as the drafter (see drafters.h). Three kinds
+ * of head, one row each in `heads`, chosen by the file: sprig's assistant
+ * head (model/mtp.h), Gemma 4's published assistant (model/assistant.h,
+ * general.architecture gemma4-assistant), and a qwen35 target's own MTP
+ * block (model/nextn.h: FILE is the target file itself). Each round: h =
+ * the target's final-norm hidden state of the row that predicted the bonus
+ * t (handed over by the target's finalize); k-1 head steps, each feeding
+ * its h' and drafted token to the next. The assistants read the target's
+ * cache at a frozen position and keep none. The qwen35 block keeps its own
+ * cache, one entry per target position fed with the target's hidden rows:
+ * `sync` feeds the positions the target added since the last round (their
+ * rows are in the target state's kept_hidden), the steps append at the
+ * following positions, and `unwind` drops the step entries that read the
+ * block's own h' (the first step reads the target's: it stays).
  */
 #include "spec/drafters.h"
 #include "model/assistant.h"
 #include "model/mtp.h"
+#include "model/nextn.h"
 #include "base/log.h"
 #include "base/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-/* One kind of head: step(head, state, pool, target cache, h_in, token, h_out, logits). */
+typedef struct mtp_drafter mtp_drafter;
+
+/* One kind of head: step(head, state, pool, target cache, h_in, token, h_out, logits);
+ * sync and unwind only for a head with its own cache (NULL: none). */
 struct head_ops {
     const char *name;
     sprig_status (*step)(const void *head, void *state, sprig_pool *pool, const sprig_kv *kv, const float *h_in, int32_t token,
                          float *h_out, float *logits, sprig_error *err);
+    sprig_status (*sync)(mtp_drafter *md, const sprig_draft_ctx *c, sprig_error *err);
+    sprig_status (*unwind)(mtp_drafter *md, int n_past, int steps, sprig_error *err);
+    sprig_status (*reset)(mtp_drafter *md, sprig_error *err);   /* a new sequence */
     void (*free_head)(void *head);
     void (*free_state)(void *state);
 };
@@ -44,12 +58,7 @@ static sprig_status as_step(const void *head, void *state, sprig_pool *pool, con
 static void as_free_head(void *h) { sprig_assistant_free(h); }
 static void as_free_state(void *s) { sprig_assistant_state_free(s); }
 
-static const struct head_ops heads[] = {
-    { "mtp", mtp_step, mtp_free_head, mtp_free_state },
-    { "gemma4-assistant", as_step, as_free_head, as_free_state },
-};
-
-typedef struct mtp_drafter {
+struct mtp_drafter {
     sprig_drafter base;
     const struct head_ops *ops;
     void *head;                /* owned */
@@ -58,7 +67,77 @@ typedef struct mtp_drafter {
     int n_vocab, dim;
     float *h;                  /* [dim] */
     float *logits;             /* [n_vocab] */
-} mtp_drafter;
+    /* a head with its own cache (qwen35's block) */
+    float *rows;               /* [n_batch][dim] the hidden inputs of one sync batch */
+    float *h_last;             /* [dim] the target's hidden row of position h_last_pos */
+    int h_last_pos;            /* -1: none */
+};
+
+/* qwen35's block: the step appends at the next position of its own cache */
+static sprig_status nx_step(const void *head, void *state, sprig_pool *pool, const sprig_kv *kv, const float *h_in, int32_t token,
+                            float *h_out, float *logits, sprig_error *err)
+{
+    (void)state; (void)pool; (void)kv;
+    return sprig_nextn_feed((sprig_nextn_ctx *)head, &token, h_in, 1, h_out, logits, err);
+}
+
+/* The target's hidden row of position p (zeros before the sequence), or NULL when gone */
+static const float *target_row(mtp_drafter *md, const sprig_target_state *st, int p)
+{
+    const int first = st->n_past - st->n_kept;
+    if (p < 0) {
+        memset(md->h_last, 0, (size_t)md->dim * sizeof(float));   /* only before anything was fed */
+        return md->h_last;
+    }
+    if (st->kept_hidden && p >= first && p < st->n_past) return st->kept_hidden + (size_t)(p - first) * md->dim;
+    return p == md->h_last_pos ? md->h_last : NULL;
+}
+
+/* Feed the pairs (x_p, h_{p-1}) for the positions the block lacks */
+static sprig_status nx_sync(mtp_drafter *md, const sprig_draft_ctx *c, sprig_error *err)
+{
+    sprig_nextn_ctx *x = md->head;
+    const sprig_target_state *st = c->target;
+    const int n_past = st->n_past, B = sprig_nextn_n_batch(x);
+    if (c->n_history != n_past)
+        return sprig_err(err, SPRIG_E_INTERNAL, "MTP block: %d history tokens for %d cached", c->n_history, n_past);
+    sprig_status s;
+    if (sprig_nextn_len(x) > n_past && (s = sprig_nextn_trim(x, 0, err))) return s;   /* a new sequence */
+    for (int p = sprig_nextn_len(x); p < n_past;) {
+        const int n = n_past - p < B ? n_past - p : B;
+        for (int i = 0; i < n; i++) {
+            const float *h = target_row(md, st, p + i - 1);
+            if (!h)
+                return sprig_err(err, SPRIG_E_INTERNAL, "MTP block: the target's hidden row of position %d is gone "
+                                 "(the block holds %d positions, the target %d)", p + i - 1, sprig_nextn_len(x), n_past);
+            memcpy(md->rows + (size_t)i * md->dim, h, (size_t)md->dim * sizeof(float));
+        }
+        if ((s = sprig_nextn_feed(x, c->history + p, md->rows, n, NULL, NULL, err))) return s;
+        p += n;
+    }
+    memcpy(md->h_last, st->hidden, (size_t)md->dim * sizeof(float));
+    md->h_last_pos = n_past - 1;
+    return SPRIG_OK;
+}
+
+/* Keep the first step's entry (the bonus with the target's hidden row), drop the rest */
+static sprig_status nx_unwind(mtp_drafter *md, int n_past, int steps, sprig_error *err)
+{
+    return steps > 1 ? sprig_nextn_trim(md->head, n_past + 1, err) : SPRIG_OK;
+}
+static sprig_status nx_reset(mtp_drafter *md, sprig_error *err)
+{
+    md->h_last_pos = -1;
+    return sprig_nextn_trim(md->head, 0, err);
+}
+static void nx_free_head(void *h) { sprig_nextn_free(h); }
+static void nx_free_state(void *s) { (void)s; }
+
+static const struct head_ops heads[] = {
+    { "mtp", mtp_step, NULL, NULL, NULL, mtp_free_head, mtp_free_state },
+    { "gemma4-assistant", as_step, NULL, NULL, NULL, as_free_head, as_free_state },
+    { "qwen35-mtp", nx_step, nx_sync, nx_unwind, nx_reset, nx_free_head, nx_free_state },
+};
 
 static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
 {
@@ -66,11 +145,12 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
     const sprig_target_state *st = c->target;
     if (!st || !st->hidden || !st->kv || st->n_embd != md->dim || st->n_past < 1)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP drafter: the target does not expose its hidden state and KV cache");
+    sprig_status s;
+    if (md->ops->sync && (s = md->ops->sync(md, c, err))) return s;
     memcpy(md->h, st->hidden, (size_t)md->dim * sizeof(float));
     int32_t tok = c->bonus;
     for (int j = 0; j < k - 1; j++) {
-        sprig_status s = md->ops->step(md->head, md->state, md->pool, st->kv, md->h, tok, md->h, md->logits, err);
-        if (s) return s;
+        if ((s = md->ops->step(md->head, md->state, md->pool, st->kv, md->h, tok, md->h, md->logits, err))) return s;
         int32_t best, second;
         float margin;
         sprig_top2(md->logits, md->n_vocab, &best, &second, &margin);
@@ -82,7 +162,14 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
         out->n = j + 1;
         tok = best;
     }
-    return SPRIG_OK;
+    return md->ops->unwind ? md->ops->unwind(md, st->n_past, k - 1, err) : SPRIG_OK;
+}
+
+static sprig_status mtp_begin(sprig_drafter *d, const sprig_draft_ctx *c, sprig_error *err)
+{
+    mtp_drafter *md = (mtp_drafter *)d;
+    (void)c;
+    return md->ops->reset ? md->ops->reset(md, err) : SPRIG_OK;
 }
 
 static void mtp_destroy(sprig_drafter *d)
@@ -95,14 +182,24 @@ static void mtp_destroy(sprig_drafter *d)
     }
     sprig_free_aligned(md->h);
     sprig_free_aligned(md->logits);
+    sprig_free_aligned(md->rows);
+    sprig_free_aligned(md->h_last);
     free(md);
 }
 
 static const struct sprig_drafter_vt mtp_drafter_vt = {
     .name = "mtp",
     .draft_block = mtp_draft_block,
+    .begin = mtp_begin,
     .destroy = mtp_destroy,
 };
+
+/* Whether two paths name one file (the target file given as --mtp) */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *target, sprig_pool *pool,
                                       int n_ctx, sprig_error *err)
@@ -113,7 +210,18 @@ sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *targe
     md->pool = pool;
     md->n_vocab = target->hp.n_vocab;
     md->dim = target->hp.dim;
-    if (sprig_assistant_file_is(path)) {
+    md->h_last_pos = -1;
+    if (same_file(path, sprig_gguf_path(target->gguf))) {   /* the target's own MTP block (qwen35) */
+        sprig_nextn_ctx *x = NULL;
+        if (sprig_nextn_create(target, pool, n_ctx + SPRIG_TREE_MAX, 64, &x, err)) { free(md); return NULL; }
+        md->ops = &heads[2];
+        md->head = x;
+        md->state = x;   /* no separate scratch */
+        md->base.reads_all_hidden = true;
+        md->rows = sprig_calloc_aligned((size_t)sprig_nextn_n_batch(x) * md->dim, sizeof(float));
+        md->h_last = sprig_calloc_aligned((size_t)md->dim, sizeof(float));
+        if (!md->rows || !md->h_last) md->state = NULL;
+    } else if (sprig_assistant_file_is(path)) {
         sprig_assistant *a = NULL;
         if (sprig_assistant_load(path, target, &a, err)) { free(md); return NULL; }
         md->ops = &heads[1];

@@ -86,6 +86,9 @@ struct sprig_drafter_vt {
 /* Common header every drafter embeds first. */
 struct sprig_drafter {
     const struct sprig_drafter_vt *vt;
+    bool reads_all_hidden;      /* reads the target's hidden row of every position (kept_hidden), so
+                                   the target's prefill must expose all of them (an MTP block with
+                                   its own cache) */
 };
 
 /* Release a drafter through its destroy slot (NULL-safe). */

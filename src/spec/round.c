@@ -103,6 +103,7 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     s->t = target;
     s->d = drafter;
     s->p = *p;
+    target->all_hidden = drafter && drafter->reads_all_hidden;
     s->tree_mode = sprig_spec_resolve_tree(p->tree, getenv("SPRIG_TREE"));
     int cap = drafter ? p->block + p->tree_branches : 1;
     size_t n_vocab = (size_t)target->n_vocab, probs_n;

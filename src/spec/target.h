@@ -75,6 +75,11 @@ typedef struct sprig_target_state {
     const float *hidden;        /* [n_embd] final-norm hidden state at slot n_past - 1 (the
                                    last kept node), or NULL when the target does not expose it */
     int n_embd;
+    const float *kept_hidden;   /* [n_kept][n_embd] the final-norm hidden rows of the slots the last
+                                   prefill / finalize added (n_past - n_kept .. n_past - 1; `hidden`
+                                   is the last), or NULL. A prefill gives every prompt row only when
+                                   the session asked (sprig_target.all_hidden), else its last */
+    int n_kept;
     const sprig_kv *kv;         /* the target's cache (read-only), or NULL */
 } sprig_target_state;
 
@@ -119,6 +124,9 @@ struct sprig_target {
     int n_ctx;                          /* cache capacity in slots */
     int n_eos;                          /* end-of-sequence ids, 0..SPRIG_TARGET_MAX_EOS */
     int32_t eos[SPRIG_TARGET_MAX_EOS];
+    bool all_hidden;                    /* set by the session for a drafter that reads every row's hidden
+                                           state (sprig_drafter.reads_all_hidden): prefill then exposes
+                                           all prompt rows in kept_hidden */
 };
 
 /* The session calls the target only through these. They validate the

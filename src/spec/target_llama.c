@@ -16,6 +16,9 @@ typedef struct model_target {
     float *logits;          /* [max_rows][n_vocab] */
     float *hidden;          /* [max_rows][dim] captured final-norm rows */
     float *state_hidden;    /* [dim] hidden at n_past - 1 */
+    float *kept;            /* [max_rows][dim] a tree path's rows, gathered */
+    float *prompt_hidden;   /* [prompt_cap][dim] every prompt row's (all_hidden), grown by prefill */
+    int prompt_cap;
     float *mask;            /* [max_rows][n_ctx] tree mask with history */
     int32_t pos[SPRIG_TREE_MAX];
     int depths[SPRIG_TREE_MAX];
@@ -32,13 +35,16 @@ static void fill_rows(model_target *mt, int n, sprig_rows *rows)
     }
 }
 
-static void fill_state(model_target *mt, const float *h, sprig_target_state *st)
+/* kept[n_kept][dim]: the rows the call added, the last one at n_past - 1 */
+static void fill_state(model_target *mt, const float *kept, int n_kept, sprig_target_state *st)
 {
     int dim = mt->m->hp.dim;
-    memcpy(mt->state_hidden, h, (size_t)dim * sizeof(float));
+    memcpy(mt->state_hidden, kept + (size_t)(n_kept - 1) * dim, (size_t)dim * sizeof(float));
     st->n_past = sprig_kv_len(sprig_ctx_kv(mt->ctx));
     st->hidden = mt->state_hidden;
     st->n_embd = dim;
+    st->kept_hidden = kept;
+    st->n_kept = n_kept;
     st->kv = sprig_ctx_kv(mt->ctx);
 }
 
@@ -46,10 +52,24 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
                               sprig_target_state *st, sprig_error *err)
 {
     model_target *mt = (model_target *)t;
-    sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
+    if (!t->all_hidden) {
+        sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
+        if (s) return s;
+        fill_rows(mt, 1, rows);
+        fill_state(mt, mt->hidden, 1, st);
+        return SPRIG_OK;
+    }
+    if (n > mt->prompt_cap) {   /* prefill, not the round loop: it may allocate */
+        float *p = sprig_calloc_aligned((size_t)n * mt->m->hp.dim, sizeof(float));
+        if (!p) return sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for the hidden rows of %d prompt tokens", n);
+        sprig_free_aligned(mt->prompt_hidden);
+        mt->prompt_hidden = p;
+        mt->prompt_cap = n;
+    }
+    sprig_status s = sprig_prefill_rows(mt->ctx, tokens, n, mt->logits, mt->prompt_hidden, err);
     if (s) return s;
     fill_rows(mt, 1, rows);
-    fill_state(mt, mt->hidden, st);
+    fill_state(mt, mt->prompt_hidden, n, st);
     return SPRIG_OK;
 }
 
@@ -83,7 +103,7 @@ static sprig_status t_verify_finalize(sprig_target *t, int accepted, int n, spri
     model_target *mt = (model_target *)t;
     sprig_status s = sprig_ctx_trim(mt->ctx, n - accepted - 1, err);
     if (s) return s;
-    fill_state(mt, cap->hidden + (size_t)accepted * mt->m->hp.dim, st);
+    fill_state(mt, cap->hidden, accepted + 1, st);
     return SPRIG_OK;
 }
 
@@ -124,7 +144,9 @@ static sprig_status t_verify_finalize_tree(sprig_target *t, const int *path, int
     model_target *mt = (model_target *)t;
     sprig_status s = sprig_kv_gather_within_tail(sprig_ctx_kv(mt->ctx), n, path, n_path, err);
     if (s) return s;
-    fill_state(mt, cap->hidden + (size_t)path[n_path - 1] * mt->m->hp.dim, st);
+    const size_t dim = (size_t)mt->m->hp.dim;
+    for (int i = 0; i < n_path; i++) memcpy(mt->kept + i * dim, cap->hidden + (size_t)path[i] * dim, dim * sizeof(float));
+    fill_state(mt, mt->kept, n_path, st);
     return SPRIG_OK;
 }
 
@@ -145,6 +167,8 @@ void sprig_model_target_free(sprig_target *t)
     sprig_free_aligned(mt->logits);
     sprig_free_aligned(mt->hidden);
     sprig_free_aligned(mt->state_hidden);
+    sprig_free_aligned(mt->kept);
+    sprig_free_aligned(mt->prompt_hidden);
     sprig_free_aligned(mt->mask);
     free(mt);
 }
@@ -182,8 +206,9 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
     mt->logits = sprig_calloc_aligned((size_t)max_rows * V, sizeof(float));
     mt->hidden = sprig_calloc_aligned((size_t)max_rows * D, sizeof(float));
     mt->state_hidden = sprig_calloc_aligned(D, sizeof(float));
+    mt->kept = sprig_calloc_aligned((size_t)max_rows * D, sizeof(float));
     mt->mask = sprig_calloc_aligned((size_t)max_rows * C, sizeof(float));
-    if (!mt->logits || !mt->hidden || !mt->state_hidden || !mt->mask) {
+    if (!mt->logits || !mt->hidden || !mt->state_hidden || !mt->kept || !mt->mask) {
         sprig_model_target_free(&mt->base);
         sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for %d rows", max_rows);
         return NULL;
