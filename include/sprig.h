@@ -206,6 +206,8 @@ struct sprig_stats {
     int64_t rounds, proposed, accepted, emitted;
     double emitted_per_verify, acceptance_rate;
     int64_t zero_accept_rounds, partial_accept_rounds, full_accept_rounds;
+    int64_t branch_rounds;           /* tree rounds won by a side branch (the accepted path is not
+                                        the tree's first chain) */
     double draft_ms, verify_ms, walk_ms, finalize_ms;
     double rollback_ms;              /* recurrent layers (qwen35): copying states before verify blocks and
                                         replaying accepted steps (inside verify_ms and finalize_ms) */

@@ -26,6 +26,8 @@
 #include "gguf.h"
 #include "mkmodel.h"
 #include "model/nextn.h"
+#include "spec/round.h"
+#include "spec/target_llama.h"
 #include "sprig.h"
 #include "model/model.h"
 
@@ -98,7 +100,10 @@ static void test_batch_independent(void)
 }
 
 /* a target whose greedy text mixes runs and novelty (n-gram drafts get zero,
- * partial and full accepts), and a llama draft model with its vocabulary */
+ * partial and full accepts), a llama draft model with its vocabulary, and
+ * the target's own MTP block; each as chains, linear trees and branching
+ * trees (every node stepped from its parent's recurrent state), all equal
+ * to plain greedy decoding */
 static void test_chain_equals_plain(void)
 {
     sprig_error err = { 0 };
@@ -139,33 +144,38 @@ static void test_chain_equals_plain(void)
         struct test_run plain;
         if (test_run_session(m, &p, "Once upon a time", n_tok, &plain)) {
             CHECK_STR(plain.st.path, "plain");
-            int64_t zero = 0, partial = 0, full = 0, mtp_drafted = 0;
+            int64_t zero = 0, partial = 0, full = 0, mtp_drafted = 0, tree_rounds = 0, branch = 0;
             static const int blocks[3] = { 2, 4, 8 };
-            static const char *const names[4] = { "n-gram", "draft model", "n-gram", "MTP block" };
+            static const char *const names[3] = { "n-gram", "draft model", "MTP block" };
+            static const char *const shapes[3] = { "chain", "linear tree", "tree of 3 branches" };
             for (int bi = 0; bi < 3; bi++)
-                for (int di = 0; di < 4; di++) {   /* n-grams, the draft model, n-grams with trees asked for, the MTP block */
-                    struct sprig_session_params q = p;
-                    q.drafter = di == 1 ? SPRIG_DRAFTER_MODEL : di == 3 ? SPRIG_DRAFTER_MTP : SPRIG_DRAFTER_NGRAM;
-                    q.draft_path = di == 1 ? dp : di == 3 ? tp : NULL;
-                    q.draft_max = blocks[bi] - 1;
-                    if (di == 2) { q.tree = SPRIG_TREE_ON; q.tree_branches = 2; }
-                    struct test_run r;
-                    if (!test_run_session(m, &q, "Once upon a time", n_tok, &r)) continue;
-                    const int at = test_first_diff(&r, &plain);
-                    CHECKF(at < 0, "block %d, %s%s: differs from plain decoding at step %d", blocks[bi], names[di],
-                           di == 2 ? " (tree asked)" : "", at);
-                    CHECK_STR(r.st.path, "chain");   /* trees fall back: the target names its recurrent layers */
-                    CHECK_STR(r.st.drafter, di == 1 ? "draft-model" : di == 3 ? "mtp" : "ngram");
-                    CHECK(r.st.rounds > 0);
-                    if (di == 3) mtp_drafted += r.st.proposed;
-                    zero += r.st.zero_accept_rounds;
-                    partial += r.st.partial_accept_rounds;
-                    full += r.st.full_accept_rounds;
-                    free(r.ids);
-                }
-            fprintf(stderr, "  %d tokens, blocks 2/4/8: zero/partial/full accepts %lld/%lld/%lld\n", n_tok, (long long)zero,
-                    (long long)partial, (long long)full);
+                for (int di = 0; di < 3; di++)   /* n-grams, the draft model, the MTP block */
+                    for (int ti = 0; ti < 3; ti++) {   /* chain, linear tree, branching tree */
+                        struct sprig_session_params q = p;
+                        q.drafter = di == 1 ? SPRIG_DRAFTER_MODEL : di == 2 ? SPRIG_DRAFTER_MTP : SPRIG_DRAFTER_NGRAM;
+                        q.draft_path = di == 1 ? dp : di == 2 ? tp : NULL;
+                        q.draft_max = blocks[bi] - 1;
+                        if (ti) { q.tree = SPRIG_TREE_ON; q.tree_branches = ti == 2 ? 3 : 0; }
+                        struct test_run r;
+                        if (!test_run_session(m, &q, "Once upon a time", n_tok, &r)) continue;
+                        const int at = test_first_diff(&r, &plain);
+                        CHECKF(at < 0, "block %d, %s, %s: differs from plain decoding at step %d", blocks[bi], names[di], shapes[ti], at);
+                        CHECK_STR(r.st.path, ti ? "tree" : "chain");   /* the tree path ran: no fallback */
+                        CHECK_STR(r.st.drafter, di == 1 ? "draft-model" : di == 2 ? "mtp" : "ngram");
+                        CHECK(r.st.rounds > 0);
+                        if (ti == 1) CHECK_EQ_INT((int)r.st.branch_rounds, 0);   /* a linear tree has no side branch */
+                        if (ti == 2) { tree_rounds += r.st.rounds; branch += r.st.branch_rounds; }
+                        if (di == 2) mtp_drafted += r.st.proposed;
+                        zero += r.st.zero_accept_rounds;
+                        partial += r.st.partial_accept_rounds;
+                        full += r.st.full_accept_rounds;
+                        free(r.ids);
+                    }
+            fprintf(stderr, "  %d tokens, blocks 2/4/8: zero/partial/full accepts %lld/%lld/%lld; branching trees: %lld of %lld "
+                    "rounds won by a side branch\n", n_tok, (long long)zero, (long long)partial, (long long)full, (long long)branch,
+                    (long long)tree_rounds);
             CHECK(zero > 0 && partial > 0 && full > 0);
+            /* (random drafters' runner-ups rarely win: test_side_branches makes side branches win) */
             CHECK(mtp_drafted > 0);   /* the MTP block drafted (its random weights rarely agree: exactness is the point) */
             free(plain.ids);
         }
@@ -173,6 +183,103 @@ static void test_chain_equals_plain(void)
     }
     free(tp);
     free(dp);
+}
+
+/* A drafter that knows plain decoding's output and hides it in a side
+ * branch: round r's first chain follows the truth for j = r % (k - 1) steps,
+ * then decoys; the truth continues from chain node j as a side branch of
+ * up to two nodes. The accepted path then leaves the chain at depth j, and
+ * the target must finish the round from that branch's own recurrent state. */
+struct script_drafter {
+    sprig_drafter base;
+    const int32_t *truth;   /* plain decoding's tokens, the first emitted one first */
+    int n_truth, n_prompt, n_vocab, round;
+};
+
+static sprig_status script_tree(sprig_drafter *d, const sprig_draft_ctx *c, int k, int max_nodes, sprig_tree *out,
+                                sprig_error *err)
+{
+    struct script_drafter *s = (struct script_drafter *)d;
+    const int at = c->n_history - s->n_prompt + 1;   /* truth[at] follows the bonus */
+    sprig_tree_root(out, c->bonus);
+    if (k < 2 || max_nodes < k + 2 || at + k + 2 > s->n_truth) return SPRIG_OK;
+    const int j = s->round++ % (k - 1);
+    sprig_status st;
+    for (int i = 0; i < k - 1; i++) {   /* the first chain: truth for j steps, then decoys */
+        const int32_t t = s->truth[at + i];
+        if ((st = sprig_tree_push_child(out, i, i < j ? t : (t + 1) % s->n_vocab, NULL, err))) return st;
+    }
+    int parent = j;
+    for (int i = 0; i < 2 && i + j < k - 1 && out->n < max_nodes; i++) {   /* the truth, off the chain */
+        if ((st = sprig_tree_push_child(out, parent, s->truth[at + j + i], NULL, err))) return st;
+        parent = out->n - 1;
+    }
+    return SPRIG_OK;
+}
+
+static sprig_status script_block(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
+{
+    (void)d; (void)c; (void)k; (void)out; (void)err;
+    return SPRIG_OK;
+}
+
+static bool collect(void *user, int32_t token, const sprig_logprob *top)
+{
+    (void)top;
+    struct test_run *r = user;
+    r->ids[r->n++] = token;
+    return true;
+}
+
+static void test_side_branches(void)
+{
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    CHECKF(sprig_model_load(g_f32, &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (!m) return;
+    enum { N = 96, K = 6, ROWS = K + 2 };
+    static const int32_t prompt[5] = { 1, 17, 33, 5, 60 };
+    sprig_ctx *c = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = 256, .n_batch = 16 };
+    CHECKF(sprig_ctx_create(m, NULL, &cp, &c, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_target *t = c ? sprig_model_target_create(c, ROWS, &err) : NULL;
+    CHECKF(t, "%s", err.msg);
+    int32_t plain_ids[N], tree_ids[N];
+    struct test_run plain = { plain_ids, 0, { 0 } }, tree = { tree_ids, 0, { 0 } };
+    struct sprig_spec_params sp = sprig_spec_default_params();
+    sp.max_tokens = N;
+    sp.ignore_eos = true;
+    sp.block = K;
+    sp.tree_branches = 2;
+    sp.tree = SPRIG_TREE_ON;
+    sp.on_token = collect;
+    static const struct sprig_drafter_vt vt = { .name = "script", .draft_block = script_block, .draft_tree = script_tree };
+    struct script_drafter sd = { .base = { .vt = &vt }, .truth = plain_ids, .n_prompt = 5, .n_vocab = m->hp.n_vocab };
+    if (t) {
+        sp.user = &plain;
+        sprig_spec_session *s = sprig_spec_create(t, NULL, &sp, &err);
+        CHECK(s && sprig_spec_generate(s, prompt, 5, &err) == SPRIG_OK);
+        sprig_spec_free(s);
+        sprig_kv_clear(sprig_ctx_kv(c));
+        sd.n_truth = plain.n;
+        sp.user = &tree;
+        s = sprig_spec_create(t, &sd.base, &sp, &err);
+        CHECKF(s && sprig_spec_generate(s, prompt, 5, &err) == SPRIG_OK, "%s", err.msg);
+        if (s) {
+            const sprig_spec_stats *st = sprig_spec_get_stats(s);
+            CHECK_EQ_INT(plain.n, N);
+            CHECK_EQ_INT(tree.n, N);
+            CHECK(!memcmp(plain_ids, tree_ids, sizeof plain_ids));
+            CHECK(st->tree_rounds > 0 && st->chain_rounds == 0);
+            CHECK(st->branch_rounds * 2 > st->tree_rounds);   /* most rounds: only the last few, near the end, are root-only */
+            fprintf(stderr, "  %d tokens in %lld tree rounds, %lld won by a side branch, %lld drafts accepted\n", N,
+                    (long long)st->tree_rounds, (long long)st->branch_rounds, (long long)st->accepted);
+        }
+        sprig_spec_free(s);
+    }
+    sprig_model_target_free(t);
+    sprig_ctx_free(c);
+    sprig_model_free(m);
 }
 
 static void test_rollback_limits(void)
@@ -191,6 +298,39 @@ static void test_rollback_limits(void)
         CHECK(sprig_kv_trim(sprig_ctx_kv(c), 2, &err) == SPRIG_OK);
         CHECK(sprig_prefill(c, ids, 1, NULL, NULL, &err) == SPRIG_E_REFUSED);
         CHECKF(strstr(err.msg, "recurrent layers (first: layer 0) hold 4 tokens but the cache 2"), "%s", err.msg);
+        sprig_ctx_free(c);
+    }
+    /* trees: refused by name until the rollback is on, and then only whole trees within it */
+    c = NULL;
+    CHECKF(sprig_ctx_create(m, NULL, &cp, &c, &err) == SPRIG_OK, "%s", err.msg);
+    if (c) {
+        char why[256] = "";
+        CHECK(!sprig_ctx_tree_ok(c, why, sizeof why));
+        CHECKF(strstr(why, "recurrent (gated delta-net) layers and their rollback is off"), "%s", why);
+        int32_t ids[4] = { 5, 6, 7, 8 }, parents[4] = { 0, 0, 1, 1 };
+        float mask[4 * 6] = { 0 };
+        CHECK(sprig_prefill(c, ids, 2, NULL, NULL, &err) == SPRIG_OK);
+        struct sprig_fwd f = { .n = 4, .tokens = ids, .mask = mask };
+        CHECK(sprig_forward(c, &f, &err) == SPRIG_E_REFUSED);
+        CHECKF(strstr(err.msg, "a masked batch needs its tree (parents)"), "%s", err.msg);
+        f.parents = parents;
+        CHECK(sprig_forward(c, &f, &err) == SPRIG_E_REFUSED);
+        CHECKF(strstr(err.msg, "a tree of 4 nodes needs the recurrent layers' rollback"), "%s", err.msg);
+        CHECK(sprig_ctx_speculative(c, 4, &err) == SPRIG_OK);
+        CHECK(sprig_ctx_tree_ok(c, why, sizeof why));
+        parents[2] = 2;
+        CHECK(sprig_forward(c, &f, &err) == SPRIG_E_INVALID_ARG);
+        CHECKF(strstr(err.msg, "parents[2] = 2"), "%s", err.msg);
+        parents[2] = 1;
+        CHECK(sprig_forward(c, &f, &err) == SPRIG_OK);
+        const int sibling_path[2] = { 0, 3 }, skip[2] = { 0, 2 };
+        CHECK(sprig_ctx_keep_path(c, 4, skip, 2, &err) == SPRIG_E_REFUSED);   /* row 2's parent is row 1 */
+        CHECKF(strstr(err.msg, "cannot keep row 2 after row 0"), "%s", err.msg);
+        CHECK(sprig_ctx_keep_path(c, 4, sibling_path, 2, &err) == SPRIG_E_REFUSED);
+        const int path[3] = { 0, 1, 3 };
+        CHECK(sprig_ctx_keep_path(c, 4, path, 3, &err) == SPRIG_OK);
+        CHECK_EQ_INT(sprig_kv_len(sprig_ctx_kv(c)), 5);
+        CHECK(sprig_prefill(c, ids, 1, NULL, NULL, &err) == SPRIG_OK);   /* the states follow the cache */
         sprig_ctx_free(c);
     }
     sprig_model_free(m);
@@ -299,6 +439,7 @@ int main(void)
     g_q8 = make("q35-q8.gguf", SPRIG_TYPE_Q8_0);
     RUN(test_batch_independent);
     RUN(test_chain_equals_plain);
+    RUN(test_side_branches);
     RUN(test_rollback_limits);
     RUN(test_bad_files);
     RUN(test_mtp_block_loads);

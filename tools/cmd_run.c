@@ -337,11 +337,11 @@ int sprig_cmd_run(int argc, char **argv)
                 t.decode_ms, t.decode_tok_s, t.stop);
         if (strcmp(t.drafter, "none"))
             fprintf(stderr, "sprig: %s path, drafter %s, draft-max %d, tree-branches %d: %lld rounds, %.3f emitted/verify, "
-                            "acceptance %.3f (%lld/%lld), accept rounds zero/partial/full %lld/%lld/%lld; "
+                            "acceptance %.3f (%lld/%lld), accept rounds zero/partial/full %lld/%lld/%lld, won by a branch %lld; "
                             "ms draft %.1f verify %.1f walk %.1f finalize %.1f (recurrent rollback %.1f)\n",
                     t.path, t.drafter, t.draft_max, t.tree_branches, (long long)t.rounds, t.emitted_per_verify, t.acceptance_rate,
                     (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
-                    (long long)t.full_accept_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms, t.rollback_ms);
+                    (long long)t.full_accept_rounds, (long long)t.branch_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms, t.rollback_ms);
     }
     if (stats_json && !write_stats_json(stats_json, s, &t)) {
         fprintf(stderr, "sprig run: --stats-json: cannot write '%s'\n", stats_json);

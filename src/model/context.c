@@ -76,18 +76,32 @@ sprig_status sprig_ctx_trim(sprig_ctx *c, int k, sprig_error *err)
 {
     if (k < 0 || k > sprig_kv_len(c->kv))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "trim: %d is outside [0, %d cached]", k, sprig_kv_len(c->kv));
-    sprig_status st = c->rec ? sprig_rec_trim(c, k, err) : SPRIG_OK;
+    sprig_status st = c->rec ? sprig_rec_keep_rows(c, NULL, c->rec->last_n - k, err) : SPRIG_OK;
     return st ? st : sprig_kv_trim(c->kv, k, err);
+}
+
+sprig_status sprig_ctx_keep_path(sprig_ctx *c, int tail, const int *path, int n_path, sprig_error *err)
+{
+    if (tail < 0 || tail > sprig_kv_len(c->kv) || n_path < 0 || n_path > tail)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "keep path: %d of a tail of %d rows (%d cached)", n_path, tail, sprig_kv_len(c->kv));
+    if (c->rec) {
+        if (tail != c->rec->last_n)
+            return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers can keep a path only of the last forward (%d rows), "
+                             "not of %d", c->m->arch->name, c->rec->last_n, tail);
+        sprig_status st = sprig_rec_keep_rows(c, path, n_path, err);
+        if (st) return st;
+    }
+    return sprig_kv_gather_within_tail(c->kv, tail, path, n_path, err);
 }
 
 bool sprig_ctx_tree_ok(const sprig_ctx *c, char *reason, size_t cap)
 {
     const struct sprig_hparams *hp = &c->m->hp;
-    for (int l = 0; l < hp->n_layer; l++)
+    for (int l = 0; l < hp->n_layer && !(c->rec && c->rec->keep_rows > 1); l++)   /* rollback on: trees step node by node */
         if (c->m->layers[l].recurrent) {
             if (reason && cap)
-                snprintf(reason, cap, "layer %d is one of %d recurrent (gated delta-net) layers: a tree batch would fold their "
-                         "state through siblings", l, hp->n_recurrent);
+                snprintf(reason, cap, "layer %d is one of %d recurrent (gated delta-net) layers and their rollback is off: "
+                         "a tree batch needs each node stepped from its parent's state", l, hp->n_recurrent);
             return false;
         }
     return sprig_kv_can_gather(c->kv, reason, cap);

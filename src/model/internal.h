@@ -72,22 +72,34 @@ struct sprig_rec {
     int last_n;               /* tokens of the last forward that can be rolled back (0: none) */
     float *in_qkv;            /* [n_layer][keep_rows][conv_dim] the raw delta-net inputs */
     float *in_ab;             /* [n_layer][keep_rows][2 * v_heads] alpha, beta */
+    /* trees: node i > 0 steps from its parent's state into its own slot of one layer's
+     * scratch (reused by every layer: the nodes' states are needed only while the layer
+     * runs, so memory is rows x one layer's state, never rows x layers); the root steps
+     * into the second buffer as a chain's first token does. Keeping a path replays its
+     * nodes from the root's state, as a chain trim replays its kept tokens */
+    float *node_conv;         /* [keep_rows][conv_stride] */
+    float *node_S;            /* [keep_rows][S_stride] */
+    int32_t *parent;          /* [keep_rows] the last forward's row parents (a chain: i - 1) */
+    bool tree;                /* the last forward was a tree: only a path keeps its rows */
     double rollback_ms;       /* time spent copying and replaying (statistics) */
 };
 sprig_status sprig_rec_create(sprig_ctx *c, sprig_error *err);
 void sprig_rec_free(struct sprig_rec *r);
 /* Turn rollback on for blocks of up to rows tokens (allocates; not in the round loop). */
 sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err);
-/* Drop the last k tokens from the recurrent states (k <= the last forward's
- * tokens): restore the copy and replay the rest of that block. */
-sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err);
+/* Keep rows[0..keep-1] of the last forward (keep <= its rows; rows[0] = 0,
+ * each row the next one's parent; rows NULL: 0 .. keep-1) and drop the rest from the recurrent
+ * states: the state before the block or after its first row is made live,
+ * else the rows are replayed from the first row's state. */
+sprig_status sprig_rec_keep_rows(sprig_ctx *c, const int *rows, int keep, sprig_error *err);
 
 /* qwen35's pieces, shared with its MTP block (model/nextn.c): the RoPE
  * table of the batch positions (multi-section) into c->rope, and one block
  * (norm, delta-net or gated attention on layer l's cache, FFN) on the n rows
- * of c->x; len = cached tokens before the batch. */
+ * of c->x; len = cached tokens before the batch; mask: the attention mask
+ * of a tree batch, or NULL (causal). */
 void sprig_qwen35_rope(sprig_ctx *c, const int32_t *pos, int n);
-void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos);
+void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos, const float *mask);
 
 /* The end of every forward: the wanted rows of c->x through the final norm
  * (f->hidden) and the output head (f->logits, soft-capped where the model

@@ -190,6 +190,9 @@ struct sprig_fwd {
     const int32_t *tokens;      /* [n] */
     const int32_t *pos;         /* [n] RoPE positions, or NULL = kv_len + i */
     const float *mask;          /* [n][kv_len + n] additive, or NULL = causal */
+    const int32_t *parents;     /* [n] a tree batch (with its mask): row i's parent row, parents[0] = 0 (the
+                                   root follows the cache); for layers that carry a state (recurrent),
+                                   which step each node from its parent's. NULL: rows in sequence */
     int n_out;                  /* rows wanted (0 = none) */
     const int32_t *out_rows;    /* [n_out] batch indices; NULL = the last n_out rows */
     float *logits;              /* [n_out][n_vocab] or NULL (with n_logits > 0: [n_logits][n_vocab]) */
@@ -202,6 +205,12 @@ struct sprig_fwd {
 /* One batched forward (see top of file). Validates every argument first;
  * on error nothing was appended to the cache. */
 sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+
+/* After a tree forward of `tail` rows: keep the rows path[n_path] (path[0]
+ * = 0, each the next one's parent, strictly increasing), in path order,
+ * and drop the rest: the KV cache gathers them, recurrent layers keep the
+ * path's final state. For a chain the path is 0..n_path-1. */
+sprig_status sprig_ctx_keep_path(sprig_ctx *c, int tail, const int *path, int n_path, sprig_error *err);
 
 /* Feed n tokens (any n) causally in n_batch chunks; logits of the last token
  * into `logits` (may be NULL), its final-norm hidden into `hidden` (may be NULL). */

@@ -41,7 +41,7 @@ static sprig_status nextn_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     sprig_matmul_rows(c->pool, cat, n, 2 * dim, c->act, c->act_bytes, 1, w, y);
     for (int i = 0; i < n; i++) c->pos[i] = f->pos ? f->pos[i] : len + i;
     sprig_qwen35_rope(c, c->pos, n);
-    sprig_qwen35_block(c, &m->layers[0], 0, n, len, c->pos);
+    sprig_qwen35_block(c, &m->layers[0], 0, n, len, c->pos, f->mask);
     sprig_kv_commit(c->kv, n);
     sprig_forward_head(c, f);
     return SPRIG_OK;

@@ -43,8 +43,9 @@ void sprig_rec_free(struct sprig_rec *r)
 {
     if (!r) return;
     float **b[] = { &r->cbuf[0], &r->cbuf[1], &r->cbuf[2], &r->sbuf[0], &r->sbuf[1], &r->sbuf[2], &r->qkv, &r->z, &r->alpha,
-                    &r->beta, &r->o, &r->in_qkv, &r->in_ab };
+                    &r->beta, &r->o, &r->in_qkv, &r->in_ab, &r->node_conv, &r->node_S };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
+    free(r->parent);
     free(r);
 }
 
@@ -111,35 +112,56 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
     }
     float *iq = sprig_calloc_aligned(L * (size_t)rows * C, sizeof(float));
     float *ia = sprig_calloc_aligned(L * (size_t)rows * 2 * (size_t)hp->ssm_v_heads, sizeof(float));
-    if (!r->cbuf[1] || !r->cbuf[2] || !r->sbuf[1] || !r->sbuf[2] || !iq || !ia) {
+    float *nc = sprig_calloc_aligned((size_t)rows * (size_t)r->conv_stride + 1, sizeof(float));
+    float *ns = sprig_calloc_aligned((size_t)rows * (size_t)r->S_stride, sizeof(float));
+    int32_t *par = calloc((size_t)rows, sizeof(int32_t));
+    if (!r->cbuf[1] || !r->cbuf[2] || !r->sbuf[1] || !r->sbuf[2] || !iq || !ia || !nc || !ns || !par) {
         sprig_free_aligned(iq);
         sprig_free_aligned(ia);
+        sprig_free_aligned(nc);
+        sprig_free_aligned(ns);
+        free(par);
         return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the recurrent rollback (%d rows)", rows);
     }
     sprig_free_aligned(r->in_qkv);
     sprig_free_aligned(r->in_ab);
+    sprig_free_aligned(r->node_conv);
+    sprig_free_aligned(r->node_S);
+    free(r->parent);
     r->in_qkv = iq;
     r->in_ab = ia;
+    r->node_conv = nc;
+    r->node_S = ns;
+    r->parent = par;
     r->keep_rows = rows;
     r->last_n = 0;
     return SPRIG_OK;
 }
 
-sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
+#define ROW(i) (rows ? rows[i] : (i))   /* NULL rows: 0, 1, ... (a chain) */
+sprig_status sprig_rec_keep_rows(sprig_ctx *c, const int *rows, int keep, sprig_error *err)
 {
     struct sprig_rec *r = c->rec;
     const sprig_model *m = c->m;
     const struct sprig_hparams *hp = &m->hp;
-    if (!r || k == 0) return SPRIG_OK;
-    if (k < 0 || k > r->last_n)
+    if (!r) return SPRIG_OK;
+    const int k = r->last_n - keep;   /* rows dropped */
+    if (k == 0 && !r->tree) return SPRIG_OK;
+    if (keep < 0 || k < 0 || (!r->last_n && keep))
         return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers can drop only tokens of the last forward (%d), not %d",
-                         m->arch->name, r->last_n, k);
+                         m->arch->name, r->last_n, r->last_n ? k : -keep);
+    for (int i = 0; i < keep; i++) {   /* a path from the root, each row stepped from the one before */
+        const int ri = ROW(i);
+        if (ri < 0 || ri >= r->last_n || (i == 0 ? ri != 0 : r->parent[ri] != ROW(i - 1)))
+            return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers cannot keep row %d after row %d: it was not stepped "
+                             "from that row's state", m->arch->name, ri, i ? ROW(i - 1) : -1);
+    }
     const double t0 = sprig_time_ms();
     const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
-    const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads, keep = r->last_n - k;
+    const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads;
     if (keep <= 1) {   /* the states before the block, or after its first token, are kept whole */
         set_live(r, keep ? r->s1 : r->pre);
-    } else {   /* replay tokens 1 .. keep-1 from the one-token states into the third buffer */
+    } else {   /* replay rows 1 .. keep-1 from the one-token states into the third buffer */
         const int to = 3 - r->pre - r->s1;
         for (int l = 0; l < hp->n_layer; l++) {
             const struct sprig_layer *L = &m->layers[l];
@@ -148,8 +170,8 @@ sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
             float *conv = r->cbuf[to] + (size_t)l * r->conv_stride, *S = r->sbuf[to] + (size_t)l * r->S_stride;
             for (int i = 1; i < keep; i++) {   /* the same steps the forward ran, on the same inputs: the same bits */
                 float *qkv = r->qkv;   /* scratch: the step clobbers its input */
-                memcpy(qkv, r->in_qkv + ((size_t)l * r->keep_rows + i) * C, sizeof(float) * (size_t)C);
-                const float *ab = r->in_ab + ((size_t)l * r->keep_rows + i) * 2 * H;
+                memcpy(qkv, r->in_qkv + ((size_t)l * r->keep_rows + ROW(i)) * C, sizeof(float) * (size_t)C);
+                const float *ab = r->in_ab + ((size_t)l * r->keep_rows + ROW(i)) * 2 * H;
                 sprig_deltanet_conv(&d, L->conv_w, i > 1 ? conv : conv1, conv, qkv);
                 struct heads_task t = { &d, L, i > 1 ? S : S1, S, r->o, qkv, ab, ab + H };
                 const int nth = (int64_t)H * hp->ssm_state * hp->ssm_state >= 16384 ? sprig_pool_size(c->pool) : 1;
@@ -159,10 +181,14 @@ sprig_status sprig_rec_trim(sprig_ctx *c, int k, sprig_error *err)
         set_live(r, to);
     }
     r->len -= k;
-    r->last_n = keep;   /* the kept prefix can still be dropped (pre and s1 are untouched) */
+    bool in_order = true;   /* rows 0..keep-1: the kept prefix can still be dropped (pre and s1 are untouched) */
+    for (int i = 0; i < keep; i++) in_order &= ROW(i) == i;
+    r->last_n = in_order ? keep : 0;
+    r->tree = false;
     r->rollback_ms += sprig_time_ms() - t0;
     return SPRIG_OK;
 }
+#undef ROW
 
 static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_weight *const *w, float **y)
 {
@@ -195,9 +221,23 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     for (int i = 0; i < n; i++) {
         float *o = r->o + (size_t)i * V;
         float *qkv = r->qkv + (size_t)i * C;
-        const int from = i == 0 ? r->live : i == 1 ? a : b, to = i == 0 ? a : b;
-        sprig_deltanet_conv(&d, L->conv_w, r->cbuf[from] + co, r->cbuf[to] + co, qkv);
-        struct heads_task t = { &d, L, r->sbuf[from] + so, r->sbuf[to] + so, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
+        const float *cin, *Sin;
+        float *cout, *Sout;
+        if (r->tree && i > 0) {   /* a tree node: from its parent's state (the root's: buffer a) into its own slot */
+            const int p = r->parent[i];
+            cin = p ? r->node_conv + (size_t)p * r->conv_stride : r->cbuf[a] + co;
+            Sin = p ? r->node_S + (size_t)p * r->S_stride : r->sbuf[a] + so;
+            cout = r->node_conv + (size_t)i * r->conv_stride;
+            Sout = r->node_S + (size_t)i * r->S_stride;
+        } else {
+            const int from = i == 0 ? r->live : i == 1 ? a : b, to = i == 0 ? a : b;
+            cin = r->cbuf[from] + co;
+            Sin = r->sbuf[from] + so;
+            cout = r->cbuf[to] + co;
+            Sout = r->sbuf[to] + so;
+        }
+        sprig_deltanet_conv(&d, L->conv_w, cin, cout, qkv);
+        struct heads_task t = { &d, L, Sin, Sout, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
         const int nth = (int64_t)H * N * N >= 16384 ? sprig_pool_size(c->pool) : 1;   /* a head's state is N x N */
         sprig_pool_run(c->pool, heads_task_run, &t, nth < H ? nth : H);
         /* gated norm: RMSNorm per head * ssm_norm * silu(z) */
@@ -211,7 +251,7 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
 }
 
 /* x += the gated attention layer of the batch */
-static void attention_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos)
+static void attention_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos, const float *mask)
 {
     const struct sprig_hparams *hp = &c->m->hp;
     const int hd = L->head_dim, nh = L->n_head, qdim = nh * hd, dim = hp->dim;
@@ -230,7 +270,7 @@ static void attention_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
     sprig_rope_apply(c->k, c->rope, n, L->n_kv_head, hd, L->n_rot, SPRIG_ROPE_NEOX);
     sprig_kv_write(c->kv, l, n, c->k, c->v);
     sprig_attn_args aa = {
-        .q = c->q, .n = n, .n_head = nh, .n_kv_head = L->n_kv_head, .hd = hd, .n_keys = len + n, .mask = NULL,
+        .q = c->q, .n = n, .n_head = nh, .n_kv_head = L->n_kv_head, .hd = hd, .n_keys = len + n, .mask = mask,
         .scale = 1.0f / sqrtf((float)hd), .out = c->att, .scratch = c->attn_scratch, .scratch_floats = c->attn_floats,
     };
     sprig_kv_attend(c->pool, c->kv, l, c->q, pos, &aa);
@@ -259,13 +299,13 @@ void sprig_qwen35_rope(sprig_ctx *c, const int32_t *pos, int n)
     }
 }
 
-void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos)
+void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n, int len, const int32_t *pos, const float *mask)
 {
     const struct sprig_hparams *hp = &c->m->hp;
     const int dim = hp->dim;
     sprig_rmsnorm(c->xn, c->x, L->attn_norm, n, dim, hp->eps);
     if (L->recurrent) recurrent_layer(c, L, l, n);
-    else attention_layer(c, L, l, n, len, pos);
+    else attention_layer(c, L, l, n, len, pos, mask);
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
     sprig_rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, hp->eps);
     const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
@@ -294,22 +334,31 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     if (r->len != len)
         return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers (first: layer %d) hold %d tokens but the cache %d: they "
                          "cannot roll back yet", m->arch->name, first_rec, r->len, len);
-    if (f->mask)
-        return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers (first: layer %d) take tokens in sequence; a masked (tree) "
-                         "batch is refused", m->arch->name, first_rec);
+    if (f->mask && !f->parents)
+        return sprig_err(err, SPRIG_E_REFUSED, "%s: the recurrent layers (first: layer %d) take tokens in sequence; a masked batch "
+                         "needs its tree (parents) to step each node from its parent's state", m->arch->name, first_rec);
+    if (f->parents && (!r->keep_rows || n > r->keep_rows))
+        return sprig_err(err, SPRIG_E_REFUSED, "%s: a tree of %d nodes needs the recurrent layers' rollback for that many rows "
+                         "(on: %d; sprig_ctx_speculative)", m->arch->name, n, r->keep_rows);
+    for (int i = 0; f->parents && i < n; i++)
+        if (i ? f->parents[i] < 0 || f->parents[i] >= i : f->parents[0] != 0)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: parents[%d] = %d (the root's is 0, every other node's an earlier row)",
+                             i, f->parents[i]);
     /* the recurrent layers take the rows in batch order; positions only rotate the attention layers'
      * q and k (a caller may give its own, as for any model) */
     for (int i = 0; i < n; i++) c->pos[i] = f->pos ? f->pos[i] : len + i;
     const int32_t *pos = c->pos;
     r->last_n = r->keep_rows && n <= r->keep_rows ? n : 0;   /* a block that may be rolled back (see recurrent_layer) */
+    r->tree = f->parents != NULL;
+    for (int i = 0; i < r->last_n; i++) r->parent[i] = f->parents ? f->parents[i] : i - 1;
     sprig_qwen35_rope(c, pos, n);
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
-    for (int l = 0; l < hp->n_layer; l++) sprig_qwen35_block(c, &m->layers[l], l, n, len, pos);
+    for (int l = 0; l < hp->n_layer; l++) sprig_qwen35_block(c, &m->layers[l], l, n, len, pos, f->mask);
     sprig_kv_commit(c->kv, n);
-    if (r->last_n) {   /* the block's states are live; before it and after its first token wait */
+    if (r->last_n) {   /* the block's states are live (a chain's); before it and after its first token wait */
         r->pre = r->live;
         r->s1 = (r->live + 1) % 3;
-        set_live(r, n > 1 ? (r->live + 2) % 3 : r->s1);
+        if (!r->tree) set_live(r, n > 1 ? (r->live + 2) % 3 : r->s1);   /* a tree's wait for the path (sprig_ctx_keep_path) */
     }
     r->len = len + n;
     sprig_forward_head(c, f);

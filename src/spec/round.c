@@ -336,6 +336,11 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     int max_accept = use_tree ? sprig_tree_max_depth(&s->blk) : n - 1;
     sprig_stats_record_round(&s->stats, n, max_accept, s->walk.accepted, use_tree);
     if (use_tree) s->stats.path = SPRIG_PATH_TREE;
+    for (int i = 0; use_tree && i < s->walk.n_path; i++)
+        if (s->walk.path[i] != i) {
+            s->stats.branch_rounds++;
+            break;
+        }
     SPRIG_ASSERT(s->walk.n_emit >= 1);   /* budget >= 1 here */
     for (int i = 0; i < s->walk.n_emit; i++)
         if (!emit_token(s, s->walk.emit[i], true, s->walk.path[i])) break;

@@ -127,7 +127,7 @@ static sprig_status t_verify_forward_tree(sprig_target *t, const sprig_tree *tre
     if ((s = sprig_tree_mask_with_history(tree, off, -1e9f, mt->mask, err))) return s;
     sprig_tree_depths(tree, mt->depths);
     for (int i = 0; i < n; i++) mt->pos[i] = off + mt->depths[i];
-    struct sprig_fwd f = { .n = n, .tokens = tree->tokens, .pos = mt->pos, .mask = mt->mask,
+    struct sprig_fwd f = { .n = n, .tokens = tree->tokens, .pos = mt->pos, .mask = mt->mask, .parents = tree->parents,
                            .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
     if ((s = sprig_forward(mt->ctx, &f, err))) return s;
     fill_rows(mt, n, rows);
@@ -142,7 +142,7 @@ static sprig_status t_verify_finalize_tree(sprig_target *t, const int *path, int
                                            sprig_capture *cap, sprig_target_state *st, sprig_error *err)
 {
     model_target *mt = (model_target *)t;
-    sprig_status s = sprig_kv_gather_within_tail(sprig_ctx_kv(mt->ctx), n, path, n_path, err);
+    sprig_status s = sprig_ctx_keep_path(mt->ctx, n, path, n_path, err);
     if (s) return s;
     const size_t dim = (size_t)mt->m->hp.dim;
     for (int i = 0; i < n_path; i++) memcpy(mt->kept + i * dim, cap->hidden + (size_t)path[i] * dim, dim * sizeof(float));
