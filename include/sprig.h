@@ -126,7 +126,9 @@ enum sprig_drafter_kind {
     SPRIG_DRAFTER_NONE = 0,    /* plain decoding */
     SPRIG_DRAFTER_MODEL,       /* a separate draft model with the target's vocabulary (draft_path) */
     SPRIG_DRAFTER_MTP,         /* an MTP assistant head over the target's state (draft_path) */
-    SPRIG_DRAFTER_NGRAM        /* prompt lookup, no model */
+    SPRIG_DRAFTER_NGRAM,       /* prompt lookup, no model */
+    SPRIG_DRAFTER_ORACLE       /* benchmarks only: the target's recorded greedy ids (draft_path, as
+                                  `sprig run --save-ids` writes them) at set acceptance rates */
 };
 
 /* The tree switch: off by default; FROM_ENV reads SPRIG_TREE (1/true/on/yes). */
@@ -152,6 +154,10 @@ struct sprig_session_params {
     int tree;                        /* enum sprig_tree_switch; an explicit value overrides the environment */
     int tree_branches;               /* runner-up sibling leaves added at the first N draft steps */
     int ngram_min, ngram_max;        /* n-gram lengths for SPRIG_DRAFTER_NGRAM */
+    const char *oracle_accept;       /* SPRIG_DRAFTER_ORACLE: the chance that the draft at depth d is right,
+                                        "p1,p2,..." (the last repeats; NULL: "0.8") */
+    float oracle_sibling;            /* the chance that the first wrong depth's runner-up is right */
+    uint64_t oracle_seed;            /* its draws: a fixed function of (seed, position, depth) */
     bool ignore_eos;
     /* prompt text from a chat template: the text of control tokens
      * (<|im_start|>, <start_of_turn>, ...) becomes those tokens, and a prompt

@@ -132,7 +132,7 @@ const char *sprig_kv_type_list(void) { return sprig_kv_mode_list(); }
 
 static const char *const drafter_names[] = {
     [SPRIG_DRAFTER_NONE] = "none", [SPRIG_DRAFTER_MODEL] = "draft-model",
-    [SPRIG_DRAFTER_MTP] = "mtp", [SPRIG_DRAFTER_NGRAM] = "ngram",
+    [SPRIG_DRAFTER_MTP] = "mtp", [SPRIG_DRAFTER_NGRAM] = "ngram", [SPRIG_DRAFTER_ORACLE] = "oracle",
 };
 
 static sprig_status check_params(const struct sprig_session_params *p, sprig_error *err)
@@ -145,9 +145,10 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
         return sprig_err(err, SPRIG_E_INVALID_ARG, "n_batch: %d is out of range [0, 4096]", p->n_batch);
     if (!sprig_kv_type_name(p->kv_type))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type (%s)", (int)p->kv_type, sprig_kv_type_list());
-    if ((unsigned)p->drafter > SPRIG_DRAFTER_NGRAM)
+    if ((unsigned)p->drafter > SPRIG_DRAFTER_ORACLE)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "drafter: %d is not a drafter kind", (int)p->drafter);
-    if ((p->drafter == SPRIG_DRAFTER_MODEL || p->drafter == SPRIG_DRAFTER_MTP) && (!p->draft_path || !*p->draft_path))
+    if ((p->drafter == SPRIG_DRAFTER_MODEL || p->drafter == SPRIG_DRAFTER_MTP || p->drafter == SPRIG_DRAFTER_ORACLE) &&
+        (!p->draft_path || !*p->draft_path))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "draft_path: the %s drafter needs a file", drafter_names[p->drafter]);
     if (p->draft_max < 1 || p->draft_max > SPRIG_TREE_MAX - 1)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "draft_max: %d is out of range [1, %d]", p->draft_max, SPRIG_TREE_MAX - 1);
@@ -218,11 +219,14 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     };
     if (!(s->sampler = sprig_sampler_create(&sp, m->hp.n_vocab, err))) goto fail;
     int n_ctx = sprig_ctx_n_ctx(s->ctx);
-    switch (p->drafter) {   /* four constructors with different arguments */
+    switch (p->drafter) {   /* constructors with different arguments */
     case SPRIG_DRAFTER_NONE: break;
     case SPRIG_DRAFTER_MODEL: s->drafter = sprig_draft_model_create(p->draft_path, m, s->pool, n_ctx + SPRIG_TREE_MAX, err); break;
     case SPRIG_DRAFTER_MTP: s->drafter = sprig_draft_mtp_create(p->draft_path, m, s->pool, n_ctx, err); break;
     case SPRIG_DRAFTER_NGRAM: s->drafter = sprig_draft_ngram_create(p->ngram_min, p->ngram_max, n_ctx + 1, err); break;
+    case SPRIG_DRAFTER_ORACLE:
+        s->drafter = sprig_draft_oracle_create(p->draft_path, m->hp.n_vocab, p->oracle_accept, p->oracle_sibling, p->oracle_seed, err);
+        break;
     }
     if (p->drafter != SPRIG_DRAFTER_NONE && !s->drafter) goto fail;
     s->text_cap = sprig_detok_max_out(m->tok) + 64;

@@ -449,6 +449,14 @@ static int bench_spec(int argc, char **argv)
         if (!strcmp(a, "--draft") && val) { base.drafter = SPRIG_DRAFTER_MODEL; base.draft_path = val; i++; }
         else if (!strcmp(a, "--mtp") && val) { base.drafter = SPRIG_DRAFTER_MTP; base.draft_path = val; i++; }
         else if (!strcmp(a, "--draft-ngram")) base.drafter = SPRIG_DRAFTER_NGRAM;
+        else if (!strcmp(a, "--draft-oracle") && val) { base.drafter = SPRIG_DRAFTER_ORACLE; base.draft_path = val; i++; }
+        else if (!strcmp(a, "--oracle-accept") && val) { base.oracle_accept = val; i++; }
+        else if (!strcmp(a, "--oracle-sibling") && val) {
+            double d;
+            if (!cli_parse_float(C, a, val, 0, 1, &d)) return 2;
+            base.oracle_sibling = (float)d;
+            i++;
+        }
         else if (!strcmp(a, "--draft-max") && val) { if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; base.draft_max = (int)v; i++; }
         else if (!strcmp(a, "--tree-branches") && val) { if (!cli_parse_int(C, a, val, 1, 62, &v)) return 2; branches = (int)v; i++; }
         else if (!strcmp(a, "-n") && val) { if (!cli_parse_int(C, a, val, 8, 1 << 20, &v)) return 2; n_tok = v; i++; }
@@ -456,8 +464,11 @@ static int bench_spec(int argc, char **argv)
         else if (!strcmp(a, "--pairs") && val) { if (!cli_parse_int(C, a, val, 1, 100000, &v)) return 2; c.reps = (int)v; i++; }
         else if (!strcmp(a, "-c") && val) { if (!cli_parse_int(C, a, val, 16, 1 << 24, &v)) return 2; base.n_ctx = (int)v; i++; }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: sprig bench spec -m TARGET (--draft FILE | --mtp FILE | --draft-ngram) [--draft-max K]\n"
-                   "                        [--tree-branches N] [-n TOKENS] [-p PROMPT] [--pairs R] [-t N] [-c N] [--json]\n");
+            printf("usage: sprig bench spec -m TARGET (--draft FILE | --mtp FILE | --draft-ngram | --draft-oracle IDS\n"
+                   "                        [--oracle-accept P1,P2,..] [--oracle-sibling Q]) [--draft-max K]\n"
+                   "                        [--tree-branches N] [-n TOKENS] [-p PROMPT] [--pairs R] [-t N] [-c N] [--json]\n"
+                   "  --draft-oracle IDS: ids from `sprig run -m TARGET -p PROMPT -n TOKENS --temp 0 --ignore-eos\n"
+                   "  --save-ids IDS` (the same prompt and length), proposed at set rates (see sprig run --help)\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown or incomplete option '%s'\n", C, a);
@@ -465,7 +476,7 @@ static int bench_spec(int argc, char **argv)
         }
     }
     if (!c.model) { fprintf(stderr, "sprig %s: -m FILE is required\n", C); return 2; }
-    if (base.drafter == SPRIG_DRAFTER_NONE) { fprintf(stderr, "sprig %s: a drafter is required (--draft, --mtp or --draft-ngram)\n", C); return 2; }
+    if (base.drafter == SPRIG_DRAFTER_NONE) { fprintf(stderr, "sprig %s: a drafter is required (--draft, --mtp, --draft-ngram or --draft-oracle)\n", C); return 2; }
     if (base.draft_max + 1 + branches > 64) { fprintf(stderr, "sprig %s: --draft-max + --tree-branches exceeds 63\n", C); return 2; }
     base.n_threads = c.threads;
     if (base.n_ctx == 0) base.n_ctx = (int)(n_tok + 64 + strlen(prompt) * 3);

@@ -60,6 +60,9 @@ static void usage(FILE *f)
         "      --draft FILE       draft model with the target's vocabulary\n"
         "      --mtp FILE         MTP assistant head for the target\n"
         "      --draft-ngram      prompt-lookup drafter (no model)\n"
+        "      --draft-oracle FILE  benchmarks: the target's greedy ids recorded with --save-ids, proposed\n"
+        "                         at --oracle-accept P1,P2,... per depth (default 0.8), the first wrong\n"
+        "                         depth's runner-up right at --oracle-sibling Q (default 0), --oracle-seed N\n"
         "      --ngram-min N, --ngram-max N   n-gram lengths (default 1..4)\n"
         "      --draft-max K      drafted tokens per round, 1..63 (default 4)\n"
         "      --tree             draft and verify token trees (also: SPRIG_TREE=1)\n"
@@ -67,6 +70,7 @@ static void usage(FILE *f)
         "      --tree-branches N  add the drafter's runner-up as a sibling leaf at the first N draft steps\n"
         "\n"
         "      --stats-json FILE  write the session's figures, the prompt and generated ids as one JSON object\n"
+        "      --save-ids FILE    write the prompt as evaluated and the generated ids, whitespace-separated\n"
         "      --top-logprobs N   with --stats-json: each generated token's N (<= 20) most likely tokens and\n"
         "                         their log-probabilities (log-softmax of the target's logits at that step)\n"
         "  -q, --quiet            no statistics on stderr\n"
@@ -119,6 +123,19 @@ static bool write_stats_json(const char *path, const sprig_session *s, const str
         fputc(']', f);
     }
     fputs("}\n", f);
+    bool ok = !ferror(f);
+    return fclose(f) == 0 && ok;
+}
+
+/* the prompt as evaluated, then the generated ids: what --draft-oracle reads */
+static bool write_ids_file(const char *path, const sprig_session *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    struct sprig_output o;
+    sprig_session_get_output(s, &o);
+    for (int i = 0; i < o.n_prompt; i++) fprintf(f, "%d%c", (int)o.prompt[i], i + 1 == o.n_prompt ? '\n' : ' ');
+    for (int i = 0; i < o.n_tokens; i++) fprintf(f, "%d%c", (int)o.tokens[i], i + 1 == o.n_tokens ? '\n' : ' ');
     bool ok = !ferror(f);
     return fclose(f) == 0 && ok;
 }
@@ -184,7 +201,7 @@ int sprig_cmd_run(int argc, char **argv)
 {
     const char *C = "run";
     struct sprig_session_params p = sprig_session_default_params();
-    const char *model_path = NULL, *prompt = "", *prompt_file = NULL, *stats_json = NULL;
+    const char *model_path = NULL, *prompt = "", *prompt_file = NULL, *stats_json = NULL, *save_ids = NULL;
     long long n_predict = 256, v;
     double d;
     bool quiet = false;
@@ -233,6 +250,11 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--draft")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MODEL; p.draft_path = val; }
         else if (!strcmp(a, "--mtp")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MTP; p.draft_path = val; }
         else if (!strcmp(a, "--draft-ngram")) p.drafter = SPRIG_DRAFTER_NGRAM;
+        else if (!strcmp(a, "--draft-oracle")) { NEEDV(); p.drafter = SPRIG_DRAFTER_ORACLE; p.draft_path = val; }
+        else if (!strcmp(a, "--oracle-accept")) { NEEDV(); p.oracle_accept = val; }
+        else if (!strcmp(a, "--oracle-sibling")) { NEEDV(); if (!cli_parse_float(C, a, val, 0, 1, &d)) return 2; p.oracle_sibling = (float)d; }
+        else if (!strcmp(a, "--oracle-seed")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 0x7fffffffffffffffLL, &v)) return 2; p.oracle_seed = (uint64_t)v; }
+        else if (!strcmp(a, "--save-ids")) { NEEDV(); save_ids = val; }
         else if (!strcmp(a, "--ngram-min")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.ngram_min = (int)v; }
         else if (!strcmp(a, "--ngram-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.ngram_max = (int)v; }
         else if (!strcmp(a, "--draft-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; }
@@ -342,6 +364,10 @@ int sprig_cmd_run(int argc, char **argv)
                     t.path, t.drafter, t.draft_max, t.tree_branches, (long long)t.rounds, t.emitted_per_verify, t.acceptance_rate,
                     (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
                     (long long)t.full_accept_rounds, (long long)t.branch_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms, t.rollback_ms);
+    }
+    if (save_ids && !write_ids_file(save_ids, s)) {
+        fprintf(stderr, "sprig run: --save-ids: cannot write '%s'\n", save_ids);
+        goto done;
     }
     if (stats_json && !write_stats_json(stats_json, s, &t)) {
         fprintf(stderr, "sprig run: --stats-json: cannot write '%s'\n", stats_json);

@@ -1,5 +1,5 @@
 /*
- * spec/drafters — the three drafters sprig ships, behind spec/drafter.h:
+ * spec/drafters — the drafters sprig ships, behind spec/drafter.h:
  *
  *   draft model  a separate small model with the target's exact vocabulary
  *                (refused otherwise, naming the first differing token id);
@@ -9,6 +9,8 @@
  *                hidden state and last-layer K/V (model/mtp.h); stateless.
  *   n-gram       prompt lookup over everything emitted so far (spec/ngram.h);
  *                no model at all.
+ *   oracle       for benchmarks: a recorded greedy continuation proposed at
+ *                set acceptance rates (spec/draft_oracle.c).
  * Model drafters report each step's runner-up token and top-2 margin, so a
  * branching tree (`--tree-branches N`) costs no extra drafter forwards.
  * Drafts are argmax (deterministic) even when the session samples: the
@@ -27,6 +29,12 @@ sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *tar
 /* Loads an MTP head from `path` and checks it fits `target`. */
 sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *target, sprig_pool *pool,
                                       int n_ctx, sprig_error *err);
+/* For benchmarks (spec/draft_oracle.c): the recorded greedy ids in `path`,
+ * proposed at the per-depth rates `accept` ("0.9,0.8,..."; NULL: 0.8), the
+ * runner-up holding the truth at the first wrong depth with probability
+ * `sibling`; draws seeded by `seed`. */
+sprig_drafter *sprig_draft_oracle_create(const char *path, int n_vocab, const char *accept, float sibling, uint64_t seed,
+                                         sprig_error *err);
 /* n-gram sizes [n_min, n_max] (1..8); capacity = the context size. */
 sprig_drafter *sprig_draft_ngram_create(int n_min, int n_max, int capacity, sprig_error *err);
 
