@@ -72,14 +72,20 @@ struct sprig_rec {
     int last_n;               /* tokens of the last forward that can be rolled back (0: none) */
     float *in_qkv;            /* [n_layer][keep_rows][conv_dim] the raw delta-net inputs */
     float *in_ab;             /* [n_layer][keep_rows][2 * v_heads] alpha, beta */
-    /* trees: node i > 0 steps from its parent's state into its own slot of one layer's
-     * scratch (reused by every layer: the nodes' states are needed only while the layer
-     * runs, so memory is rows x one layer's state, never rows x layers); the root steps
-     * into the second buffer as a chain's first token does. Keeping a path replays its
-     * nodes from the root's state, as a chain trim replays its kept tokens */
+    /* trees: the main chain (the root, then each main node's first child) steps as a
+     * chain does (root into the second buffer, the rest into the third, in place); a
+     * side node steps from its parent's state into its own slot of one layer's scratch
+     * (reused by every layer: memory is side nodes x one layer's state, never nodes x
+     * layers), the side subtrees of a main node right after it, before the main chain
+     * moves on. Keeping the whole main chain keeps the third buffer, as a chain does;
+     * any other path is replayed from the root's state with the inputs kept */
     float *node_conv;         /* [keep_rows][conv_stride] */
     float *node_S;            /* [keep_rows][S_stride] */
-    int32_t *parent;          /* [keep_rows] the last forward's row parents (a chain: i - 1) */
+    int32_t *parent;          /* [keep_rows] the last forward's row parents (root: -1; a chain: i - 1) */
+    int32_t *order;           /* [keep_rows] the rows in stepping order */
+    int32_t *slot;            /* [keep_rows] where a row's state goes: -1 second buffer, -2 third, else scratch */
+    int32_t *main;            /* [keep_rows] the main chain's rows */
+    int n_main;
     bool tree;                /* the last forward was a tree: only a path keeps its rows */
     double rollback_ms;       /* time spent copying and replaying (statistics) */
 };

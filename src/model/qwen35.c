@@ -45,7 +45,7 @@ void sprig_rec_free(struct sprig_rec *r)
     float **b[] = { &r->cbuf[0], &r->cbuf[1], &r->cbuf[2], &r->sbuf[0], &r->sbuf[1], &r->sbuf[2], &r->qkv, &r->z, &r->alpha,
                     &r->beta, &r->o, &r->in_qkv, &r->in_ab, &r->node_conv, &r->node_S };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) sprig_free_aligned(*b[i]);
-    free(r->parent);
+    free(r->parent);   /* order, slot and main share its allocation */
     free(r);
 }
 
@@ -114,7 +114,7 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
     float *ia = sprig_calloc_aligned(L * (size_t)rows * 2 * (size_t)hp->ssm_v_heads, sizeof(float));
     float *nc = sprig_calloc_aligned((size_t)rows * (size_t)r->conv_stride + 1, sizeof(float));
     float *ns = sprig_calloc_aligned((size_t)rows * (size_t)r->S_stride, sizeof(float));
-    int32_t *par = calloc((size_t)rows, sizeof(int32_t));
+    int32_t *par = calloc(4 * (size_t)rows, sizeof(int32_t));   /* parent, order, slot, main */
     if (!r->cbuf[1] || !r->cbuf[2] || !r->sbuf[1] || !r->sbuf[2] || !iq || !ia || !nc || !ns || !par) {
         sprig_free_aligned(iq);
         sprig_free_aligned(ia);
@@ -133,6 +133,9 @@ sprig_status sprig_rec_keep(sprig_ctx *c, int rows, sprig_error *err)
     r->node_conv = nc;
     r->node_S = ns;
     r->parent = par;
+    r->order = par + rows;
+    r->slot = par + 2 * (size_t)rows;
+    r->main = par + 3 * (size_t)rows;
     r->keep_rows = rows;
     r->last_n = 0;
     return SPRIG_OK;
@@ -159,8 +162,12 @@ sprig_status sprig_rec_keep_rows(sprig_ctx *c, const int *rows, int keep, sprig_
     const double t0 = sprig_time_ms();
     const struct sprig_deltanet d = { hp->ssm_conv, hp->ssm_state, hp->ssm_k_heads, hp->ssm_v_heads, hp->eps };
     const int C = sprig_deltanet_conv_dim(&d), H = hp->ssm_v_heads;
+    bool whole_main = keep == r->n_main;   /* a tree's main chain, all of it: its state is the third buffer's */
+    for (int i = 0; whole_main && i < keep; i++) whole_main = ROW(i) == r->main[i];
     if (keep <= 1) {   /* the states before the block, or after its first token, are kept whole */
         set_live(r, keep ? r->s1 : r->pre);
+    } else if (whole_main) {
+        set_live(r, 3 - r->pre - r->s1);
     } else {   /* replay rows 1 .. keep-1 from the one-token states into the third buffer */
         const int to = 3 - r->pre - r->s1;
         for (int l = 0; l < hp->n_layer; l++) {
@@ -195,6 +202,36 @@ static void mm(sprig_ctx *c, const float *x, int n, int k, int n_w, const sprig_
     sprig_matmul_rows(c->pool, x, n, k, c->act, c->act_bytes, n_w, w, y);
 }
 
+/* The stepping plan of a block that may be rolled back (struct sprig_rec):
+ * parents (NULL: a chain), the main chain, each row's slot and the order */
+static void plan_steps(struct sprig_rec *r, int n, const int32_t *parents)
+{
+    for (int i = 0; i < n; i++) {
+        r->parent[i] = i == 0 ? -1 : parents ? parents[i] : i - 1;
+        r->slot[i] = i;   /* a side node's own scratch slot, unless on the main chain */
+    }
+    r->n_main = 0;
+    for (int v = 0; v >= 0;) {   /* the root, then each main node's first child */
+        r->slot[v] = r->n_main ? -2 : -1;
+        r->main[r->n_main++] = v;
+        int next = -1;
+        for (int i = v + 1; i < n && next < 0; i++)
+            if (r->parent[i] == v) next = i;
+        v = next;
+    }
+    int k = 0;
+    for (int t = 0; t < r->n_main; t++) {   /* each main node, then the side nodes hanging below it, in row order */
+        const int v = r->main[t];
+        r->order[k++] = v;
+        for (int i = 0; i < n; i++) {
+            if (r->slot[i] < 0) continue;
+            int u = r->parent[i];
+            while (r->slot[u] >= 0) u = r->parent[u];   /* the main node it hangs below */
+            if (u == v) r->order[k++] = i;
+        }
+    }
+}
+
 /* x += the gated delta-net layer of the batch (rows in order through the states) */
 static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, int n)
 {
@@ -218,24 +255,18 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
             memcpy(ab + H, r->beta + (size_t)i * H, sizeof(float) * (size_t)H);
         }
     }
-    for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+        const int i = r->last_n ? r->order[j] : j;
         float *o = r->o + (size_t)i * V;
         float *qkv = r->qkv + (size_t)i * C;
-        const float *cin, *Sin;
-        float *cout, *Sout;
-        if (r->tree && i > 0) {   /* a tree node: from its parent's state (the root's: buffer a) into its own slot */
-            const int p = r->parent[i];
-            cin = p ? r->node_conv + (size_t)p * r->conv_stride : r->cbuf[a] + co;
-            Sin = p ? r->node_S + (size_t)p * r->S_stride : r->sbuf[a] + so;
-            cout = r->node_conv + (size_t)i * r->conv_stride;
-            Sout = r->node_S + (size_t)i * r->S_stride;
-        } else {
-            const int from = i == 0 ? r->live : i == 1 ? a : b, to = i == 0 ? a : b;
-            cin = r->cbuf[from] + co;
-            Sin = r->sbuf[from] + so;
-            cout = r->cbuf[to] + co;
-            Sout = r->sbuf[to] + so;
-        }
+        /* where row i's state comes from and goes (see struct sprig_rec): -3 the live buffer,
+         * -1 buffer a, -2 buffer b, else a scratch slot */
+        const int from = !r->last_n || i == 0 ? -3 : r->slot[r->parent[i]], to = r->last_n ? r->slot[i] : -3;
+        const int bf = from == -3 ? r->live : from == -1 ? a : b, bt = to == -3 ? r->live : to == -1 ? a : b;
+        const float *cin = from >= 0 ? r->node_conv + (size_t)from * r->conv_stride : r->cbuf[bf] + co;
+        const float *Sin = from >= 0 ? r->node_S + (size_t)from * r->S_stride : r->sbuf[bf] + so;
+        float *cout = to >= 0 ? r->node_conv + (size_t)to * r->conv_stride : r->cbuf[bt] + co;
+        float *Sout = to >= 0 ? r->node_S + (size_t)to * r->S_stride : r->sbuf[bt] + so;
         sprig_deltanet_conv(&d, L->conv_w, cin, cout, qkv);
         struct heads_task t = { &d, L, Sin, Sout, o, qkv, r->alpha + (size_t)i * H, r->beta + (size_t)i * H };
         const int nth = (int64_t)H * N * N >= 16384 ? sprig_pool_size(c->pool) : 1;   /* a head's state is N x N */
@@ -243,7 +274,7 @@ static void recurrent_layer(sprig_ctx *c, const struct sprig_layer *L, int l, in
         /* gated norm: RMSNorm per head * ssm_norm * silu(z) */
         sprig_rmsnorm(o, o, L->ssm_norm, H, N, hp->eps);
         const float *z = r->z + (size_t)i * V;
-        for (int j = 0; j < V; j++) o[j] *= z[j] / (1.0f + expf(-z[j]));
+        for (int e = 0; e < V; e++) o[e] *= z[e] / (1.0f + expf(-z[e]));
     }
     const sprig_weight *wo[1] = { &L->w_ssm_out };
     float *to[1] = { c->tmp };
@@ -350,7 +381,7 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     const int32_t *pos = c->pos;
     r->last_n = r->keep_rows && n <= r->keep_rows ? n : 0;   /* a block that may be rolled back (see recurrent_layer) */
     r->tree = f->parents != NULL;
-    for (int i = 0; i < r->last_n; i++) r->parent[i] = f->parents ? f->parents[i] : i - 1;
+    if (r->last_n) plan_steps(r, n, f->parents);
     sprig_qwen35_rope(c, pos, n);
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
     for (int l = 0; l < hp->n_layer; l++) sprig_qwen35_block(c, &m->layers[l], l, n, len, pos, f->mask);
