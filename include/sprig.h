@@ -152,7 +152,13 @@ struct sprig_session_params {
     const char *draft_path;          /* draft model or MTP head file */
     int draft_max;                   /* drafted tokens per round (the verify block is draft_max + 1) */
     int tree;                        /* enum sprig_tree_switch; an explicit value overrides the environment */
-    int tree_branches;               /* runner-up sibling leaves added at the first N draft steps */
+    int tree_branches;               /* extra tree nodes: runner-up sibling leaves at the first N draft
+                                        steps, or (tree_width > 0) a dynamic tree of draft_max + 1 +
+                                        tree_branches nodes */
+    int tree_width;                  /* 0: runner-up trees; 1..8: dynamic (EAGLE-2 style) trees of a model
+                                        drafter: each depth expands its w best frontier nodes in one
+                                        drafter forward, w children each; the best nodes by cumulative
+                                        draft log-probability are verified */
     int ngram_min, ngram_max;        /* n-gram lengths for SPRIG_DRAFTER_NGRAM */
     const char *oracle_accept;       /* SPRIG_DRAFTER_ORACLE: the chance that the draft at depth d is right,
                                         "p1,p2,..." (the last repeats; NULL: "0.8") */

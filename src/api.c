@@ -156,6 +156,8 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
         return sprig_err(err, SPRIG_E_INVALID_ARG, "tree: %d is not -1 (environment), 0 (off) or 1 (on)", p->tree);
     if (p->tree == SPRIG_TREE_ON && p->drafter == SPRIG_DRAFTER_NONE)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "tree: tree mode needs a drafter (a draft model, an MTP head or the n-gram drafter)");
+    if (p->tree_width < 0 || p->tree_width > 8)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "tree_width: %d is out of range [0, 8]", p->tree_width);
     if (p->tree_branches < 0 || p->draft_max + 1 + p->tree_branches > SPRIG_TREE_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "tree_branches: %d is out of range [0, %d] for draft_max %d",
                          p->tree_branches, SPRIG_TREE_MAX - 1 - p->draft_max, p->draft_max);
@@ -312,6 +314,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     struct sprig_spec_params sp = sprig_spec_default_params();
     sp.block = s->block;
     sp.tree_branches = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.tree_branches;
+    sp.tree_width = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.tree_width;
     sp.tree = s->p.drafter == SPRIG_DRAFTER_NONE ? SPRIG_TREE_OFF : s->p.tree;
     sp.max_tokens = n_predict;
     sp.ignore_eos = s->p.ignore_eos;

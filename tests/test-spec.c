@@ -63,7 +63,8 @@ static const char *const prompts[] = { "Once upon a time", "Lily and Ben went to
 static void run_drafter(enum sprig_drafter_kind kind, const char *path, const char *label)
 {
     int n_tok = test_quick() ? 96 : 256;
-    int64_t zero = 0, partial = 0, full = 0;
+    int64_t zero = 0, partial = 0, full = 0, dyn_branch = 0, dyn_rounds = 0;
+    double dyn_epv = 0, chain_epv = 0;
     for (size_t pi = 0; pi < sizeof prompts / sizeof prompts[0]; pi++) {
         struct sprig_stats ps;
         struct sprig_session_params pp = greedy_params();
@@ -106,9 +107,25 @@ static void run_drafter(enum sprig_drafter_kind kind, const char *path, const ch
             zero += sc.zero_accept_rounds + sb.zero_accept_rounds;
             partial += sc.partial_accept_rounds + sb.partial_accept_rounds;
             full += sc.full_accept_rounds + sb.full_accept_rounds;
+            struct sprig_stats sd = { 0 };
+            if (kind == SPRIG_DRAFTER_MODEL) {   /* a dynamic tree of 2 x block nodes, width 3 */
+                p.tree_branches = block;
+                p.tree_width = 3;
+                char *dyn = generate(&p, prompts[pi], n_tok, &sd);
+                p.tree_width = 0;
+                if (dyn) {
+                    CHECKF(!strcmp(dyn, plain), "%s block %d dynamic tree differs from plain", label, block);
+                    CHECK_STR(sd.path, "tree");
+                    dyn_branch += sd.branch_rounds;
+                    dyn_rounds += sd.rounds;
+                    dyn_epv += sd.emitted_per_verify;
+                    chain_epv += sc.emitted_per_verify;
+                }
+                free(dyn);
+            }
             if (pi == 0 && (block == 4 || block == 8))
-                fprintf(stderr, "  %s block %d: chain %.3f emitted/verify (acc %.3f), branching %.3f\n", label, block,
-                        sc.emitted_per_verify, sc.acceptance_rate, sb.emitted_per_verify);
+                fprintf(stderr, "  %s block %d: chain %.3f emitted/verify (acc %.3f), branching %.3f, dynamic %.3f\n", label,
+                        block, sc.emitted_per_verify, sc.acceptance_rate, sb.emitted_per_verify, sd.emitted_per_verify);
             free(chain);
             free(lin);
             free(br);
@@ -117,6 +134,11 @@ static void run_drafter(enum sprig_drafter_kind kind, const char *path, const ch
     }
     CHECKF(zero > 0 && partial > 0 && full > 0, "%s: zero/partial/full accept rounds %lld/%lld/%lld must all occur",
            label, (long long)zero, (long long)partial, (long long)full);
+    if (kind == SPRIG_DRAFTER_MODEL) {   /* dynamic trees ran: side branches won, and they emit more than chains */
+        fprintf(stderr, "  %s dynamic trees: %lld of %lld rounds won by a side branch\n", label, (long long)dyn_branch,
+                (long long)dyn_rounds);
+        CHECK(dyn_branch > 0 && dyn_epv > chain_epv);
+    }
 }
 
 static void test_draft_model_equals_plain(void) { run_drafter(SPRIG_DRAFTER_MODEL, test_shared("models/stories-draft.gguf"), "draft-model"); }

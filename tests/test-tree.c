@@ -13,6 +13,7 @@
 #include "test.h"
 #include "base/rng.h"
 #include "spec/drafter.h"
+#include "spec/dyntree.h"
 #include "spec/tree.h"
 #include "spec/walk.h"
 
@@ -362,6 +363,58 @@ static void test_tree_from_draft(void)
     CHECK(w.accepted == 1 && w.path[1] == 5 && w.emit[0] == 20 && w.emit[1] == 44);
 }
 
+/* dynamic trees (spec/dyntree): random logits for every expanded node; the
+ * selection is the best max_nodes candidates of depth <= D, a valid tree by
+ * depth whose nodes' children come best first, and every chosen node's
+ * parent outscores it */
+static void test_dyntree_select(void)
+{
+    enum { V = 50 };
+    static sprig_dyntree t;
+    float logits[V];
+    sprig_rng rng;
+    sprig_rng_seed(&rng, 11);
+    for (int trial = 0; trial < 200; trial++) {
+        const int w = 1 + trial % 4, D = 1 + trial % 6, M = 2 + trial % 30;
+        sprig_dyntree_init(&t, 7);
+        for (int i = 0; i < V; i++) logits[i] = (float)sprig_rng_normal(&rng);
+        sprig_dyntree_expand(&t, 0, logits, V, w);
+        for (int depth = 1; depth < D; depth++) {
+            int batch[SPRIG_DYNTREE_MAX_WIDTH];
+            int nf = sprig_dyntree_frontier(&t, depth, w, batch);
+            for (int j = 1; j < nf; j++) CHECK(t.score[batch[j - 1]] >= t.score[batch[j]]);
+            for (int j = 0; j < nf; j++) {
+                t.slot[batch[j]] = (int16_t)j;
+                for (int i = 0; i < V; i++) logits[i] = (float)sprig_rng_normal(&rng);
+                CHECK_EQ_INT(sprig_dyntree_expand(&t, batch[j], logits, V, w), w);
+            }
+        }
+        sprig_tree out;
+        int map[SPRIG_TREE_MAX];
+        sprig_dyntree_select(&t, M, D, &out, map);
+        sprig_error err = { 0 };
+        CHECK(sprig_tree_validate(&out, V, &err) == SPRIG_OK);
+        CHECK(out.n <= M && out.tokens[0] == 7 && map[0] == 0);
+        int eligible = 0;   /* candidates of depth <= D: the tree takes min(M, all of them) */
+        for (int i = 0; i < t.n; i++) eligible += t.depth[i] <= D;
+        CHECK_EQ_INT(out.n, eligible < M ? eligible : M);
+        int depths[SPRIG_TREE_MAX];
+        sprig_tree_depths(&out, depths);
+        float worst_in = 1e30f;
+        bool picked[SPRIG_DYNTREE_CAP] = { false };
+        for (int i = 0; i < out.n; i++) {
+            CHECK_EQ_INT(depths[i], t.depth[map[i]]);
+            CHECK(i == 0 || depths[i] >= depths[i - 1]);   /* by depth */
+            if (i) CHECK(map[out.parents[i]] == t.parent[map[i]] && t.score[map[out.parents[i]]] >= t.score[map[i]]);
+            if (i > 1 && out.parents[i] == out.parents[i - 1]) CHECK(t.score[map[i - 1]] >= t.score[map[i]]);   /* best first */
+            if (t.score[map[i]] < worst_in) worst_in = t.score[map[i]];
+            picked[map[i]] = true;
+        }
+        for (int i = 0; i < t.n; i++)   /* nothing left out beats what was taken (when it could have been taken) */
+            if (!picked[i] && t.depth[i] <= D && picked[t.parent[i]]) CHECK(t.score[i] <= worst_in);
+    }
+}
+
 int main(void)
 {
     RUN(test_linear_mask_is_causal);
@@ -374,5 +427,6 @@ int main(void)
     RUN(test_duplicate_siblings_one_path);
     RUN(test_walk_property);
     RUN(test_tree_from_draft);
+    RUN(test_dyntree_select);
     return test_summary("test-tree");
 }

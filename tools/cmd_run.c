@@ -68,6 +68,10 @@ static void usage(FILE *f)
         "      --tree             draft and verify token trees (also: SPRIG_TREE=1)\n"
         "      --no-tree          force chain rounds even if SPRIG_TREE is set\n"
         "      --tree-branches N  add the drafter's runner-up as a sibling leaf at the first N draft steps\n"
+        "      --tree-nodes M     dynamic trees (implies --tree): a model drafter expands, depth by depth, its\n"
+        "                         --tree-width W (default 4) most probable frontier nodes in one forward, W\n"
+        "                         children each, and the M most probable nodes (root included) are verified;\n"
+        "                         depth: --draft-max (also --tree-depth D)\n"
         "\n"
         "      --stats-json FILE  write the session's figures, the prompt and generated ids as one JSON object\n"
         "      --save-ids FILE    write the prompt as evaluated and the generated ids, whitespace-separated\n"
@@ -205,7 +209,7 @@ int sprig_cmd_run(int argc, char **argv)
     long long n_predict = 256, v;
     double d;
     bool quiet = false;
-    int tree_flag = SPRIG_TREE_FROM_ENV;
+    int tree_flag = SPRIG_TREE_FROM_ENV, tree_nodes = 0;
     bool chat = false;
     const char *system_msg = NULL, *chat_name = NULL;
     for (int i = 1; i < argc; i++) {
@@ -261,6 +265,9 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--tree")) tree_flag = SPRIG_TREE_ON;
         else if (!strcmp(a, "--no-tree")) tree_flag = SPRIG_TREE_OFF;
         else if (!strcmp(a, "--tree-branches")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 62, &v)) return 2; p.tree_branches = (int)v; }
+        else if (!strcmp(a, "--tree-nodes")) { NEEDV(); if (!cli_parse_int(C, a, val, 2, 64, &v)) return 2; tree_nodes = (int)v; }
+        else if (!strcmp(a, "--tree-depth")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; }
+        else if (!strcmp(a, "--tree-width")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.tree_width = (int)v; }
         else if (!strcmp(a, "--stats-json")) { NEEDV(); stats_json = val; }
         else if (!strcmp(a, "--top-logprobs")) {
             NEEDV();
@@ -270,6 +277,15 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
         else { fprintf(stderr, "sprig run: unknown option '%s' (see sprig run --help)\n", a); return 2; }
 #undef NEEDV
+    }
+    if (tree_nodes) {   /* a dynamic tree of tree_nodes nodes, depth draft_max */
+        if (tree_nodes < p.draft_max + 1) {
+            fprintf(stderr, "sprig run: --tree-nodes %d is less than the depth %d + 1 (--draft-max / --tree-depth)\n", tree_nodes, p.draft_max);
+            return 2;
+        }
+        p.tree_branches = tree_nodes - (p.draft_max + 1);
+        if (!p.tree_width) p.tree_width = 4;
+        if (tree_flag == SPRIG_TREE_FROM_ENV) tree_flag = SPRIG_TREE_ON;
     }
     p.tree = tree_flag;
     if (p.top_logprobs && !stats_json) {

@@ -8,8 +8,18 @@
  * k-1 tokens greedily, one forward per token. Because re-syncing is by
  * prefix, it needs no accept hook and is right after chain and tree rounds
  * alike (a path through a sibling leaf just shortens the shared prefix).
+ *
+ * Dynamic trees (draft ctx tree_width > 0, spec/dyntree.h): from the
+ * bonus's logits, each depth's best frontier nodes are fed as ONE batch
+ * under the drafter's own tree mask (history open, each row its expanded
+ * ancestors and itself, at position bonus + depth), and their logits give
+ * the next candidates. Those rows stay in the draft cache after the linear
+ * part; the next round keeps the ones on the path the target accepted
+ * (gather_within_tail, as the target does) and drops the rest, then
+ * re-syncs by prefix as above.
  */
 #include "spec/drafters.h"
+#include "spec/dyntree.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -24,12 +34,46 @@ typedef struct model_drafter {
     int n_fed;
     float *logits;             /* [n_vocab] */
     int n_common;              /* ids both models have (a padded vocabulary may be longer) */
+    /* dynamic trees */
+    sprig_dyntree dt;          /* the last tree's candidates (slot: row in the tail) */
+    int tail;                  /* rows of the last expansion still in the cache after fed[0..n_fed) */
+    float *rows_logits;        /* [SPRIG_DYNTREE_MAX_WIDTH][n_vocab] */
+    float *mask;               /* [SPRIG_DYNTREE_MAX_WIDTH][n_ctx] */
+    int n_ctx;
 } model_drafter;
 
-static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
+/* Keep the last expansion's rows on the accepted path (history after the
+ * old bonus), drop the others: the cache is then fed[0..n_fed) again */
+static sprig_status keep_tree_path(model_drafter *md, const sprig_draft_ctx *c, sprig_error *err)
 {
-    model_drafter *md = (model_drafter *)d;
+    if (!md->tail) return SPRIG_OK;
     sprig_kv *kv = sprig_ctx_kv(md->ctx);
+    int kept[SPRIG_TREE_MAX], n = 0, v = 0;
+    /* fed[n_fed - 1] is the old root; its descendants on the path are history[n_fed ..] (never the new
+     * bonus: its logits are what the next draft reads, so it is fed again) */
+    for (int t = md->n_fed; t < c->n_history && n < SPRIG_TREE_MAX; t++) {
+        int next = -1;
+        for (int i = 1; i < md->dt.n && next < 0; i++)
+            if (md->dt.parent[i] == v && md->dt.slot[i] >= 0 && md->dt.token[i] == c->history[t]) next = i;
+        if (next < 0) break;
+        kept[n++] = md->dt.slot[next];
+        v = next;
+    }
+    sprig_status st = sprig_kv_gather_within_tail(kv, md->tail, kept, n, err);
+    if (st) return st;
+    for (int i = 0; i < n; i++) md->fed[md->n_fed + i] = c->history[md->n_fed + i];
+    md->n_fed += n;
+    md->tail = 0;
+    return SPRIG_OK;
+}
+
+/* The cache holds history + bonus; md->logits are the bonus's. Returns false
+ * (nothing to draft) when the context has no room for k more tokens. */
+static sprig_status sync(model_drafter *md, const sprig_draft_ctx *c, int k, bool *room_ok, sprig_error *err)
+{
+    sprig_kv *kv = sprig_ctx_kv(md->ctx);
+    sprig_status st = keep_tree_path(md, c, err);
+    if (st) return st;
     int n_seq = c->n_history + 1;
     int room = sprig_ctx_n_ctx(md->ctx);
     /* longest common prefix of the cache and history + bonus, leaving at
@@ -38,17 +82,23 @@ static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, i
     while (common < md->n_fed && common < n_seq - 1 &&
            md->fed[common] == (common < c->n_history ? c->history[common] : c->bonus))
         common++;
-    sprig_status st = sprig_kv_trim(kv, md->n_fed - common, err);
-    if (st) return st;
+    if ((st = sprig_kv_trim(kv, md->n_fed - common, err))) return st;
     md->n_fed = common;
     int need = n_seq - common;
-    if (common + need + k > room) {           /* not enough room to draft: propose nothing */
-        out->n = 0;
-        return SPRIG_OK;
-    }
+    *room_ok = common + need + k <= room;
+    if (!*room_ok) return SPRIG_OK;   /* not enough room to draft: propose nothing */
     for (int i = common; i < n_seq; i++) md->fed[i] = i < c->n_history ? c->history[i] : c->bonus;
     if ((st = sprig_prefill(md->ctx, md->fed + common, need, md->logits, NULL, err))) return st;
     md->n_fed = n_seq;
+    return SPRIG_OK;
+}
+
+static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
+{
+    model_drafter *md = (model_drafter *)d;
+    bool room_ok;
+    sprig_status st = sync(md, c, k, &room_ok, err);
+    if (st || !room_ok) return st;
     int V = md->n_common;   /* never propose an id the target does not have */
     for (int j = 0; j < k - 1; j++) {
         int32_t best, second;
@@ -66,12 +116,62 @@ static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, i
     return SPRIG_OK;
 }
 
+/* A dynamic tree of at most max_nodes nodes and depth k - 1 (see top) */
+static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, int k, int max_nodes, sprig_tree *out,
+                                  sprig_error *err)
+{
+    model_drafter *md = (model_drafter *)d;
+    if (c->tree_width < 1) {   /* the runner-up tree */
+        sprig_draft dr = { 0 };
+        for (int i = 0; i < SPRIG_TREE_MAX; i++) dr.runner_up[i] = -1;
+        sprig_status st = md_draft_block(d, c, k, &dr, err);
+        return st ? st : sprig_tree_from_draft(out, c->bonus, &dr, max_nodes - k, err);
+    }
+    bool room_ok;
+    sprig_status st = sync(md, c, k, &room_ok, err);
+    sprig_tree_root(out, c->bonus);
+    if (st || !room_ok || k < 2) return st;
+    const int w = c->tree_width < SPRIG_DYNTREE_MAX_WIDTH ? c->tree_width : SPRIG_DYNTREE_MAX_WIDTH, V = md->n_common;
+    const int base = md->n_fed, root_pos = md->n_fed - 1, Vd = md->dm->hp.n_vocab;
+    sprig_dyntree *t = &md->dt;
+    sprig_dyntree_init(t, c->bonus);
+    sprig_dyntree_expand(t, 0, md->logits, V, w);
+    int rows = 0, batch[SPRIG_DYNTREE_MAX_WIDTH];
+    int32_t toks[SPRIG_DYNTREE_MAX_WIDTH], pos[SPRIG_DYNTREE_MAX_WIDTH];
+    for (int depth = 1; depth < k - 1; depth++) {   /* feed this depth's best, read their children */
+        int nf = sprig_dyntree_frontier(t, depth, w, batch);
+        if (nf == 0 || base + rows + nf > md->n_ctx || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
+        const int cols = base + rows + nf;
+        for (int j = 0; j < nf; j++) {
+            const int v = batch[j];
+            float *mrow = md->mask + (size_t)j * cols;
+            for (int x = 0; x < base; x++) mrow[x] = 0.0f;
+            for (int x = base; x < cols; x++) mrow[x] = -1e9f;   /* blocked, as the target's tree mask */
+            for (int a = t->parent[v]; a > 0; a = t->parent[a]) mrow[base + t->slot[a]] = 0.0f;   /* expanded ancestors */
+            mrow[base + rows + j] = 0.0f;
+            toks[j] = t->token[v];
+            pos[j] = root_pos + depth;
+        }
+        struct sprig_fwd f = { .n = nf, .tokens = toks, .pos = pos, .mask = md->mask, .n_out = nf, .logits = md->rows_logits };
+        if ((st = sprig_forward(md->ctx, &f, err))) return st;
+        for (int j = 0; j < nf; j++) {
+            t->slot[batch[j]] = (int16_t)(rows + j);
+            sprig_dyntree_expand(t, batch[j], md->rows_logits + (size_t)j * Vd, V, w);
+        }
+        rows += nf;
+        md->tail = rows;
+    }
+    sprig_dyntree_select(t, max_nodes, k - 1, out, NULL);
+    return SPRIG_OK;
+}
+
 static sprig_status md_begin(sprig_drafter *d, const sprig_draft_ctx *c, sprig_error *err)
 {
     (void)c;
     model_drafter *md = (model_drafter *)d;
     sprig_kv_clear(sprig_ctx_kv(md->ctx));
     md->n_fed = 0;
+    md->tail = 0;
     (void)err;
     return SPRIG_OK;
 }
@@ -82,6 +182,8 @@ static void md_free(model_drafter *md)
     sprig_model_free(md->dm);
     sprig_free_aligned(md->fed);
     sprig_free_aligned(md->logits);
+    sprig_free_aligned(md->rows_logits);
+    sprig_free_aligned(md->mask);
     free(md);
 }
 
@@ -90,6 +192,7 @@ static void md_destroy(sprig_drafter *d) { md_free((model_drafter *)d); }
 static const struct sprig_drafter_vt model_drafter_vt = {
     .name = "draft-model",
     .draft_block = md_draft_block,
+    .draft_tree = md_draft_tree,
     .begin = md_begin,
     .destroy = md_destroy,
 };
@@ -125,15 +228,19 @@ sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *tar
     int nt = sprig_tokenizer_n_vocab(target->tok), nd = sprig_tokenizer_n_vocab(md->dm->tok);
     if (nt != nd)
         SPRIG_LOGI("draft model: %d tokens against the target's %d; the first %d agree (padding ignored)", nd, nt, nt < nd ? nt : nd);
-    struct sprig_ctx_params cp = { .n_ctx = n_ctx, .n_batch = 64 };
-    if (sprig_ctx_create(md->dm, pool, &cp, &md->ctx, err)) {
+    /* room past the context for a dynamic tree's expanded rows */
+    struct sprig_ctx_params cp = { .n_ctx = n_ctx + 4 * SPRIG_TREE_MAX, .n_batch = 64 };
+    if (sprig_ctx_create(md->dm, pool, &cp, &md->ctx, err) || sprig_ctx_speculative(md->ctx, 64, err)) {
         sprig_err_prefix(err, "draft model");
         md_free(md);
         return NULL;
     }
-    md->fed = sprig_calloc_aligned((size_t)n_ctx, sizeof(int32_t));
+    md->n_ctx = sprig_ctx_n_ctx(md->ctx);
+    md->fed = sprig_calloc_aligned((size_t)md->n_ctx, sizeof(int32_t));
     md->logits = sprig_calloc_aligned((size_t)md->dm->hp.n_vocab, sizeof(float));
-    if (!md->fed || !md->logits) {
+    md->rows_logits = sprig_calloc_aligned((size_t)SPRIG_DYNTREE_MAX_WIDTH * md->dm->hp.n_vocab, sizeof(float));
+    md->mask = sprig_calloc_aligned((size_t)SPRIG_DYNTREE_MAX_WIDTH * md->n_ctx, sizeof(float));
+    if (!md->fed || !md->logits || !md->rows_logits || !md->mask) {
         md_free(md);
         sprig_err(err, SPRIG_E_NOMEM, "draft model: out of memory");
         return NULL;

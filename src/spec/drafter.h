@@ -50,6 +50,9 @@ typedef struct sprig_draft_ctx {
     int n_history;
     const sprig_target_state *target;   /* after the last prefill / finalize */
     bool sampling;                      /* the session samples (drafts stay deterministic) */
+    int tree_width;                     /* draft_tree: 0 = the runner-up tree (draft_block plus runner-up
+                                           leaves); w > 0 = a dynamic tree whose expanded nodes get their
+                                           w most likely children, w per depth (spec/dyntree.h) */
 } sprig_draft_ctx;
 
 typedef struct sprig_draft {

@@ -7,6 +7,7 @@
  * bonus alone.
  */
 #include "spec/round.h"
+#include "spec/dyntree.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timer.h"
@@ -80,6 +81,9 @@ static sprig_status check_params(const sprig_target *t, const sprig_drafter *d, 
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: drafter has no draft_block");
     if (p->block < 1 || p->block > SPRIG_TREE_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: block = %d is outside [1, %d]", p->block, SPRIG_TREE_MAX);
+    if (p->tree_width < 0 || p->tree_width > SPRIG_DYNTREE_MAX_WIDTH)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "session: tree_width = %d is outside [0, %d]", p->tree_width,
+                         SPRIG_DYNTREE_MAX_WIDTH);
     if (p->tree_branches < 0 || p->tree_branches > SPRIG_TREE_MAX - p->block)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: tree_branches = %d is outside [0, %d] (block %d + branches <= %d)",
                          p->tree_branches, SPRIG_TREE_MAX - p->block, p->block, SPRIG_TREE_MAX);
@@ -104,6 +108,8 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     s->d = drafter;
     s->p = *p;
     target->all_hidden = drafter && drafter->reads_all_hidden;
+    if (drafter && p->tree_width && !drafter->vt->draft_tree)
+        SPRIG_LOGW("drafter '%s' grows no dynamic trees: its tree rounds add runner-up leaves", drafter->vt->name);
     s->tree_mode = sprig_spec_resolve_tree(p->tree, getenv("SPRIG_TREE"));
     int cap = drafter ? p->block + p->tree_branches : 1;
     size_t n_vocab = (size_t)target->n_vocab, probs_n;
@@ -177,7 +183,7 @@ static sprig_draft_ctx draft_ctx(const sprig_spec_session *s)
 {
     return (sprig_draft_ctx){
         .bonus = s->bonus, .history = s->history, .n_history = s->n_history, .target = &s->st,
-        .sampling = s->p.sampling,
+        .sampling = s->p.sampling, .tree_width = s->p.tree_width,
     };
 }
 
@@ -336,11 +342,14 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     int max_accept = use_tree ? sprig_tree_max_depth(&s->blk) : n - 1;
     sprig_stats_record_round(&s->stats, n, max_accept, s->walk.accepted, use_tree);
     if (use_tree) s->stats.path = SPRIG_PATH_TREE;
-    for (int i = 0; use_tree && i < s->walk.n_path; i++)
-        if (s->walk.path[i] != i) {
+    for (int i = 1; use_tree && i < s->walk.n_path; i++) {   /* left the first chain: not the first child */
+        int first = s->walk.path[i - 1] + 1;
+        while (first < n && s->blk.parents[first] != s->walk.path[i - 1]) first++;
+        if (s->walk.path[i] != first) {
             s->stats.branch_rounds++;
             break;
         }
+    }
     SPRIG_ASSERT(s->walk.n_emit >= 1);   /* budget >= 1 here */
     for (int i = 0; i < s->walk.n_emit; i++)
         if (!emit_token(s, s->walk.emit[i], true, s->walk.path[i])) break;

@@ -53,6 +53,8 @@ struct sprig_spec_params {
     int tree_branches;      /* extra tree nodes per round (runner-up leaves); >= 0,
                                block + tree_branches <= SPRIG_TREE_MAX; default 0 */
     int tree;               /* SPRIG_TREE_FROM_ENV (default), SPRIG_TREE_OFF or SPRIG_TREE_ON */
+    int tree_width;         /* 0: runner-up trees; 1..SPRIG_DYNTREE_MAX_WIDTH: dynamic trees of block - 1
+                               depths and block + tree_branches nodes (sprig_draft_ctx.tree_width) */
     int max_tokens;         /* tokens to emit, the first one included; >= 1; default 128 */
     bool ignore_eos;        /* keep going through end-of-sequence tokens */
     bool sampling;          /* false: greedy; true: the target returns probabilities */

@@ -41,8 +41,9 @@ typedef struct sprig_spec_stats {
     int64_t emitted;                   /* tokens delivered, the prefill's first token included */
     int64_t emitted_rounds;            /* tokens delivered by verify rounds */
     int64_t zero_accept_rounds, partial_accept_rounds, full_accept_rounds, empty_rounds;
-    int64_t branch_rounds;             /* tree rounds whose accepted path left node order 0, 1, 2, ...
-                                          (a side branch held what the target chose) */
+    int64_t branch_rounds;             /* tree rounds whose accepted path left the first chain (the
+                                          root's first child, its first child, ...): a side branch held
+                                          what the target chose */
     int block_min, block_max;          /* verified block sizes seen (0 before any round) */
     double ms_prefill, ms_draft, ms_verify, ms_walk, ms_finalize, ms_emit, ms_hook;
 } sprig_spec_stats;

@@ -1,0 +1,45 @@
+/*
+ * spec/dyntree — dynamic draft trees (EAGLE-2's recipe) for a model
+ * drafter: grow candidates from the root by expanding, depth by depth, the
+ * frontier nodes with the highest cumulative draft log-probability (top-w
+ * children each), then keep the best M candidates overall as the tree to
+ * verify. The drafter does the forwards (all of one depth's expansions in
+ * one batch under its own tree mask); this file keeps the candidates and
+ * chooses.
+ *
+ * A candidate's score is the sum of its path's draft log-probabilities (the
+ * root's is 0), so a child never outscores its parent and the best M form
+ * a tree. The tree lists nodes by depth, each node's children best first:
+ * the first chain is the most probable path (what a hybrid target steps in
+ * place, and what a chain would have drafted).
+ */
+#ifndef SPRIG_SPEC_DYNTREE_H
+#define SPRIG_SPEC_DYNTREE_H
+
+#include "sprig.h"
+#include "spec/tree.h"
+
+#define SPRIG_DYNTREE_CAP 1024   /* candidates */
+#define SPRIG_DYNTREE_MAX_WIDTH 8
+
+typedef struct sprig_dyntree {
+    int n;
+    int32_t token[SPRIG_DYNTREE_CAP];
+    int16_t parent[SPRIG_DYNTREE_CAP];    /* root: -1 */
+    int16_t depth[SPRIG_DYNTREE_CAP];
+    int16_t slot[SPRIG_DYNTREE_CAP];      /* the drafter's row when it fed the node (expanded), else -1 */
+    float score[SPRIG_DYNTREE_CAP];       /* cumulative draft log-probability */
+} sprig_dyntree;
+
+void sprig_dyntree_init(sprig_dyntree *t, int32_t root);
+/* Add node's w (<= SPRIG_DYNTREE_MAX_WIDTH) most likely children from its
+ * logits[n_vocab] (log-softmax; ids < n_vocab), best first; stops at the
+ * capacity. Returns how many were added. */
+int sprig_dyntree_expand(sprig_dyntree *t, int node, const float *logits, int n_vocab, int w);
+/* Up to w not-yet-expanded nodes at `depth`, highest score first, into out[w]. */
+int sprig_dyntree_frontier(const sprig_dyntree *t, int depth, int w, int *out);
+/* The best max_nodes candidates (the root included) of depth <= max_depth
+ * as a tree; map[i] = the candidate of tree node i (map may be NULL). */
+void sprig_dyntree_select(const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map);
+
+#endif
