@@ -11,7 +11,7 @@
  *            (what a verify needs); --logits last computes only the last
  *            row's, as a prompt chunk does (what other engines' prompt
  *            benchmarks time)
- *   spec     plain, chain, tree and tree-with-branches sessions alternated
+ *   spec     configurations (plain, chains, linear, runner-up and dynamic trees) alternated
  *            (A B C D A B C D ..., the first round discarded): median tok/s,
  *            emitted per verify, acceptance and the ratios
  *   matmul   the kernel alone: one weight shape, batch sizes alternated
@@ -427,8 +427,36 @@ static int bench_forward(int argc, char **argv)
 
 /* ---------------------------------------------------------------- spec */
 
-#define N_CONF 4
-static const char *const conf_names[N_CONF] = { "plain", "chain", "tree", "tree+branches" };
+/* One configuration of a spec bench: how the session drafts and verifies. */
+struct spec_conf {
+    char name[32];
+    enum { SC_PLAIN, SC_CHAIN, SC_TREE, SC_RUNNER, SC_DYN } kind;
+    int k, branches, nodes, width;    /* draft-max; runner-up leaves; dynamic: nodes, width */
+};
+#define MAX_CONF 24
+
+/* "plain" | "chain:K" | "tree:K" (linear) | "runner:K:B" | "dyn:D:M:W" */
+static bool parse_conf(const char *C, const char *spec, struct spec_conf *o)
+{
+    memset(o, 0, sizeof *o);
+    int a = 0, b = 0, d = 0, n = 0;
+    if (!strcmp(spec, "plain")) o->kind = SC_PLAIN;
+    else if (sscanf(spec, "chain:%d%n", &a, &n) == 1 && !spec[n]) { o->kind = SC_CHAIN; o->k = a; }
+    else if (sscanf(spec, "tree:%d%n", &a, &n) == 1 && !spec[n]) { o->kind = SC_TREE; o->k = a; }
+    else if (sscanf(spec, "runner:%d:%d%n", &a, &b, &n) == 2 && !spec[n]) { o->kind = SC_RUNNER; o->k = a; o->branches = b; }
+    else if (sscanf(spec, "dyn:%d:%d:%d%n", &a, &b, &d, &n) == 3 && !spec[n]) { o->kind = SC_DYN; o->k = a; o->nodes = b; o->width = d; }
+    else {
+        fprintf(stderr, "sprig %s: --cfg '%s' is not plain, chain:K, tree:K, runner:K:B or dyn:D:M:W\n", C, spec);
+        return false;
+    }
+    if (o->kind != SC_PLAIN && (o->k < 1 || o->k > 63 || o->branches < 0 || o->k + 1 + o->branches > 64 ||
+                                (o->kind == SC_DYN && (o->nodes < o->k + 1 || o->nodes > 64 || o->width < 1 || o->width > 8)))) {
+        fprintf(stderr, "sprig %s: --cfg '%s': out of range (K, D 1..63; nodes D+1..64; width 1..8)\n", C, spec);
+        return false;
+    }
+    snprintf(o->name, sizeof o->name, "%s", spec);
+    return true;
+}
 
 static int bench_spec(int argc, char **argv)
 {
@@ -441,6 +469,8 @@ static int bench_spec(int argc, char **argv)
     int branches = 2;
     long long n_tok = 256, v;
     const char *prompt = "Once upon a time";
+    struct spec_conf conf[MAX_CONF];
+    int n_conf = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int r = common_flag(C, &c, a, val);
@@ -459,6 +489,11 @@ static int bench_spec(int argc, char **argv)
         }
         else if (!strcmp(a, "--draft-max") && val) { if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; base.draft_max = (int)v; i++; }
         else if (!strcmp(a, "--tree-branches") && val) { if (!cli_parse_int(C, a, val, 1, 62, &v)) return 2; branches = (int)v; i++; }
+        else if (!strcmp(a, "--cfg") && val) {
+            if (n_conf == MAX_CONF) { fprintf(stderr, "sprig %s: more than %d --cfg\n", C, MAX_CONF); return 2; }
+            if (!parse_conf(C, val, &conf[n_conf++])) return 2;
+            i++;
+        }
         else if (!strcmp(a, "-n") && val) { if (!cli_parse_int(C, a, val, 8, 1 << 20, &v)) return 2; n_tok = v; i++; }
         else if (!strcmp(a, "-p") && val) { prompt = val; i++; }
         else if (!strcmp(a, "--pairs") && val) { if (!cli_parse_int(C, a, val, 1, 100000, &v)) return 2; c.reps = (int)v; i++; }
@@ -466,7 +501,11 @@ static int bench_spec(int argc, char **argv)
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: sprig bench spec -m TARGET (--draft FILE | --mtp FILE | --draft-ngram | --draft-oracle IDS\n"
                    "                        [--oracle-accept P1,P2,..] [--oracle-sibling Q]) [--draft-max K]\n"
-                   "                        [--tree-branches N] [-n TOKENS] [-p PROMPT] [--pairs R] [-t N] [-c N] [--json]\n"
+                   "                        [--tree-branches N] [--cfg SPEC ...] [-n TOKENS] [-p PROMPT] [--pairs R]\n"
+                   "                        [-t N] [-c N] [--json]\n"
+                   "  --cfg SPEC (repeatable): plain | chain:K | tree:K (linear) | runner:K:B (B runner-up leaves)\n"
+                   "             | dyn:D:M:W (dynamic tree: depth D, M nodes, width W); default: plain, chain:K,\n"
+                   "             tree:K, runner:K:B from --draft-max K and --tree-branches B\n"
                    "  --draft-oracle IDS: ids from `sprig run -m TARGET -p PROMPT -n TOKENS --temp 0 --ignore-eos\n"
                    "  --save-ids IDS` (the same prompt and length), proposed at set rates (see sprig run --help)\n");
             return 0;
@@ -478,28 +517,43 @@ static int bench_spec(int argc, char **argv)
     if (!c.model) { fprintf(stderr, "sprig %s: -m FILE is required\n", C); return 2; }
     if (base.drafter == SPRIG_DRAFTER_NONE) { fprintf(stderr, "sprig %s: a drafter is required (--draft, --mtp, --draft-ngram or --draft-oracle)\n", C); return 2; }
     if (base.draft_max + 1 + branches > 64) { fprintf(stderr, "sprig %s: --draft-max + --tree-branches exceeds 63\n", C); return 2; }
+    if (!n_conf) {   /* the classic four */
+        char spec[4][32];
+        snprintf(spec[0], 32, "plain");
+        snprintf(spec[1], 32, "chain:%d", base.draft_max);
+        snprintf(spec[2], 32, "tree:%d", base.draft_max);
+        snprintf(spec[3], 32, "runner:%d:%d", base.draft_max, branches);
+        for (int k = 0; k < 4; k++) parse_conf(C, spec[k], &conf[n_conf++]);
+    }
+    if (conf[0].kind != SC_PLAIN) {   /* plain first: every ratio is against it */
+        memmove(conf + 1, conf, sizeof conf[0] * (size_t)(n_conf < MAX_CONF ? n_conf : MAX_CONF - 1));
+        parse_conf(C, "plain", &conf[0]);
+        if (n_conf < MAX_CONF) n_conf++;
+    }
     base.n_threads = c.threads;
     if (base.n_ctx == 0) base.n_ctx = (int)(n_tok + 64 + strlen(prompt) * 3);
     sprig_error err = { 0 };
     sprig_model *m = NULL;
     if (sprig_model_load(c.model, &m, &err)) { fprintf(stderr, "sprig %s: %s\n", C, err.msg); return 1; }
-    sprig_session *s[N_CONF] = { 0 };
+    sprig_session *s[MAX_CONF] = { 0 };
     int rc = 0;
-    for (int k = 0; k < N_CONF && !rc; k++) {
+    for (int k = 0; k < n_conf && !rc; k++) {
         struct sprig_session_params p = base;
-        if (k == 0) { p.drafter = SPRIG_DRAFTER_NONE; p.tree = SPRIG_TREE_OFF; }
-        if (k == 1) p.tree = SPRIG_TREE_OFF;
-        if (k >= 2) p.tree = SPRIG_TREE_ON;
-        p.tree_branches = k == 3 ? branches : 0;
-        if (sprig_session_create(m, &p, &s[k], &err)) { fprintf(stderr, "sprig %s: %s: %s\n", C, conf_names[k], err.msg); rc = 1; }
+        const struct spec_conf *f = &conf[k];
+        p.tree = f->kind >= SC_TREE ? SPRIG_TREE_ON : SPRIG_TREE_OFF;
+        if (f->kind == SC_PLAIN) p.drafter = SPRIG_DRAFTER_NONE;
+        else p.draft_max = f->k;
+        p.tree_branches = f->kind == SC_RUNNER ? f->branches : f->kind == SC_DYN ? f->nodes - (f->k + 1) : 0;
+        p.tree_width = f->kind == SC_DYN ? f->width : 0;
+        if (sprig_session_create(m, &p, &s[k], &err)) { fprintf(stderr, "sprig %s: %s: %s\n", C, f->name, err.msg); rc = 1; }
     }
     int R = c.reps;
-    double *tps = calloc((size_t)N_CONF * R, sizeof(double));
-    struct sprig_stats st[N_CONF];
-    for (int rep = -1; rep < R && !rc; rep++) {
-        for (int k = 0; k < N_CONF && !rc; k++) {
+    double *tps = calloc((size_t)n_conf * R, sizeof(double));
+    struct sprig_stats st[MAX_CONF];
+    for (int rep = -1; rep < R && !rc; rep++) {   /* alternated: every config once per round; round -1 warms up */
+        for (int k = 0; k < n_conf && !rc; k++) {
             if (sprig_session_generate(s[k], prompt, strlen(prompt), (int)n_tok, NULL, NULL, &err)) {
-                fprintf(stderr, "sprig %s: %s: %s\n", C, conf_names[k], err.msg);
+                fprintf(stderr, "sprig %s: %s: %s\n", C, conf[k].name, err.msg);
                 rc = 1;
                 break;
             }
@@ -508,30 +562,42 @@ static int bench_spec(int argc, char **argv)
         }
     }
     if (!rc) {
-        double med[N_CONF];
-        for (int k = 0; k < N_CONF; k++) med[k] = cli_median(tps + (size_t)k * R, R);
+        double med[MAX_CONF];
+        int best_chain = -1, best_tree = -1;
+        for (int k = 0; k < n_conf; k++) {
+            med[k] = cli_median(tps + (size_t)k * R, R);
+            if (conf[k].kind == SC_CHAIN && (best_chain < 0 || med[k] > med[best_chain])) best_chain = k;
+            if (conf[k].kind >= SC_RUNNER && (best_tree < 0 || med[k] > med[best_tree])) best_tree = k;
+        }
+        const double tvc = best_chain >= 0 && best_tree >= 0 ? med[best_tree] / med[best_chain] : 0;
         if (c.json) {
-            printf("{\"bench\":\"spec\",\"model\":\"%s\",\"drafter\":\"%s\",\"draft\":\"%s\",\"draft_max\":%d,\"tree_branches\":%d,"
-                   "\"tokens\":%lld,\"pairs\":%d,\"threads\":%d,\"configs\":[",
-                   c.model, st[1].drafter, base.draft_path ? base.draft_path : "", base.draft_max, branches, n_tok, R, st[0].n_threads);
-            for (int k = 0; k < N_CONF; k++)
+            printf("{\"bench\":\"spec\",\"model\":\"%s\",\"drafter\":\"%s\",\"draft\":\"%s\",\"tokens\":%lld,\"pairs\":%d,"
+                   "\"threads\":%d,\"configs\":[", c.model, n_conf > 1 ? st[1].drafter : "none",
+                   base.draft_path ? base.draft_path : "", n_tok, R, st[0].n_threads);
+            for (int k = 0; k < n_conf; k++)
                 printf("%s{\"name\":\"%s\",\"path\":\"%s\",\"tok_s\":%.3f,\"ratio_vs_plain\":%.4f,\"emitted_per_verify\":%.4f,"
-                       "\"acceptance\":%.4f,\"rounds\":%lld}", k ? "," : "", conf_names[k], st[k].path, med[k], med[k] / med[0],
-                       st[k].emitted_per_verify, st[k].acceptance_rate, (long long)st[k].rounds);
-            printf("],\"tree_vs_chain\":%.4f,\"branches_vs_chain\":%.4f}\n", med[2] / med[1], med[3] / med[1]);
+                       "\"acceptance\":%.4f,\"rounds\":%lld,\"branch_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f}",
+                       k ? "," : "", conf[k].name, st[k].path, med[k], med[k] / med[0], st[k].emitted_per_verify,
+                       st[k].acceptance_rate, (long long)st[k].rounds, (long long)st[k].branch_rounds, st[k].draft_ms,
+                       st[k].verify_ms);
+            printf("],\"best_chain\":\"%s\",\"best_tree\":\"%s\",\"best_tree_vs_best_chain\":%.4f}\n",
+                   best_chain >= 0 ? conf[best_chain].name : "", best_tree >= 0 ? conf[best_tree].name : "", tvc);
         } else {
-            printf("target %s, drafter %s%s%s, draft-max %d, branches %d, %lld tokens, %d alternated rounds after a warm-up, %d threads\n",
-                   c.model, st[1].drafter, base.draft_path ? " " : "", base.draft_path ? base.draft_path : "", base.draft_max, branches,
+            printf("target %s, drafter %s%s%s, %lld tokens, %d alternated rounds after a warm-up, %d threads\n", c.model,
+                   n_conf > 1 ? st[1].drafter : "none", base.draft_path ? " " : "", base.draft_path ? base.draft_path : "",
                    n_tok, R, st[0].n_threads);
-            printf("%-14s %-6s %12s %9s %14s %11s\n", "config", "path", "tok/s (med)", "vs plain", "emitted/verify", "acceptance");
-            for (int k = 0; k < N_CONF; k++)
-                printf("%-14s %-6s %12.1f %8.3fx %14.3f %11.3f\n", conf_names[k], st[k].path, med[k], med[k] / med[0],
-                       st[k].emitted_per_verify, st[k].acceptance_rate);
-            printf("tree vs chain %.3fx, tree+branches vs chain %.3fx\n", med[2] / med[1], med[3] / med[1]);
+            printf("%-16s %-6s %12s %9s %14s %11s %8s %9s %9s\n", "config", "path", "tok/s (med)", "vs plain", "emitted/verify",
+                   "acceptance", "branch", "draft ms", "verify ms");
+            for (int k = 0; k < n_conf; k++)
+                printf("%-16s %-6s %12.1f %8.3fx %14.3f %11.3f %8lld %9.1f %9.1f\n", conf[k].name, st[k].path, med[k],
+                       med[k] / med[0], st[k].emitted_per_verify, st[k].acceptance_rate, (long long)st[k].branch_rounds,
+                       st[k].draft_ms, st[k].verify_ms);
+            if (best_chain >= 0 && best_tree >= 0)
+                printf("best tree %s vs best chain %s: %.3fx\n", conf[best_tree].name, conf[best_chain].name, tvc);
         }
     }
     free(tps);
-    for (int k = 0; k < N_CONF; k++) sprig_session_free(s[k]);
+    for (int k = 0; k < n_conf; k++) sprig_session_free(s[k]);
     sprig_model_free(m);
     return rc;
 }
