@@ -155,6 +155,10 @@ struct sprig_session_params {
     int tree_branches;               /* extra tree nodes: runner-up sibling leaves at the first N draft
                                         steps, or (tree_width > 0) a dynamic tree of draft_max + 1 +
                                         tree_branches nodes */
+    bool tree_auto;                  /* with tree_width (and tree on): each round verifies the tree, chain or
+                                        bare bonus that maximises expected tokens per second, from the
+                                        target's measured verify times and the drafter's calibrated
+                                        acceptance (up to draft_max deep, draft_max + 1 + tree_branches nodes) */
     int tree_width;                  /* 0: runner-up trees; 1..8: dynamic (EAGLE-2 style) trees of a model
                                         drafter: each depth expands its w best frontier nodes in one
                                         drafter forward, w children each; the best nodes by cumulative

@@ -15,6 +15,7 @@
 #include "spec/drafters.h"
 #include "spec/ngram.h"
 #include "spec/round.h"
+#include "spec/shape.h"
 #include "spec/target_llama.h"
 
 #include <math.h>
@@ -88,6 +89,7 @@ struct sprig_session {
     sprig_drafter *drafter;
     sprig_sampler *sampler;
     sprig_spec_session *spec;
+    sprig_shape *shape;            /* tree auto: costs and calibration, kept across generations */
     int32_t *prompt;               /* tokenized prompt */
     int prompt_cap, n_prompt;
     int32_t *gen;                  /* [gen_cap] generated ids */
@@ -158,6 +160,8 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
         return sprig_err(err, SPRIG_E_INVALID_ARG, "tree: tree mode needs a drafter (a draft model, an MTP head or the n-gram drafter)");
     if (p->tree_width < 0 || p->tree_width > 8)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "tree_width: %d is out of range [0, 8]", p->tree_width);
+    if (p->tree_auto && (p->drafter == SPRIG_DRAFTER_NONE || p->tree_width < 1))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "tree_auto: needs a drafter and tree_width >= 1 (a dynamic tree to choose from)");
     if (p->tree_branches < 0 || p->draft_max + 1 + p->tree_branches > SPRIG_TREE_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "tree_branches: %d is out of range [0, %d] for draft_max %d",
                          p->tree_branches, SPRIG_TREE_MAX - 1 - p->draft_max, p->draft_max);
@@ -181,6 +185,12 @@ void sprig_session_free(sprig_session *s)
     sprig_sampler_free(s->sampler);
     sprig_ctx_free(s->ctx);
     sprig_pool_free(s->pool);
+    if (s->shape) {   /* what tree auto chose, for the log */
+        char line[768];
+        sprig_shape_summary(s->shape, line, sizeof line);
+        SPRIG_LOGI("tree auto: %s", line);
+        free(s->shape);
+    }
     free(s->prompt);
     free(s->gen);
     free(s->gen_top);
@@ -231,6 +241,10 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
         break;
     }
     if (p->drafter != SPRIG_DRAFTER_NONE && !s->drafter) goto fail;
+    if (p->drafter != SPRIG_DRAFTER_NONE && p->tree_auto) {
+        if (!(s->shape = calloc(1, sizeof *s->shape))) { st = sprig_err(err, SPRIG_E_NOMEM, "session: out of memory"); goto fail_st; }
+        sprig_shape_init(s->shape);
+    }
     s->text_cap = sprig_detok_max_out(m->tok) + 64;
     if (!(s->text = malloc(s->text_cap))) { st = sprig_err(err, SPRIG_E_NOMEM, "session: out of memory"); goto fail_st; }
     *out = s;
@@ -315,6 +329,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.block = s->block;
     sp.tree_branches = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.tree_branches;
     sp.tree_width = s->p.drafter == SPRIG_DRAFTER_NONE ? 0 : s->p.tree_width;
+    sp.shape = s->p.drafter != SPRIG_DRAFTER_NONE && s->p.tree_auto ? s->shape : NULL;
     sp.tree = s->p.drafter == SPRIG_DRAFTER_NONE ? SPRIG_TREE_OFF : s->p.tree;
     sp.max_tokens = n_predict;
     sp.ignore_eos = s->p.ignore_eos;

@@ -430,7 +430,7 @@ static int bench_forward(int argc, char **argv)
 /* One configuration of a spec bench: how the session drafts and verifies. */
 struct spec_conf {
     char name[32];
-    enum { SC_PLAIN, SC_CHAIN, SC_TREE, SC_RUNNER, SC_DYN } kind;
+    enum { SC_PLAIN, SC_CHAIN, SC_TREE, SC_RUNNER, SC_DYN, SC_AUTO } kind;
     int k, branches, nodes, width;    /* draft-max; runner-up leaves; dynamic: nodes, width */
 };
 #define MAX_CONF 24
@@ -445,12 +445,13 @@ static bool parse_conf(const char *C, const char *spec, struct spec_conf *o)
     else if (sscanf(spec, "tree:%d%n", &a, &n) == 1 && !spec[n]) { o->kind = SC_TREE; o->k = a; }
     else if (sscanf(spec, "runner:%d:%d%n", &a, &b, &n) == 2 && !spec[n]) { o->kind = SC_RUNNER; o->k = a; o->branches = b; }
     else if (sscanf(spec, "dyn:%d:%d:%d%n", &a, &b, &d, &n) == 3 && !spec[n]) { o->kind = SC_DYN; o->k = a; o->nodes = b; o->width = d; }
+    else if (sscanf(spec, "auto:%d:%d:%d%n", &a, &b, &d, &n) == 3 && !spec[n]) { o->kind = SC_AUTO; o->k = a; o->nodes = b; o->width = d; }
     else {
-        fprintf(stderr, "sprig %s: --cfg '%s' is not plain, chain:K, tree:K, runner:K:B or dyn:D:M:W\n", C, spec);
+        fprintf(stderr, "sprig %s: --cfg '%s' is not plain, chain:K, tree:K, runner:K:B, dyn:D:M:W or auto:D:M:W\n", C, spec);
         return false;
     }
     if (o->kind != SC_PLAIN && (o->k < 1 || o->k > 63 || o->branches < 0 || o->k + 1 + o->branches > 64 ||
-                                (o->kind == SC_DYN && (o->nodes < o->k + 1 || o->nodes > 64 || o->width < 1 || o->width > 8)))) {
+                                (o->kind >= SC_DYN && (o->nodes < o->k + 1 || o->nodes > 64 || o->width < 1 || o->width > 8)))) {
         fprintf(stderr, "sprig %s: --cfg '%s': out of range (K, D 1..63; nodes D+1..64; width 1..8)\n", C, spec);
         return false;
     }
@@ -504,7 +505,8 @@ static int bench_spec(int argc, char **argv)
                    "                        [--tree-branches N] [--cfg SPEC ...] [-n TOKENS] [-p PROMPT] [--pairs R]\n"
                    "                        [-t N] [-c N] [--json]\n"
                    "  --cfg SPEC (repeatable): plain | chain:K | tree:K (linear) | runner:K:B (B runner-up leaves)\n"
-                   "             | dyn:D:M:W (dynamic tree: depth D, M nodes, width W); default: plain, chain:K,\n"
+                   "             | dyn:D:M:W (dynamic tree: depth D, M nodes, width W) | auto:D:M:W (--tree auto\n"
+                   "             choosing from such a tree each round); default: plain, chain:K,\n"
                    "             tree:K, runner:K:B from --draft-max K and --tree-branches B\n"
                    "  --draft-oracle IDS: ids from `sprig run -m TARGET -p PROMPT -n TOKENS --temp 0 --ignore-eos\n"
                    "  --save-ids IDS` (the same prompt and length), proposed at set rates (see sprig run --help)\n");
@@ -543,8 +545,9 @@ static int bench_spec(int argc, char **argv)
         p.tree = f->kind >= SC_TREE ? SPRIG_TREE_ON : SPRIG_TREE_OFF;
         if (f->kind == SC_PLAIN) p.drafter = SPRIG_DRAFTER_NONE;
         else p.draft_max = f->k;
-        p.tree_branches = f->kind == SC_RUNNER ? f->branches : f->kind == SC_DYN ? f->nodes - (f->k + 1) : 0;
-        p.tree_width = f->kind == SC_DYN ? f->width : 0;
+        p.tree_branches = f->kind == SC_RUNNER ? f->branches : f->kind >= SC_DYN ? f->nodes - (f->k + 1) : 0;
+        p.tree_width = f->kind >= SC_DYN ? f->width : 0;
+        p.tree_auto = f->kind == SC_AUTO;
         if (sprig_session_create(m, &p, &s[k], &err)) { fprintf(stderr, "sprig %s: %s: %s\n", C, f->name, err.msg); rc = 1; }
     }
     int R = c.reps;
@@ -567,7 +570,7 @@ static int bench_spec(int argc, char **argv)
         for (int k = 0; k < n_conf; k++) {
             med[k] = cli_median(tps + (size_t)k * R, R);
             if (conf[k].kind == SC_CHAIN && (best_chain < 0 || med[k] > med[best_chain])) best_chain = k;
-            if (conf[k].kind >= SC_RUNNER && (best_tree < 0 || med[k] > med[best_tree])) best_tree = k;
+            if ((conf[k].kind == SC_RUNNER || conf[k].kind == SC_DYN) && (best_tree < 0 || med[k] > med[best_tree])) best_tree = k;
         }
         const double tvc = best_chain >= 0 && best_tree >= 0 ? med[best_tree] / med[best_chain] : 0;
         if (c.json) {

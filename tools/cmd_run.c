@@ -66,6 +66,9 @@ static void usage(FILE *f)
         "      --ngram-min N, --ngram-max N   n-gram lengths (default 1..4)\n"
         "      --draft-max K      drafted tokens per round, 1..63 (default 4)\n"
         "      --tree             draft and verify token trees (also: SPRIG_TREE=1)\n"
+        "      --tree auto        each round, the tree (or chain, or no draft) with the most expected tokens\n"
+        "                         per second from the target's measured verify times and the draft model's\n"
+        "                         calibrated acceptance (a dynamic tree: default depth 8, 24 nodes, width 3)\n"
         "      --no-tree          force chain rounds even if SPRIG_TREE is set\n"
         "      --tree-branches N  add the drafter's runner-up as a sibling leaf at the first N draft steps\n"
         "      --tree-nodes M     dynamic trees (implies --tree): a model drafter expands, depth by depth, its\n"
@@ -210,6 +213,7 @@ int sprig_cmd_run(int argc, char **argv)
     double d;
     bool quiet = false;
     int tree_flag = SPRIG_TREE_FROM_ENV, tree_nodes = 0;
+    bool depth_set = false;
     bool chat = false;
     const char *system_msg = NULL, *chat_name = NULL;
     for (int i = 1; i < argc; i++) {
@@ -261,12 +265,13 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--save-ids")) { NEEDV(); save_ids = val; }
         else if (!strcmp(a, "--ngram-min")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.ngram_min = (int)v; }
         else if (!strcmp(a, "--ngram-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.ngram_max = (int)v; }
-        else if (!strcmp(a, "--draft-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; }
+        else if (!strcmp(a, "--draft-max")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; depth_set = true; }
+        else if (!strcmp(a, "--tree") && val && !strcmp(val, "auto")) { tree_flag = SPRIG_TREE_ON; p.tree_auto = true; i++; }
         else if (!strcmp(a, "--tree")) tree_flag = SPRIG_TREE_ON;
         else if (!strcmp(a, "--no-tree")) tree_flag = SPRIG_TREE_OFF;
         else if (!strcmp(a, "--tree-branches")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 62, &v)) return 2; p.tree_branches = (int)v; }
         else if (!strcmp(a, "--tree-nodes")) { NEEDV(); if (!cli_parse_int(C, a, val, 2, 64, &v)) return 2; tree_nodes = (int)v; }
-        else if (!strcmp(a, "--tree-depth")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; }
+        else if (!strcmp(a, "--tree-depth")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; depth_set = true; }
         else if (!strcmp(a, "--tree-width")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.tree_width = (int)v; }
         else if (!strcmp(a, "--stats-json")) { NEEDV(); stats_json = val; }
         else if (!strcmp(a, "--top-logprobs")) {
@@ -277,6 +282,11 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
         else { fprintf(stderr, "sprig run: unknown option '%s' (see sprig run --help)\n", a); return 2; }
 #undef NEEDV
+    }
+    if (p.tree_auto) {   /* choose from a dynamic tree: by default 8 deep, 24 nodes, width 3 */
+        if (!depth_set) p.draft_max = 8;
+        if (!tree_nodes) tree_nodes = 24;
+        if (!p.tree_width) p.tree_width = 3;
     }
     if (tree_nodes) {   /* a dynamic tree of tree_nodes nodes, depth draft_max */
         if (tree_nodes < p.draft_max + 1) {

@@ -20,6 +20,7 @@
  */
 #include "spec/drafters.h"
 #include "spec/dyntree.h"
+#include "spec/shape.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -161,7 +162,8 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
         rows += nf;
         md->tail = rows;
     }
-    sprig_dyntree_select(t, max_nodes, k - 1, out, NULL);
+    if (c->shape) sprig_shape_select(c->shape, t, max_nodes, k - 1, out);
+    else sprig_dyntree_select(t, max_nodes, k - 1, out, NULL);
     return SPRIG_OK;
 }
 

@@ -53,6 +53,8 @@ typedef struct sprig_draft_ctx {
     int tree_width;                     /* draft_tree: 0 = the runner-up tree (draft_block plus runner-up
                                            leaves); w > 0 = a dynamic tree whose expanded nodes get their
                                            w most likely children, w per depth (spec/dyntree.h) */
+    struct sprig_shape *shape;          /* tree auto: a dynamic tree is chosen by sprig_shape_select
+                                           (spec/shape.h) from measured costs; NULL: by score, max_nodes */
 } sprig_draft_ctx;
 
 typedef struct sprig_draft {

@@ -37,13 +37,14 @@ int sprig_dyntree_expand(sprig_dyntree *t, int node, const float *logits, int n_
     return added;
 }
 
-/* a before b: higher score, then shallower, then older */
-static bool better(const sprig_dyntree *t, int a, int b)
+/* a before b: higher key (the score unless given), then shallower, then older */
+static bool better_by(const sprig_dyntree *t, const float *key, int a, int b)
 {
-    if (t->score[a] != t->score[b]) return t->score[a] > t->score[b];
+    if (key[a] != key[b]) return key[a] > key[b];
     if (t->depth[a] != t->depth[b]) return t->depth[a] < t->depth[b];
     return a < b;
 }
+static bool better(const sprig_dyntree *t, int a, int b) { return better_by(t, t->score, a, b); }
 
 int sprig_dyntree_frontier(const sprig_dyntree *t, int depth, int w, int *out)
 {
@@ -60,22 +61,37 @@ int sprig_dyntree_frontier(const sprig_dyntree *t, int depth, int w, int *out)
 
 void sprig_dyntree_select(const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map)
 {
+    sprig_dyntree_select_by(t, t->score, max_nodes, max_depth, out, map);
+}
+
+int sprig_dyntree_best(const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, int *chosen)
+{
     if (max_nodes > SPRIG_TREE_MAX) max_nodes = SPRIG_TREE_MAX;
-    /* the best candidates whose parent is already in: a child never outscores its parent,
-     * so taking them best first keeps the set a tree */
-    static _Thread_local int16_t in_tree[SPRIG_DYNTREE_CAP];   /* candidate -> tree node + 1, or 0 */
-    int chosen[SPRIG_TREE_MAX], n = 1;
-    for (int i = 0; i < t->n; i++) in_tree[i] = 0;
-    in_tree[0] = 1;
+    static _Thread_local bool in[SPRIG_DYNTREE_CAP];
+    for (int i = 0; i < t->n; i++) in[i] = false;
+    in[0] = true;
     chosen[0] = 0;
+    int n = 1;
     while (n < max_nodes) {
         int best = -1;
         for (int i = 1; i < t->n; i++)
-            if (!in_tree[i] && t->depth[i] <= max_depth && in_tree[t->parent[i]] && (best < 0 || better(t, i, best))) best = i;
+            if (!in[i] && t->depth[i] <= max_depth && in[t->parent[i]] && (best < 0 || better_by(t, key, i, best))) best = i;
         if (best < 0) break;
-        in_tree[best] = 1;
+        in[best] = true;
         chosen[n++] = best;
     }
+    return n;
+}
+
+void sprig_dyntree_select_by(const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, sprig_tree *out, int *map)
+{
+    /* the best candidates whose parent is already in: a child never outranks its parent,
+     * so taking them best first keeps the set a tree */
+    static _Thread_local int16_t in_tree[SPRIG_DYNTREE_CAP];   /* candidate -> tree node + 1, or 0 */
+    int chosen[SPRIG_TREE_MAX];
+    const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
+    for (int i = 0; i < t->n; i++) in_tree[i] = 0;
+    for (int j = 0; j < n; j++) in_tree[chosen[j]] = 1;
     /* by depth, each node's children best first: breadth-first over the chosen set */
     int order[SPRIG_TREE_MAX], head = 0, m = 1;
     order[0] = 0;
@@ -86,7 +102,7 @@ void sprig_dyntree_select(const sprig_dyntree *t, int max_nodes, int max_depth, 
         for (int j = 1; j < n; j++)
             if (t->parent[chosen[j]] == v) {
                 int c = chosen[j], p = nk++;
-                while (p > 0 && better(t, c, kids[p - 1])) { kids[p] = kids[p - 1]; p--; }
+                while (p > 0 && better_by(t, key, c, kids[p - 1])) { kids[p] = kids[p - 1]; p--; }
                 kids[p] = c;
             }
         for (int j = 0; j < nk; j++) {

@@ -41,5 +41,10 @@ int sprig_dyntree_frontier(const sprig_dyntree *t, int depth, int w, int *out);
 /* The best max_nodes candidates (the root included) of depth <= max_depth
  * as a tree; map[i] = the candidate of tree node i (map may be NULL). */
 void sprig_dyntree_select(const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map);
+/* The same ranked by key[t->n] (log-space; a child's key never above its
+ * parent's) instead of the score. */
+void sprig_dyntree_select_by(const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, sprig_tree *out, int *map);
+/* The best max_nodes candidates (root first) by key, best first, into chosen[]; returns the count. */
+int sprig_dyntree_best(const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, int *chosen);
 
 #endif

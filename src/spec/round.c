@@ -8,6 +8,7 @@
  */
 #include "spec/round.h"
 #include "spec/dyntree.h"
+#include "spec/shape.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timer.h"
@@ -36,6 +37,7 @@ struct sprig_spec_session {
     bool begun, done;
     bool said_tree, said_chain, warned_decline, warned_hook;
     sprig_spec_stats stats;
+    sprig_shape *shape;                /* tree auto (p.shape, borrowed), else NULL */
 };
 
 struct sprig_spec_params sprig_spec_default_params(void)
@@ -81,6 +83,8 @@ static sprig_status check_params(const sprig_target *t, const sprig_drafter *d, 
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: drafter has no draft_block");
     if (p->block < 1 || p->block > SPRIG_TREE_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: block = %d is outside [1, %d]", p->block, SPRIG_TREE_MAX);
+    if (p->shape && (p->tree_width < 1 || !d))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "session: tree_auto needs a drafter and a dynamic tree (tree_width >= 1)");
     if (p->tree_width < 0 || p->tree_width > SPRIG_DYNTREE_MAX_WIDTH)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: tree_width = %d is outside [0, %d]", p->tree_width,
                          SPRIG_DYNTREE_MAX_WIDTH);
@@ -110,6 +114,7 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     target->all_hidden = drafter && drafter->reads_all_hidden;
     if (drafter && p->tree_width && !drafter->vt->draft_tree)
         SPRIG_LOGW("drafter '%s' grows no dynamic trees: its tree rounds add runner-up leaves", drafter->vt->name);
+    s->shape = drafter ? p->shape : NULL;
     s->tree_mode = sprig_spec_resolve_tree(p->tree, getenv("SPRIG_TREE"));
     int cap = drafter ? p->block + p->tree_branches : 1;
     size_t n_vocab = (size_t)target->n_vocab, probs_n;
@@ -183,7 +188,7 @@ static sprig_draft_ctx draft_ctx(const sprig_spec_session *s)
 {
     return (sprig_draft_ctx){
         .bonus = s->bonus, .history = s->history, .n_history = s->n_history, .target = &s->st,
-        .sampling = s->p.sampling, .tree_width = s->p.tree_width,
+        .sampling = s->p.sampling, .tree_width = s->p.tree_width, .shape = s->shape,
     };
 }
 
@@ -210,6 +215,12 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
     s->stats.prompt_tokens = n;
     s->n_history = 0;
     s->st = (sprig_target_state){ 0 };
+    if (s->shape && !s->shape->profiled && s->t->vt->time_rows) {   /* T(n) on this machine, once: the best of two */
+        static const int sizes[] = { 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 };
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++)
+            for (int rep = 0; rep < 2; rep++) sprig_shape_cost(s->shape, sizes[i], s->t->vt->time_rows(s->t, sizes[i]), true);
+        s->shape->profiled = true;
+    }
     uint64_t t0 = sprig_time_ns();
     sprig_status st = sprig_target_prefill(s->t, prompt, n, &s->rows, &s->st, err);
     if (st) return fail(s, st);
@@ -303,14 +314,18 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
         if ((st = sprig_drafter_draft_block(s->d, &ctx, k, n_vocab, &s->draft, err))) return fail(s, st);
         if ((st = sprig_tree_linear(&s->blk, s->bonus, s->draft.tokens, s->draft.n, err))) return fail(s, st);
     }
-    s->stats.ms_draft += ms_since(&t0);
+    const double draft_ms = ms_since(&t0);
+    s->stats.ms_draft += draft_ms;
+    if (s->shape) sprig_shape_draft_cost(s->shape, draft_ms);
     const int n = s->blk.n;
 
     /* 3: verify forward */
     if (use_tree) st = sprig_target_verify_forward_tree(t, &s->blk, &s->rows, &s->cap, err);
     else st = sprig_target_verify_forward(t, s->blk.tokens, n, &s->rows, &s->cap, err);
     if (st) return fail(s, st);
-    s->stats.ms_verify += ms_since(&t0);
+    const double verify_ms = ms_since(&t0);
+    s->stats.ms_verify += verify_ms;
+    if (s->shape) sprig_shape_cost(s->shape, n, verify_ms, false);
 
     /* 4: walk */
     if (!s->p.sampling) {
@@ -328,6 +343,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
         }
     }
     s->stats.ms_walk += ms_since(&t0);
+    if (s->shape && use_tree) sprig_shape_observe(s->shape, &s->blk, &s->walk);
 
     /* 5: finalize (rollback to the accepted path) */
     if (use_tree) st = sprig_target_verify_finalize_tree(t, s->walk.path, s->walk.n_path, n, &s->cap, &s->st, err);

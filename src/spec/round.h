@@ -55,6 +55,9 @@ struct sprig_spec_params {
     int tree;               /* SPRIG_TREE_FROM_ENV (default), SPRIG_TREE_OFF or SPRIG_TREE_ON */
     int tree_width;         /* 0: runner-up trees; 1..SPRIG_DYNTREE_MAX_WIDTH: dynamic trees of block - 1
                                depths and block + tree_branches nodes (sprig_draft_ctx.tree_width) */
+    struct sprig_shape *shape;  /* tree auto (with tree_width): each round's tree (or chain, or the bonus
+                               alone) chosen from measured costs (spec/shape.h); borrowed, so what it
+                               learns outlives the session; the target is profiled once per shape */
     int max_tokens;         /* tokens to emit, the first one included; >= 1; default 128 */
     bool ignore_eos;        /* keep going through end-of-sequence tokens */
     bool sampling;          /* false: greedy; true: the target returns probabilities */

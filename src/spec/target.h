@@ -115,6 +115,9 @@ struct sprig_target_vt {
      * increasing, < n); fill *st. */
     sprig_status (*verify_finalize_tree)(sprig_target *t, const int *path, int n_path, int n,
                                          sprig_capture *cap, sprig_target_state *st, sprig_error *err);
+    /* Optional (NULL = unknown). Milliseconds of one verify forward of n rows on the current cache,
+     * undone after (for tree auto's cost profile); negative when it cannot. */
+    double (*time_rows)(sprig_target *t, int n);
 };
 
 /* Common header every target embeds first. */

@@ -3,6 +3,7 @@
  */
 #include "spec/target_llama.h"
 #include "base/mem.h"
+#include "base/timer.h"
 #include "tensor/ops.h"
 
 #include <stdlib.h>
@@ -150,6 +151,19 @@ static sprig_status t_verify_finalize_tree(sprig_target *t, const int *path, int
     return SPRIG_OK;
 }
 
+static double t_time_rows(sprig_target *t, int n)
+{
+    model_target *mt = (model_target *)t;
+    sprig_error err = { 0 };
+    if (n < 1 || n > mt->max_rows || sprig_kv_len(sprig_ctx_kv(mt->ctx)) + n > sprig_ctx_n_ctx(mt->ctx)) return -1;
+    int32_t toks[SPRIG_TREE_MAX] = { 0 };   /* any ids: the time does not depend on them */
+    struct sprig_fwd f = { .n = n, .tokens = toks, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
+    const uint64_t t0 = sprig_time_ns();
+    if (sprig_forward(mt->ctx, &f, &err)) return -1;
+    const double ms = (double)(sprig_time_ns() - t0) * 1e-6;
+    return sprig_ctx_trim(mt->ctx, n, &err) ? -1 : ms;
+}
+
 static const struct sprig_target_vt model_target_vt = {
     .name = "model",
     .prefill = t_prefill,
@@ -158,6 +172,7 @@ static const struct sprig_target_vt model_target_vt = {
     .tree_round_is_available = t_tree_available,
     .verify_forward_tree = t_verify_forward_tree,
     .verify_finalize_tree = t_verify_finalize_tree,
+    .time_rows = t_time_rows,
 };
 
 void sprig_model_target_free(sprig_target *t)

@@ -1,0 +1,108 @@
+/*
+ * spec/shape — see shape.h.
+ */
+#include "spec/shape.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void sprig_shape_init(sprig_shape *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile)
+{
+    if (n < 1 || n > SPRIG_TREE_MAX || !(ms > 0)) return;
+    if (!s->known[n] || profile) s->t_ms[n] = s->known[n] && profile && s->t_ms[n] < ms ? s->t_ms[n] : ms;
+    else s->t_ms[n] += 0.25 * (ms - s->t_ms[n]);
+    s->known[n] = true;
+}
+
+void sprig_shape_draft_cost(sprig_shape *s, double ms)
+{
+    if (ms >= 0) s->draft_ms = s->draft_ms > 0 ? s->draft_ms + 0.25 * (ms - s->draft_ms) : ms;
+}
+
+double sprig_shape_t(const sprig_shape *s, int n)
+{
+    int lo = 0, hi = 0;   /* the nearest known sizes below / above n */
+    for (int i = n; i >= 1 && !lo; i--) if (s->known[i]) lo = i;
+    for (int i = n; i <= SPRIG_TREE_MAX && !hi; i++) if (s->known[i]) hi = i;
+    if (lo && lo == hi) return s->t_ms[lo];
+    if (lo && hi) return s->t_ms[lo] + (s->t_ms[hi] - s->t_ms[lo]) * (n - lo) / (hi - lo);
+    if (!lo && !hi) return (double)n;   /* nothing known: cost by rows */
+    if (!lo) return s->t_ms[hi];        /* below the smallest known size: never cheaper */
+    int lo2 = 0;                        /* past the largest: extend the last slope */
+    for (int i = lo - 1; i >= 1 && !lo2; i--) if (s->known[i]) lo2 = i;
+    const double slope = lo2 ? (s->t_ms[lo] - s->t_ms[lo2]) / (lo - lo2) : s->t_ms[lo] / lo;
+    return s->t_ms[lo] + (slope > 0 ? slope : 0) * (n - lo);
+}
+
+static int bin_of(double q)
+{
+    int b = (int)(q * SPRIG_SHAPE_BINS);
+    return b < 0 ? 0 : b >= SPRIG_SHAPE_BINS ? SPRIG_SHAPE_BINS - 1 : b;
+}
+
+double sprig_shape_accept(const sprig_shape *s, double q)
+{
+    const int b = bin_of(q);
+    const double prior = (b + 0.5) / SPRIG_SHAPE_BINS;
+    return (s->hits[b] + 2.0 * prior) / (s->trials[b] + 2.0);
+}
+
+void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out)
+{
+    static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
+    key[0] = 0.0f;
+    for (int i = 1; i < t->n; i++) {
+        const double q = exp((double)t->score[i] - (double)t->score[t->parent[i]]);
+        key[i] = key[t->parent[i]] + (float)log(sprig_shape_accept(s, q));
+    }
+    int chosen[SPRIG_TREE_MAX];
+    const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
+    /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) (+ the drafter's time) */
+    double e = 1.0, best = 1.0 / sprig_shape_t(s, 1);
+    int m = 1;
+    for (int j = 1; j < n; j++) {
+        e += exp((double)key[chosen[j]]);
+        const double rate = e / (sprig_shape_t(s, j + 1) + s->draft_ms);
+        if (rate > best) { best = rate; m = j + 1; }
+    }
+    int map[SPRIG_TREE_MAX];
+    sprig_dyntree_select_by(t, key, m, max_depth, out, map);
+    s->last_n = out->n;
+    for (int i = 0; i < out->n; i++)
+        s->q[i] = i ? (float)exp((double)t->score[map[i]] - (double)t->score[t->parent[map[i]]]) : 1.0f;
+    s->chosen[out->n]++;
+}
+
+void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf, cap, "nodes x rounds:");
+    for (int n = 1; n <= SPRIG_TREE_MAX && o + 32 < cap; n++)
+        if (s->chosen[n]) o += (size_t)snprintf(buf + o, cap - o, " %dx%lld", n, (long long)s->chosen[n]);
+    if (o + 96 < cap)
+        snprintf(buf + o, cap - o, "; T(n) ms: 1 %.2f, 4 %.2f, 8 %.2f, 16 %.2f; drafter %.2f ms/round", sprig_shape_t(s, 1),
+                 sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
+}
+
+void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w)
+{
+    if (s->last_n != t->n) return;   /* not the tree select chose */
+    const bool whole = w->n_emit == w->accepted + 1;   /* the budget did not cut the walk short */
+    for (int i = 0; i < w->n_path; i++) {
+        const int v = w->path[i], next = i + 1 < w->n_path ? w->path[i + 1] : -1;
+        if (next < 0 && !whole) break;
+        for (int c = v + 1; c < t->n; c++)
+            if (t->parents[c] == v) {
+                const int b = bin_of(s->q[c]);
+                s->trials[b] += 1;
+                s->hits[b] += c == next;
+            }
+    }
+    s->last_n = 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * spec/shape — the tree to verify, chosen each round from measured costs
+ * (`--tree auto`): how much a verify of n rows costs the target on this
+ * machine, and how often a draft the drafter gave probability q is what the
+ * target emits.
+ *
+ *   cost:     T(n), the target's verify forward of n rows, profiled once
+ *             (target time_rows) and then tracked per n from the rounds
+ *             (moving average), linear between measured sizes; plus the
+ *             drafter's time per round.
+ *   accept:   the drafter's conditional probability q of a node's token is
+ *             mapped to the chance the target accepts it given its parent
+ *             was accepted, by counting, per bucket of q, the verified
+ *             children of accepted nodes (a prior of q itself, weight 2).
+ *   choice:   candidates best first by their path's calibrated acceptance
+ *             v (a child's v never exceeds its parent's, so every prefix is
+ *             a tree); the number of nodes m maximises expected emitted
+ *             tokens per time, (1 + sum of the first m-1 v) / (T(m) + draft);
+ *             m = 1 verifies the bonus alone (no draft pays this round).
+ * Deterministic given the same observations; it never changes what is
+ * emitted, only how many nodes are verified.
+ */
+#ifndef SPRIG_SPEC_SHAPE_H
+#define SPRIG_SPEC_SHAPE_H
+
+#include "spec/dyntree.h"
+#include "spec/walk.h"
+
+#define SPRIG_SHAPE_BINS 16
+
+typedef struct sprig_shape {
+    double t_ms[SPRIG_TREE_MAX + 1];        /* T(n) estimate, n = 1..SPRIG_TREE_MAX; 0 = unknown */
+    bool known[SPRIG_TREE_MAX + 1];
+    double draft_ms;                        /* the drafter's time per round (moving average) */
+    double hits[SPRIG_SHAPE_BINS], trials[SPRIG_SHAPE_BINS];
+    float q[SPRIG_TREE_MAX];                /* the last tree's nodes' drafter probabilities (root: 1) */
+    int last_n;
+    int64_t chosen[SPRIG_TREE_MAX + 1];     /* rounds that verified n nodes */
+    bool profiled;                          /* the target's T(n) was measured */
+} sprig_shape;
+
+/* One line: the sizes chosen (n x rounds), T(n) at a few sizes and the drafter's time. */
+void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap);
+
+void sprig_shape_init(sprig_shape *s);
+/* A measured T(n) (profile or a round); rounds blend in with weight 1/4. */
+void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile);
+void sprig_shape_draft_cost(sprig_shape *s, double ms);
+/* T(n) from what is known (linear between measured sizes, the last slope past them). */
+double sprig_shape_t(const sprig_shape *s, int n);
+/* The calibrated chance of a token the drafter gave probability q. */
+double sprig_shape_accept(const sprig_shape *s, double q);
+/* Choose the tree from the candidates (at most max_nodes nodes, depth <=
+ * max_depth) and remember its nodes' q for observe. */
+void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out);
+/* After the walk: count each verified child of an accepted node. */
+void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w);
+
+#endif
