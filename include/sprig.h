@@ -224,6 +224,7 @@ struct sprig_stats {
     int64_t zero_accept_rounds, partial_accept_rounds, full_accept_rounds;
     int64_t branch_rounds;           /* tree rounds won by a side branch (the accepted path is not
                                         the tree's first chain) */
+    int block_min, block_max;        /* the fewest and most rows a round verified (tree auto varies them) */
     double draft_ms, verify_ms, walk_ms, finalize_ms;
     double rollback_ms;              /* recurrent layers (qwen35): copying states before verify blocks and
                                         replaying accepted steps (inside verify_ms and finalize_ms) */

@@ -388,6 +388,8 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->partial_accept_rounds = t->partial_accept_rounds;
     o->full_accept_rounds = t->full_accept_rounds;
     o->branch_rounds = t->branch_rounds;
+    o->block_min = t->block_min;
+    o->block_max = t->block_max;
     o->draft_ms = t->ms_draft;
     o->verify_ms = t->ms_verify;
     o->walk_ms = t->ms_walk;

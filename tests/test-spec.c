@@ -63,7 +63,7 @@ static const char *const prompts[] = { "Once upon a time", "Lily and Ben went to
 static void run_drafter(enum sprig_drafter_kind kind, const char *path, const char *label)
 {
     int n_tok = test_quick() ? 96 : 256;
-    int64_t zero = 0, partial = 0, full = 0, dyn_branch = 0, dyn_rounds = 0;
+    int64_t zero = 0, partial = 0, full = 0, dyn_branch = 0, dyn_rounds = 0, auto_varied = 0, auto_runs = 0;
     double dyn_epv = 0, chain_epv = 0;
     for (size_t pi = 0; pi < sizeof prompts / sizeof prompts[0]; pi++) {
         struct sprig_stats ps;
@@ -122,6 +122,21 @@ static void run_drafter(enum sprig_drafter_kind kind, const char *path, const ch
                     chain_epv += sc.emitted_per_verify;
                 }
                 free(dyn);
+                /* tree auto: chooses from a dynamic tree of 3 x block nodes each round */
+                struct sprig_stats sa = { 0 };
+                p.tree_branches = 2 * block;
+                p.tree_width = 3;
+                p.tree_auto = true;
+                char *aut = generate(&p, prompts[pi], n_tok, &sa);
+                p.tree_width = 0;
+                p.tree_auto = false;
+                if (aut) {
+                    CHECKF(!strcmp(aut, plain), "%s block %d tree auto differs from plain", label, block);
+                    CHECK_STR(sa.path, "tree");
+                    auto_varied += sa.block_max > sa.block_min;   /* it chose different sizes */
+                    auto_runs++;
+                }
+                free(aut);
             }
             if (pi == 0 && (block == 4 || block == 8))
                 fprintf(stderr, "  %s block %d: chain %.3f emitted/verify (acc %.3f), branching %.3f, dynamic %.3f\n", label,
@@ -138,6 +153,9 @@ static void run_drafter(enum sprig_drafter_kind kind, const char *path, const ch
         fprintf(stderr, "  %s dynamic trees: %lld of %lld rounds won by a side branch\n", label, (long long)dyn_branch,
                 (long long)dyn_rounds);
         CHECK(dyn_branch > 0 && dyn_epv > chain_epv);
+        fprintf(stderr, "  %s tree auto: %lld of %lld runs verified rounds of different sizes\n", label, (long long)auto_varied,
+                (long long)auto_runs);
+        CHECK(auto_runs > 0 && auto_varied * 2 >= auto_runs);
     }
 }
 

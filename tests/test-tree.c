@@ -14,6 +14,9 @@
 #include "base/rng.h"
 #include "spec/drafter.h"
 #include "spec/dyntree.h"
+#include "spec/shape.h"
+
+#include <math.h>
 #include "spec/tree.h"
 #include "spec/walk.h"
 
@@ -415,6 +418,56 @@ static void test_dyntree_select(void)
     }
 }
 
+/* tree auto's choice (spec/shape): a confident chain of drafts (q = 0.9
+ * per step, calibrated to 0.9 by observations) is verified whole when rows
+ * are free, not at all when each row costs a whole forward, and in between
+ * where the expected tokens per millisecond peak; observations move the
+ * calibration toward what the target accepted */
+static void test_shape_choice(void)
+{
+    enum { V = 8, D = 6 };
+    static sprig_dyntree t;
+    float logits[V];
+    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.9f) : logf(0.1f / (V - 1));   /* q = 0.9 on token 3 */
+    sprig_dyntree_init(&t, 1);
+    sprig_dyntree_expand(&t, 0, logits, V, 2);
+    for (int depth = 1; depth < D; depth++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        int nf = sprig_dyntree_frontier(&t, depth, 1, batch);
+        t.slot[batch[0]] = 0;
+        CHECK(nf == 1 && sprig_dyntree_expand(&t, batch[0], logits, V, 2) == 2);
+    }
+    sprig_shape s;
+    sprig_shape_init(&s);
+    for (int i = 0; i < 200; i++) {   /* calibrate: the 0.9 bucket accepted 9 times in 10, the low one never */
+        s.trials[14] += 1; s.hits[14] += i % 10 != 0;
+        s.trials[0] += 1;
+    }
+    CHECK(fabs(sprig_shape_accept(&s, 0.9) - 0.9) < 0.01 && sprig_shape_accept(&s, 0.01) < 0.01);
+    sprig_tree out;
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0, true);   /* rows are free */
+    sprig_shape_select(&s, &t, 12, D, &out);
+    CHECK_EQ_INT(out.n, 12);   /* all of the chain, then the low leaves too (they add a little for nothing) */
+    CHECK(sprig_tree_max_depth(&out) == D);
+    sprig_shape_init(&s);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0 * n, true);   /* a row costs a forward */
+    sprig_shape_select(&s, &t, 12, D, &out);
+    CHECK_EQ_INT(out.n, 1);
+    sprig_shape_init(&s);
+    for (int i = 0; i < 200; i++) { s.trials[14] += 1; s.hits[14] += i % 10 != 0; s.trials[0] += 1; }
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 5.0 * (n - 4), true);
+    sprig_shape_select(&s, &t, 12, D, &out);
+    /* chain of 0.9^d: E(m) = 1 + .9 + .81 + ..., T(m) flat to 4 rows then +5 ms a row: the best is 4 */
+    CHECK_EQ_INT(out.n, 4);
+    CHECK(sprig_tree_is_linear(&out));
+    CHECK(fabs(sprig_shape_t(&s, 6) - 20.0) < 1e-9 && fabs(sprig_shape_t(&s, 64) - 310.0) < 1e-9);
+    /* observe: the target took the first two drafts, not the third */
+    sprig_walk w = { .accepted = 2, .n_path = 3, .path = { 0, 1, 2 }, .n_emit = 3 };
+    const double before = s.trials[14];
+    sprig_shape_observe(&s, &out, &w);
+    CHECK(s.trials[14] == before + 3 && s.hits[14] == 180 + 2);
+}
+
 int main(void)
 {
     RUN(test_linear_mask_is_causal);
@@ -428,5 +481,6 @@ int main(void)
     RUN(test_walk_property);
     RUN(test_tree_from_draft);
     RUN(test_dyntree_select);
+    RUN(test_shape_choice);
     return test_summary("test-tree");
 }
