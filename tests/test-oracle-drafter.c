@@ -127,7 +127,8 @@ static void test_rates(void)
     q.oracle_sibling = 0;
     static const struct { const char *text; const char *want; } files[] = {
         { "1 2 99999", "id 2 = 99999 is outside the vocabulary" }, { "1 2 x", "after 2 ids: not a token id" },
-        { "5", "1 ids" }, { "1 -3", "id 1 = -3" },
+        { "5", "1 ids" }, { "1 -3", "after 1 ids: not a token id" }, { "1 99999999999999999999", "after 1 ids: not a token id" },
+        { "1 2\n3x", "after 2 ids: not a token id" }, { "", "0 ids" },
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *bp = test_tmpfile("oracle-bad.txt");

@@ -120,6 +120,50 @@ static sprig_status parse_rates(const char *s, float *out, int cap, int *n, spri
     return SPRIG_OK;
 }
 
+sprig_status sprig_oracle_parse_ids(const char *text, size_t len, const char *name, int n_vocab, int32_t **out, int *n_out,
+                                    sprig_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    int32_t *ids = NULL;
+    int n = 0, cap = 0;
+    size_t i = 0;
+    char num[32];
+    for (;;) {
+        while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r')) i++;
+        if (i == len) break;
+        size_t j = i;
+        while (j < len && j - i < sizeof num - 1 && text[j] >= '0' && text[j] <= '9') j++;
+        if (j == i || (j < len && !(text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) || j - i > 10) {
+            free(ids);
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: after %d ids: not a token id (decimal digits separated by white space)", name, n);
+        }
+        memcpy(num, text + i, j - i);
+        num[j - i] = 0;
+        const long long v = strtoll(num, NULL, 10);   /* at most 10 digits: no overflow */
+        if (v >= n_vocab) {
+            free(ids);
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: id %d = %lld is outside the vocabulary [0, %d)", name, n, v, n_vocab);
+        }
+        if (n == ORACLE_MAX_IDS) { free(ids); return sprig_err(err, SPRIG_E_FORMAT, "%s: more than %d ids", name, ORACLE_MAX_IDS); }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            int32_t *g = realloc(ids, (size_t)cap * sizeof *g);
+            if (!g) { free(ids); return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory for %d ids", name, cap); }
+            ids = g;
+        }
+        ids[n++] = (int32_t)v;
+        i = j;
+    }
+    if (n < 2) {
+        free(ids);
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: %d ids (a prompt and its continuation are needed)", name, n);
+    }
+    *out = ids;
+    *n_out = n;
+    return SPRIG_OK;
+}
+
 sprig_drafter *sprig_draft_oracle_create(const char *path, int n_vocab, const char *accept, float sibling, uint64_t seed,
                                          sprig_error *err)
 {
@@ -135,35 +179,37 @@ sprig_drafter *sprig_draft_oracle_create(const char *path, int n_vocab, const ch
     o->sibling = sibling;
     o->seed = seed;
     if (parse_rates(accept && *accept ? accept : "0.8", o->accept, SPRIG_TREE_MAX, &o->n_accept, err)) { free(o); return NULL; }
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(path, "rb");
     if (!f) {
         sprig_err(err, SPRIG_E_IO, "oracle drafter: cannot open '%s': %s", path, strerror(errno));
         free(o);
         return NULL;
     }
-    int cap = 0;
-    long long v;
-    int r;
-    while ((r = fscanf(f, "%lld", &v)) == 1) {
-        if (v < 0 || v >= n_vocab) {
-            sprig_err(err, SPRIG_E_FORMAT, "%s: id %d = %lld is outside the vocabulary [0, %d)", path, o->n_ids, v, n_vocab);
-            goto fail;
+    /* the whole file (at most 11 bytes per id of ORACLE_MAX_IDS), then the ids */
+    const size_t limit = (size_t)ORACLE_MAX_IDS * 12;
+    size_t len = 0, cap = 0;
+    char *text = NULL;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? 2 * cap : 65536;
+            char *g = cap <= limit ? realloc(text, cap) : NULL;
+            if (!g) { sprig_err(err, cap <= limit ? SPRIG_E_NOMEM : SPRIG_E_FORMAT, "%s: too large for an ids file", path); break; }
+            text = g;
         }
-        if (o->n_ids == ORACLE_MAX_IDS) { sprig_err(err, SPRIG_E_FORMAT, "%s: more than %d ids", path, ORACLE_MAX_IDS); goto fail; }
-        if (o->n_ids == cap) {
-            cap = cap ? 2 * cap : 1024;
-            int32_t *n = realloc(o->ids, (size_t)cap * sizeof *n);
-            if (!n) { sprig_err(err, SPRIG_E_NOMEM, "oracle drafter: out of memory"); goto fail; }
-            o->ids = n;
-        }
-        o->ids[o->n_ids++] = (int32_t)v;
+        size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
     }
-    if (r != EOF || ferror(f)) { sprig_err(err, SPRIG_E_FORMAT, "%s: after %d ids: not a token id", path, o->n_ids); goto fail; }
-    if (o->n_ids < 2) { sprig_err(err, SPRIG_E_FORMAT, "%s: %d ids (a prompt and its continuation are needed)", path, o->n_ids); goto fail; }
+    const bool read_ok = !ferror(f) && len < cap;
     fclose(f);
+    if (!read_ok) {
+        if (text && err && err->code == SPRIG_OK) sprig_err(err, SPRIG_E_IO, "%s: read error", path);
+        free(text);
+        or_destroy(&o->base);
+        return NULL;
+    }
+    sprig_status st = sprig_oracle_parse_ids(text, len, path, n_vocab, &o->ids, &o->n_ids, err);
+    free(text);
+    if (st) { or_destroy(&o->base); return NULL; }
     return &o->base;
-fail:
-    fclose(f);
-    or_destroy(&o->base);
-    return NULL;
 }

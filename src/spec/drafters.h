@@ -35,6 +35,10 @@ sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *targe
  * `sibling`; draws seeded by `seed`. */
 sprig_drafter *sprig_draft_oracle_create(const char *path, int n_vocab, const char *accept, float sibling, uint64_t seed,
                                          sprig_error *err);
+/* Its file's parser: decimal ids below n_vocab separated by white space,
+ * at least two; *out malloc'd. Errors name `name` and the id's index. */
+sprig_status sprig_oracle_parse_ids(const char *text, size_t len, const char *name, int n_vocab, int32_t **out, int *n_out,
+                                    sprig_error *err);
 /* n-gram sizes [n_min, n_max] (1..8); capacity = the context size. */
 sprig_drafter *sprig_draft_ngram_create(int n_min, int n_max, int capacity, sprig_error *err);
 
