@@ -108,7 +108,7 @@ static void run_drafter(enum sprig_drafter_kind kind, const char *path, const ch
             partial += sc.partial_accept_rounds + sb.partial_accept_rounds;
             full += sc.full_accept_rounds + sb.full_accept_rounds;
             struct sprig_stats sd = { 0 };
-            if (kind == SPRIG_DRAFTER_MODEL) {   /* a dynamic tree of 2 x block nodes, width 3 */
+            if (kind != SPRIG_DRAFTER_NGRAM) {   /* model drafters: a dynamic tree of 2 x block nodes, width 3 */
                 p.tree_branches = block;
                 p.tree_width = 3;
                 char *dyn = generate(&p, prompts[pi], n_tok, &sd);
@@ -149,7 +149,7 @@ static void run_drafter(enum sprig_drafter_kind kind, const char *path, const ch
     }
     CHECKF(zero > 0 && partial > 0 && full > 0, "%s: zero/partial/full accept rounds %lld/%lld/%lld must all occur",
            label, (long long)zero, (long long)partial, (long long)full);
-    if (kind == SPRIG_DRAFTER_MODEL) {   /* dynamic trees ran: side branches won, and they emit more than chains */
+    if (kind != SPRIG_DRAFTER_NGRAM) {   /* dynamic trees ran: side branches won, and they emit more than chains */
         fprintf(stderr, "  %s dynamic trees: %lld of %lld rounds won by a side branch\n", label, (long long)dyn_branch,
                 (long long)dyn_rounds);
         CHECK(dyn_branch > 0 && dyn_epv > chain_epv);

@@ -18,6 +18,8 @@
 #include "model/assistant.h"
 #include "model/mtp.h"
 #include "model/nextn.h"
+#include "spec/dyntree.h"
+#include "spec/shape.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -26,6 +28,8 @@
 #include <sys/stat.h>
 
 typedef struct mtp_drafter mtp_drafter;
+
+#define MTP_TREE_ROWS (4 * SPRIG_TREE_MAX)   /* expansion steps a dynamic tree may take */
 
 /* One kind of head: step(head, state, pool, target cache, h_in, token, h_out, logits);
  * sync and unwind only for a head with its own cache (NULL: none). */
@@ -71,6 +75,9 @@ struct mtp_drafter {
     float *rows;               /* [n_batch][dim] the hidden inputs of one sync batch */
     float *h_last;             /* [dim] the target's hidden row of position h_last_pos */
     int h_last_pos;            /* -1: none */
+    /* dynamic trees (assistant heads) */
+    sprig_dyntree dt;
+    float *tree_h;             /* [MTP_TREE_ROWS][dim] the h' of each expansion step */
 };
 
 /* qwen35's block: the step appends at the next position of its own cache */
@@ -165,6 +172,56 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
     return md->ops->unwind ? md->ops->unwind(md, st->n_past, k - 1, err) : SPRIG_OK;
 }
 
+/* A dynamic tree (spec/dyntree.h) from an assistant head: expanding node v
+ * is one head step from the h' of the step that proposed v (the root: the
+ * target's hidden row) with v's token; the step's logits give v's children
+ * and its h' is kept for them. The heads keep no cache, so nothing is fed or
+ * rolled back. qwen35's block (its own cache) and tree_width 0 draft the
+ * runner-up tree. */
+static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, int k, int max_nodes, sprig_tree *out,
+                                   sprig_error *err)
+{
+    mtp_drafter *md = (mtp_drafter *)d;
+    const sprig_target_state *st = c->target;
+    if (c->tree_width < 1 || md->ops->sync) {
+        sprig_draft dr = { 0 };
+        for (int i = 0; i < SPRIG_TREE_MAX; i++) dr.runner_up[i] = -1;
+        sprig_status s = mtp_draft_block(d, c, k, &dr, err);
+        return s ? s : sprig_tree_from_draft(out, c->bonus, &dr, max_nodes - k, err);
+    }
+    if (!st || !st->hidden || !st->kv || st->n_embd != md->dim || st->n_past < 1)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP drafter: the target does not expose its hidden state and KV cache");
+    sprig_tree_root(out, c->bonus);
+    if (k < 2) return SPRIG_OK;
+    const int w = c->tree_width < SPRIG_DYNTREE_MAX_WIDTH ? c->tree_width : SPRIG_DYNTREE_MAX_WIDTH;
+    sprig_dyntree *t = &md->dt;
+    static _Thread_local int16_t hs[SPRIG_DYNTREE_CAP];   /* candidate -> row of md->tree_h holding the h' of its step */
+    sprig_dyntree_init(t, c->bonus);
+    sprig_status s = md->ops->step(md->head, md->state, md->pool, st->kv, st->hidden, c->bonus, md->tree_h, md->logits, err);
+    if (s) return s;
+    hs[0] = 0;
+    int rows = 1;
+    sprig_dyntree_expand(t, 0, md->logits, md->n_vocab, w);
+    for (int depth = 1; depth < k - 1 && rows + w <= MTP_TREE_ROWS; depth++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        const int nf = sprig_dyntree_frontier(t, depth, w, batch);
+        if (nf == 0 || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
+        for (int j = 0; j < nf; j++) {
+            const int v = batch[j];
+            float *h_out = md->tree_h + (size_t)rows * md->dim;
+            if ((s = md->ops->step(md->head, md->state, md->pool, st->kv, md->tree_h + (size_t)hs[t->parent[v]] * md->dim,
+                                   t->token[v], h_out, md->logits, err)))
+                return s;
+            hs[v] = (int16_t)rows++;
+            t->slot[v] = 0;   /* expanded */
+            sprig_dyntree_expand(t, v, md->logits, md->n_vocab, w);
+        }
+    }
+    if (c->shape) sprig_shape_select(c->shape, t, max_nodes, k - 1, out);
+    else sprig_dyntree_select(t, max_nodes, k - 1, out, NULL);
+    return SPRIG_OK;
+}
+
 static sprig_status mtp_begin(sprig_drafter *d, const sprig_draft_ctx *c, sprig_error *err)
 {
     mtp_drafter *md = (mtp_drafter *)d;
@@ -184,12 +241,14 @@ static void mtp_destroy(sprig_drafter *d)
     sprig_free_aligned(md->logits);
     sprig_free_aligned(md->rows);
     sprig_free_aligned(md->h_last);
+    sprig_free_aligned(md->tree_h);
     free(md);
 }
 
 static const struct sprig_drafter_vt mtp_drafter_vt = {
     .name = "mtp",
     .draft_block = mtp_draft_block,
+    .draft_tree = mtp_draft_tree,
     .begin = mtp_begin,
     .destroy = mtp_destroy,
 };
@@ -236,7 +295,8 @@ sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *targe
     }
     md->h = sprig_calloc_aligned((size_t)md->dim, sizeof(float));
     md->logits = sprig_calloc_aligned((size_t)md->n_vocab, sizeof(float));
-    if (!md->state || !md->h || !md->logits) {
+    md->tree_h = sprig_calloc_aligned((size_t)MTP_TREE_ROWS * md->dim, sizeof(float));
+    if (!md->state || !md->h || !md->logits || !md->tree_h) {
         mtp_destroy(&md->base);
         sprig_err(err, SPRIG_E_NOMEM, "MTP drafter: out of memory");
         return NULL;
