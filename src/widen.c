@@ -190,7 +190,11 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     TRY(sprig_gguf_w_u32(wr, "llama.embedding_length", (uint32_t)D, err));
     TRY(sprig_gguf_w_u32(wr, "llama.block_count", (uint32_t)L, err));
     TRY(sprig_gguf_w_u32(wr, "llama.feed_forward_length", (uint32_t)F, err));
-    TRY(sprig_gguf_w_u32(wr, "llama.rope.dimension_count", (uint32_t)s->n_rot, err));
+    /* every dim of a head rotates (llama.cpp's llama requires it); rope_freqs gives the source's
+     * pairs their frequencies back (base^(-2i/n_rot_s) = base^(-2i/hd_t) / factor_i); the pairs past
+     * them hold only zeros, which any rotation leaves zero */
+    const int hd_t = p.dim / p.n_heads;
+    TRY(sprig_gguf_w_u32(wr, "llama.rope.dimension_count", (uint32_t)hd_t, err));
     TRY(sprig_gguf_w_u32(wr, "llama.attention.head_count", (uint32_t)p.n_heads, err));
     TRY(sprig_gguf_w_u32(wr, "llama.attention.head_count_kv", (uint32_t)p.n_kv_heads, err));
     TRY(sprig_gguf_w_f32(wr, "llama.attention.layer_norm_rms_epsilon", p.rms_eps, err));
@@ -215,6 +219,14 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     } while (0)
     ADD("token_embd.weight", "token_embd.weight", D, V, MAP_VOCAB, MAP_HIDDEN, 1.0f, 0.0f);
     ADD("output_norm.weight", "output_norm.weight", D, 1, MAP_NONE, MAP_HIDDEN, norm_scale, 0.0f);
+    if (hd_t != s->n_rot) {
+        float factors[512];
+        SPRIG_ASSERT(hd_t / 2 <= 512);
+        for (int i = 0; i < hd_t / 2; i++)
+            factors[i] = i < s->n_rot / 2 ? (float)pow((double)s->rope_theta, 2.0 * i / s->n_rot - 2.0 * i / hd_t) : 1.0f;
+        int64_t ne_f[1] = { hd_t / 2 };
+        TRY(sprig_gguf_w_tensor(wr, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne_f, factors, err));
+    }
     if (!m->tied_output) ADD("output.weight", "output.weight", D, V, MAP_VOCAB, MAP_HIDDEN, 1.0f, 0.0f);
     for (int l = 0; l < L; l++) {
         char nm[64], sn[9][64];

@@ -17,8 +17,9 @@
  *   the first L_t-L_s are identity blocks (all weights 0: the residual
  *   passes through). Compensations: RMSNorm weights x sqrt(D_s/D_t) and
  *   eps x D_s/D_t (the mean runs over D_t dims); attn_q x sqrt(hd_t/hd_s)
- *   (the score scale is 1/sqrt(hd_t)); rope.dimension_count = S's n_rot,
- *   so the rotated pairs and frequencies are S's. The vocabulary, tokenizer
+ *   (the score scale is 1/sqrt(hd_t)); rope.dimension_count = hd_t (as
+ *   llama.cpp requires) with a rope_freqs tensor that gives S's pairs S's
+ *   frequencies (the other pairs rotate zeros). The vocabulary, tokenizer
  *   keys (copied verbatim) and context length are S's.
  * The result equals S up to float rounding (and the chosen weight type's
  * quantization); tests/test-widen.c checks logits and greedy tokens.

@@ -16,6 +16,7 @@
 #include "tensor/ops.h"
 #include "tensor/types.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* the source is 64 dims, 5 layers, 8 heads of 8, 4 kv heads, ffn 172 */
@@ -57,7 +58,13 @@ static void test_shape_and_keys(void)
     CHECK_EQ_INT(m->hp.n_kv_head, 4);
     CHECK_EQ_INT(m->hp.head_dim, 16);
     CHECK_EQ_INT(m->hp.n_ff, 256);
-    CHECK_EQ_INT(m->hp.n_rot, 8);          /* the source's rotation */
+    CHECK_EQ_INT(m->hp.n_rot, 16);         /* whole heads rotate (llama.cpp's rule) ... */
+    CHECK(m->rope_freqs != NULL);          /* ... and rope_freqs gives the source's 4 pairs their frequencies */
+    if (m->rope_freqs) {
+        CHECK_NEAR(m->rope_freqs[0], 1.0, 1e-6);
+        CHECK_NEAR(m->rope_freqs[3], pow(10000.0, 6.0 / 8 - 6.0 / 16), 1e-2);
+        CHECK_NEAR(m->rope_freqs[4], 1.0, 1e-6);
+    }
     CHECK_EQ_INT(m->hp.n_vocab, 512);
     CHECK_NEAR(m->hp.eps, 1e-5 * 64 / 256, 1e-12);
     sprig_model_free(m);
