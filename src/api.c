@@ -375,7 +375,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->generated_tokens = t->emitted;
     o->prefill_ms = t->ms_prefill;
     double total = s->t_end > s->t_begin ? s->t_end - s->t_begin : 0;
-    o->decode_ms = total > t->ms_prefill ? total - t->ms_prefill : 0;
+    o->decode_ms = total > t->ms_prefill + t->ms_profile ? total - t->ms_prefill - t->ms_profile : 0;   /* not the one-time profile */
     o->prefill_tok_s = t->ms_prefill > 0 ? (double)t->prompt_tokens / t->ms_prefill * 1e3 : 0;
     o->decode_tok_s = o->decode_ms > 0 && t->emitted > 1 ? (double)(t->emitted - 1) / o->decode_ms * 1e3 : 0;
     o->rounds = t->rounds;

@@ -215,13 +215,15 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
     s->stats.prompt_tokens = n;
     s->n_history = 0;
     s->st = (sprig_target_state){ 0 };
+    uint64_t t0 = sprig_time_ns();
     if (s->shape && !s->shape->profiled && s->t->vt->time_rows) {   /* T(n) on this machine, once: the best of two */
         static const int sizes[] = { 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 };
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++)
             for (int rep = 0; rep < 2; rep++) sprig_shape_cost(s->shape, sizes[i], s->t->vt->time_rows(s->t, sizes[i]), true);
         s->shape->profiled = true;
+        s->stats.ms_profile = ms_since(&t0);
+        SPRIG_LOGI("tree auto: profiled the target's verify times in %.0f ms (once per session)", s->stats.ms_profile);
     }
-    uint64_t t0 = sprig_time_ns();
     sprig_status st = sprig_target_prefill(s->t, prompt, n, &s->rows, &s->st, err);
     if (st) return fail(s, st);
     s->stats.ms_prefill += ms_since(&t0);

@@ -46,6 +46,7 @@ typedef struct sprig_spec_stats {
                                           what the target chose */
     int block_min, block_max;          /* verified block sizes seen (0 before any round) */
     double ms_prefill, ms_draft, ms_verify, ms_walk, ms_finalize, ms_emit, ms_hook;
+    double ms_profile;                 /* tree auto's one-time cost profile (not decoding) */
 } sprig_spec_stats;
 
 void sprig_stats_reset(sprig_spec_stats *s, int path);
