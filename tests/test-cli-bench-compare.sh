@@ -29,7 +29,8 @@ check "bench forward defaults to every row's logits and an f32 cache (rc $rc)" \
 "$BIN" bench decode -m "$MODEL" -t 1 -n 8 --kv-type f16 --json >"$TMP/d.json" 2>"$TMP/err"; rc=$?
 check "bench decode --kv-type f16 exits 0 (rc $rc: $(head -c 200 "$TMP/err"))" [ $rc -eq 0 ]
 check "bench decode reports kv_type and the mean" sh -c "grep -q '\"kv_type\":\"f16\"' '$TMP/d.json' && grep -q ms_per_token_mean '$TMP/d.json'"
-for bad in "forward --logits some" "forward --kv-type q8_0" "decode --kv-type" "spec --kv-type f16"; do
+for bad in "forward --logits some" "forward --kv-type q8_0" "decode --kv-type" "spec --kv-type f16" \
+           "spec --draft-ngram --cfg dyn:4:3:2" "spec --draft-ngram --cfg chain:x" "spec --draft-ngram --cfg auto:6:12:9"; do
     # shellcheck disable=SC2086
     "$BIN" bench $bad -m "$MODEL" >/dev/null 2>"$TMP/bad"; rc=$?
     check "bench $bad exits 2 with a message (rc $rc)" sh -c "[ $rc -eq 2 ] && [ -s '$TMP/bad' ]"

@@ -32,6 +32,10 @@ check "stderr says which path ran" has "decoding path: plain" "$TMP/err"
 # the plain-C reference kernels give the same bits, hence the same text
 SPRIG_NO_SIMD=1 "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 200 -t 1 >"$TMP/ref" 2>"$TMP/referr"
 check "SPRIG_NO_SIMD=1 runs the reference kernels" has "kernels reference" "$TMP/referr"
+"$BIN" run -m "$M/stories260K.gguf" --draft-ngram --tree-nodes 3 --tree-depth 4 -n 4 >/dev/null 2>"$TMP/tn"; rc=$?
+check "--tree-nodes below the depth + 1 exits 2 naming both (rc $rc)" sh -c "[ $rc -eq 2 ] && grep -q 'tree-nodes 3 is less than the depth 4' '$TMP/tn'"
+"$BIN" run -m "$M/stories260K.gguf" --draft-oracle "$TMP/none.ids" -n 4 >/dev/null 2>"$TMP/or"; rc=$?
+check "--draft-oracle with a missing file fails naming it (rc $rc)" sh -c "[ $rc -ne 0 ] && grep -q \"cannot open '$TMP/none.ids'\" '$TMP/or'"
 check "reference kernels give the same greedy text" cmp -s "$TMP/ref" "$TMP/want"
 SPRIG_KERNELS=reference "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 20 -t 1 >/dev/null 2>"$TMP/referr"
 check "SPRIG_KERNELS=reference runs the reference kernels" has "kernels reference" "$TMP/referr"

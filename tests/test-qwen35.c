@@ -35,18 +35,24 @@
 
 static char *g_f32, *g_q8;
 
+/* the small qwen35 shape the tests share (sprig mkmodel --arch qwen35) */
+static void q35_shape(struct sprig_mkmodel_params *mp, sprig_error *err)
+{
+    CHECK(sprig_mkmodel_preset("tiny", mp, err) == SPRIG_OK);
+    mp->arch = "qwen35";
+    mp->dim = 128;
+    mp->n_layers = 4;
+    mp->n_heads = 4;
+    mp->n_kv_heads = 2;
+    mp->head_dim = 32;
+    mp->ffn = 256;
+}
+
 static char *make(const char *name, int type)
 {
     sprig_error err = { 0 };
     struct sprig_mkmodel_params mp;
-    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
-    mp.arch = "qwen35";
-    mp.dim = 128;
-    mp.n_layers = 4;
-    mp.n_heads = 4;
-    mp.n_kv_heads = 2;
-    mp.head_dim = 32;
-    mp.ffn = 256;
+    q35_shape(&mp, &err);
     mp.std = 0.08f;
     mp.ssm_state = 32;
     mp.ssm_v_heads = 4;
@@ -108,15 +114,8 @@ static void test_chain_equals_plain(void)
 {
     sprig_error err = { 0 };
     struct sprig_mkmodel_params mp;
-    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
-    mp.arch = "qwen35";
+    q35_shape(&mp, &err);
     mp.vocab = 512;
-    mp.dim = 128;
-    mp.n_layers = 4;
-    mp.n_heads = 4;
-    mp.n_kv_heads = 2;
-    mp.head_dim = 32;
-    mp.ffn = 256;
     mp.std = 0.06f;
     mp.seed = 3;
     mp.type = 0;
@@ -395,14 +394,7 @@ static void test_mtp_block_loads(void)
 {
     sprig_error err = { 0 };
     struct sprig_mkmodel_params mp;
-    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
-    mp.arch = "qwen35";
-    mp.dim = 128;
-    mp.n_layers = 4;
-    mp.n_heads = 4;
-    mp.n_kv_heads = 2;
-    mp.head_dim = 32;
-    mp.ffn = 256;
+    q35_shape(&mp, &err);
     mp.mtp = true;
     mp.mtp_head = true;
     mp.recurrent_layers = "rrar";

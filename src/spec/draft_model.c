@@ -122,12 +122,7 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
                                   sprig_error *err)
 {
     model_drafter *md = (model_drafter *)d;
-    if (c->tree_width < 1) {   /* the runner-up tree */
-        sprig_draft dr = { 0 };
-        for (int i = 0; i < SPRIG_TREE_MAX; i++) dr.runner_up[i] = -1;
-        sprig_status st = md_draft_block(d, c, k, &dr, err);
-        return st ? st : sprig_tree_from_draft(out, c->bonus, &dr, max_nodes - k, err);
-    }
+    if (c->tree_width < 1) return sprig_drafter_runner_up_tree(d, c, k, max_nodes, out, err);
     bool room_ok;
     sprig_status st = sync(md, c, k, &room_ok, err);
     sprig_tree_root(out, c->bonus);

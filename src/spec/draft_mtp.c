@@ -183,12 +183,7 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
 {
     mtp_drafter *md = (mtp_drafter *)d;
     const sprig_target_state *st = c->target;
-    if (c->tree_width < 1 || md->ops->sync) {
-        sprig_draft dr = { 0 };
-        for (int i = 0; i < SPRIG_TREE_MAX; i++) dr.runner_up[i] = -1;
-        sprig_status s = mtp_draft_block(d, c, k, &dr, err);
-        return s ? s : sprig_tree_from_draft(out, c->bonus, &dr, max_nodes - k, err);
-    }
+    if (c->tree_width < 1 || md->ops->sync) return sprig_drafter_runner_up_tree(d, c, k, max_nodes, out, err);
     if (!st || !st->hidden || !st->kv || st->n_embd != md->dim || st->n_past < 1)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP drafter: the target does not expose its hidden state and KV cache");
     sprig_tree_root(out, c->bonus);

@@ -70,6 +70,15 @@ sprig_status sprig_drafter_draft_block(sprig_drafter *d, const sprig_draft_ctx *
     return SPRIG_OK;
 }
 
+sprig_status sprig_drafter_runner_up_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes, sprig_tree *out,
+                                          sprig_error *err)
+{
+    sprig_draft dr = { 0 };
+    for (int i = 0; i < SPRIG_TREE_MAX; i++) dr.runner_up[i] = -1;
+    sprig_status st = d->vt->draft_block(d, ctx, k, &dr, err);
+    return st ? st : sprig_tree_from_draft(out, ctx->bonus, &dr, max_nodes - k, err);
+}
+
 sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes,
                                       int n_vocab, sprig_tree *out, sprig_error *err)
 {

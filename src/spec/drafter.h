@@ -114,6 +114,12 @@ sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c
  * for the first draft steps j that have one (runner_up >= 0 and different
  * from the drafted token), at most `branches` leaves and never past
  * SPRIG_TREE_MAX nodes. The chain child comes first among siblings. */
+/* The runner-up tree through the drafter's own draft_block (unchecked: the
+ * tree is validated where draft_tree returns): for a draft_tree slot whose
+ * dynamic tree is off (tree_width 0) or cannot run. */
+sprig_status sprig_drafter_runner_up_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes, sprig_tree *out,
+                                          sprig_error *err);
+
 sprig_status sprig_tree_from_draft(sprig_tree *t, int32_t bonus, const sprig_draft *draft, int branches,
                                    sprig_error *err);
 
