@@ -163,6 +163,12 @@ struct sprig_session_params {
                                         drafter: each depth expands its w best frontier nodes in one
                                         drafter forward, w children each; the best nodes by cumulative
                                         draft log-probability are verified */
+    bool sampled_drafts;             /* temp > 0: the drafter DRAWS its drafts from its own distribution q (the
+                                        target's sampler over the drafter's logits; tree siblings without
+                                        replacement) and they are accepted with min(1, p/q), residual (p - q)+
+                                        (trees: the multi-candidate rule); false: one-hot drafts (argmax,
+                                        accepted with p). Both keep the target's distribution; drafters with
+                                        no distribution (n-gram, oracle) always draft one-hot */
     int ngram_min, ngram_max;        /* n-gram lengths for SPRIG_DRAFTER_NGRAM */
     const char *oracle_accept;       /* SPRIG_DRAFTER_ORACLE: the chance that the draft at depth d is right,
                                         "p1,p2,..." (the last repeats; NULL: "0.8") */
@@ -225,6 +231,7 @@ struct sprig_stats {
     int64_t branch_rounds;           /* tree rounds won by a side branch (the accepted path is not
                                         the tree's first chain) */
     int block_min, block_max;        /* the fewest and most rows a round verified (tree auto varies them) */
+    int64_t sampled_rounds;          /* rounds whose drafts were drawn from the drafter's q (sampled_drafts) */
     double draft_ms, verify_ms, walk_ms, finalize_ms;
     double rollback_ms;              /* recurrent layers (qwen35): copying states before verify blocks and
                                         replaying accepted steps (inside verify_ms and finalize_ms) */

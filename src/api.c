@@ -336,6 +336,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.sampling = !sprig_sampler_is_greedy(s->sampler);
     sp.sampler = s->sampler;
     sp.seed = s->seed;
+    sp.draft_q = sp.sampling && s->drafter && s->p.sampled_drafts;
     sp.top_logprobs = s->p.top_logprobs;
     sp.on_token = on_token;
     sp.user = s;
@@ -390,6 +391,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->branch_rounds = t->branch_rounds;
     o->block_min = t->block_min;
     o->block_max = t->block_max;
+    o->sampled_rounds = t->sampled_rounds;
     o->draft_ms = t->ms_draft;
     o->verify_ms = t->ms_verify;
     o->walk_ms = t->ms_walk;
@@ -417,12 +419,12 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,"
         "\"rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_per_verify\":%.4f,"
         "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
-        "\"branch_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f}",
+        "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f}",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
         t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
         t->prefill_tok_s, t->decode_tok_s,
         (long long)t->rounds, (long long)t->proposed, (long long)t->accepted, (long long)t->emitted, t->emitted_per_verify,
         t->acceptance_rate, (long long)t->zero_accept_rounds, (long long)t->partial_accept_rounds,
-        (long long)t->full_accept_rounds, (long long)t->branch_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms);
+        (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms);
 }

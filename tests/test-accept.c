@@ -14,7 +14,10 @@
  * biased rules run through the same harness and must FAIL it, so the test
  * can tell a wrong rule from a right one. Also: with one-hot distributions
  * the sampling walk is the greedy walk; the chain form equals the linear
- * tree; bad rows are refused.
+ * tree; bad rows are refused. Sampled drafts (drawn from a mock drafter's
+ * q, siblings without replacement) go through the same harness with the
+ * q-aware rule, and two wrong walks of them (q ignored, the wrong q) must
+ * fail it.
  */
 #include "test.h"
 #include "base/rng.h"
@@ -235,7 +238,7 @@ static int generate(int rule, int shape, sprig_rng *r, float *scratch, int64_t *
         sprig_walk w;
         if (rule == RULE_LOSSLESS) {
             sprig_error err;
-            sprig_status st = sprig_tree_walk_sample(&t, probs, V, L - out, r, scratch, &w, &err);
+            sprig_status st = sprig_tree_walk_sample(&t, probs, V, L - out, NULL, r, scratch, &w, &err);
             if (st) { CHECKF(0, "%s", err.msg); return 0; }
         } else {
             biased_walk(rule, &t, probs, L - out, r, &w);
@@ -348,7 +351,7 @@ static void test_one_hot_is_greedy(void)
         int budget = 1 + (int)(sprig_rng_u64(&r) % 8);
         sprig_walk g, s;
         sprig_tree_walk(&t, target, budget, &g);
-        CHECK_EQ_INT(sprig_tree_walk_sample(&t, probs, V, budget, &rr, scratch, &s, NULL), SPRIG_OK);
+        CHECK_EQ_INT(sprig_tree_walk_sample(&t, probs, V, budget, NULL, &rr, scratch, &s, NULL), SPRIG_OK);
         bool ok = g.accepted == s.accepted && g.n_emit == s.n_emit && g.n_path == s.n_path;
         for (int i = 0; ok && i < g.n_path; i++) ok &= g.path[i] == s.path[i];
         for (int i = 0; ok && i < g.n_emit; i++) ok &= g.emit[i] == s.emit[i];
@@ -371,8 +374,8 @@ static void test_chain_form_and_edges(void)
         sprig_rng_seed(&a, (uint64_t)seed);
         sprig_rng_seed(&b, (uint64_t)seed);
         sprig_walk wa, wb;
-        CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 10, &a, scratch, &wa, &err), SPRIG_OK);
-        CHECK_EQ_INT(sprig_tree_walk_sample(&t, probs, V, 10, &b, scratch, &wb, &err), SPRIG_OK);
+        CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 10, NULL, &a, scratch, &wa, &err), SPRIG_OK);
+        CHECK_EQ_INT(sprig_tree_walk_sample(&t, probs, V, 10, NULL, &b, scratch, &wb, &err), SPRIG_OK);
         bool ok = wa.accepted == wb.accepted && wa.n_emit == wb.n_emit;
         for (int i = 0; ok && i < wa.n_emit; i++) ok &= wa.emit[i] == wb.emit[i];
         CHECK(ok);
@@ -381,18 +384,18 @@ static void test_chain_form_and_edges(void)
     sprig_rng r;
     sprig_rng_seed(&r, 1);
     sprig_walk w;
-    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 0, &r, scratch, &w, &err), SPRIG_OK);
+    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 0, NULL, &r, scratch, &w, &err), SPRIG_OK);
     CHECK(w.n_emit == 0 && w.accepted == 0);
-    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 1, &r, scratch, &w, &err), SPRIG_OK);
+    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 1, NULL, &r, scratch, &w, &err), SPRIG_OK);
     CHECK(w.n_emit == 1 && w.accepted == 0);
     /* a row with no mass is refused, naming the row */
     float bad[4 * V];
     memcpy(bad, probs, sizeof bad);
     for (int v = 0; v < V; v++) bad[v] = v == 5 ? NAN : -1.0f;
-    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, bad, V, 10, &r, scratch, &w, &err), SPRIG_E_INVALID_ARG);
+    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, bad, V, 10, NULL, &r, scratch, &w, &err), SPRIG_E_INVALID_ARG);
     CHECK(strstr(err.msg, "row 0") != NULL);
-    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, 0, 10, &r, scratch, &w, &err), SPRIG_E_INVALID_ARG);
-    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 0, probs, V, 10, &r, scratch, &w, &err), SPRIG_E_INVALID_ARG);
+    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, 0, 10, NULL, &r, scratch, &w, &err), SPRIG_E_INVALID_ARG);
+    CHECK_EQ_INT(sprig_chain_walk_sample(draft, 0, probs, V, 10, NULL, &r, scratch, &w, &err), SPRIG_E_INVALID_ARG);
     float zero[V] = { 0 };
     CHECK_EQ_INT(sprig_sample_weights(zero, V, &r), -1);
 
@@ -400,7 +403,7 @@ static void test_chain_form_and_edges(void)
     int64_t cnt[V] = { 0 };
     int n = test_quick() ? 20000 : 100000;
     for (int i = 0; i < n; i++) {
-        CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 1, &r, scratch, &w, NULL), SPRIG_OK);
+        CHECK_EQ_INT(sprig_chain_walk_sample(draft, 4, probs, V, 1, NULL, &r, scratch, &w, NULL), SPRIG_OK);
         cnt[w.emit[0]]++;
     }
     double chi = 0;
@@ -414,10 +417,230 @@ static void test_chain_form_and_edges(void)
     CHECKF(chi < (bins - 1) + 6.0 * sqrt(2.0 * (bins - 1)), "chi2 %.1f", chi);
 }
 
+/* ---------------------------------------------------------------- sampled drafts (q-aware rules) */
+
+static struct memo memo_q[MEMO];
+
+/* The drafter's distribution q after prefix s[n]: the target's perturbed,
+ * with its own zeros (so q > 0 where p = 0 and the reverse both happen). */
+static void draft_q(const int32_t *s, int n, float *q)
+{
+    bool hit;
+    struct memo *m = memo_slot(memo_q, hash_seq(s, n, 3), &hit);
+    if (!hit) {
+        float p[V];
+        target_p(s, n, p);
+        sprig_rng r;
+        sprig_rng_seed(&r, hash_seq(s, n, 3));
+        double z[V], sum = 0, kept = 0;
+        for (int v = 0; v < V; v++) { z[v] = exp(0.8 * log(p[v] + 0.01) + 0.9 * sprig_rng_normal(&r)); sum += z[v]; }
+        for (int v = 0; v < V; v++) { z[v] /= sum; if (z[v] < 0.04) z[v] = 0; kept += z[v]; }
+        for (int v = 0; v < V; v++) m->p[v] = (float)(z[v] / kept);
+    }
+    memcpy(q, m->p, sizeof m->p);
+}
+
+enum { SQ_CHAIN, SQ_TREE, SQ_MIXED, SQ_COUNT };
+static const char *const sq_names[SQ_COUNT] = { "sampled chain", "sampled tree", "sampled + one-hot" };
+enum { QR_LOSSLESS, QR_ONE_HOT, QR_BIAS_FULL_P_BONUS, QR_BIAS_WRONG_Q, QR_COUNT };
+static const char *const qr_names[QR_COUNT] = { "q-aware", "one-hot rule, same drafts", "biased: bonus from full p",
+                                                "biased: another q" };
+
+/* A deliberately wrong q-aware walk: right acceptance, but the bonus after
+ * rejections is drawn from the full p instead of the residual. */
+static void biased_q_walk(const sprig_tree *t, const float *probs, const sprig_draft_q *q, int budget, sprig_rng *r,
+                          sprig_walk *w)
+{
+    int cur = 0;
+    w->n_path = 1;
+    w->path[0] = 0;
+    w->n_emit = 0;
+    for (;;) {
+        const float *p = probs + cur * V;
+        int next = -1;
+        double resid[V], left[V], qm = 0;
+        for (int v = 0; v < V; v++) { resid[v] = p[v]; left[v] = q->row[cur] >= 0 ? q->rows[q->row[cur] * V + v] : 0; qm += left[v]; }
+        for (int c = cur + 1; c < t->n && next < 0 && w->n_path < budget; c++) {
+            if (t->parents[c] != cur) continue;
+            int x = t->tokens[c];
+            double rx = resid[x], qx = q->row[cur] >= 0 ? left[x] / qm : 1.0, m = 0;
+            if (qx > 0 && sprig_rng_uniform(r) * qx < rx) { next = c; break; }
+            for (int v = 0; v < V; v++) {
+                double d = resid[v] - (q->row[cur] >= 0 ? left[v] / qm : v == x);
+                resid[v] = d > 0 ? d : 0;
+                m += resid[v];
+            }
+            for (int v = 0; v < V; v++) resid[v] /= m;
+            if (q->row[cur] >= 0) { qm -= left[x]; left[x] = 0; }
+        }
+        if (next < 0) {
+            int y = sprig_sample_weights(p, V, r);
+            for (int i = 1; i < w->n_path; i++) w->emit[w->n_emit++] = t->tokens[w->path[i]];
+            w->emit[w->n_emit++] = y;
+            w->accepted = w->n_path - 1;
+            return;
+        }
+        w->path[w->n_path++] = next;
+        cur = next;
+    }
+}
+
+/* Node `parent` draws n children from q at its context (without replacement), recording its row */
+static void draw_children(sprig_tree *t, int parent, int n, const int32_t *prefix, int np, sprig_draft_q *q, bool lie)
+{
+    int32_t ctx[64], drawn[V];
+    int nc = node_ctx(t, parent, prefix, np, ctx);
+    const int r = q->n_rows++;
+    draft_q(ctx, nc, q->rows + r * V);
+    int got = sprig_draft_q_draw(q, r, n, drawn);
+    q->row[parent] = (int16_t)r;
+    for (int i = 0; i < got; i++) add_child(t, parent, drawn[i]);
+    if (lie) {   /* the walk is told a different q than the draws came from */
+        ctx[nc] = 7;
+        draft_q(ctx, nc + 1, q->rows + r * V);
+    }
+}
+
+static void build_sampled(int shape, bool lie, const int32_t *prefix, int np, sprig_tree *t, float *probs, sprig_draft_q *q)
+{
+    sprig_tree_root(t, prefix[np - 1]);
+    sprig_draft_q_reset(q);
+    switch (shape) {
+    case SQ_CHAIN:
+        for (int d = 0; d < 3; d++) draw_children(t, d, 1, prefix, np, q, lie);
+        break;
+    case SQ_TREE:   /* counts fixed before drawing: 3 at the root, 2 under its first two, 1 below */
+        draw_children(t, 0, 3, prefix, np, q, lie);
+        draw_children(t, 1, 2, prefix, np, q, lie);
+        draw_children(t, 2, 2, prefix, np, q, lie);
+        draw_children(t, 4, 1, prefix, np, q, lie);
+        break;
+    case SQ_MIXED: {   /* sampled at the root, one-hot (ranked) under its first child */
+        draw_children(t, 0, 2, prefix, np, q, lie);
+        int32_t ctx[64], rank[V];
+        int n = node_ctx(t, 1, prefix, np, ctx);
+        draft_rank(ctx, n, rank);
+        add_child(t, 1, rank[0]);
+        add_child(t, 1, rank[1]);
+        break;
+    }
+    }
+    for (int i = 0; i < t->n; i++) {
+        int32_t ctx[64];
+        int n = node_ctx(t, i, prefix, np, ctx);
+        target_p(ctx, n, probs + i * V);
+    }
+}
+
+static int generate_sampled(int rule, int shape, sprig_rng *r, sprig_draft_q *q, float *scratch, int64_t *accepted_total)
+{
+    int32_t prefix[64] = { 3 };
+    int np = 1, out = 0;
+    int32_t toks[L + SPRIG_TREE_MAX];
+    while (out < L) {
+        sprig_tree t;
+        float probs[SPRIG_TREE_MAX * V];
+        build_sampled(shape, rule == QR_BIAS_WRONG_Q, prefix, np, &t, probs, q);
+        sprig_walk w;
+        sprig_error err;
+        if (rule == QR_BIAS_FULL_P_BONUS) {
+            biased_q_walk(&t, probs, q, L - out, r, &w);
+        } else if (sprig_tree_walk_sample(&t, probs, V, L - out, rule == QR_ONE_HOT ? NULL : q, r, scratch, &w, &err)) {
+            CHECKF(0, "%s", err.msg);
+            return 0;
+        }
+        *accepted_total += w.accepted;
+        for (int i = 0; i < w.n_emit; i++) { toks[out++] = w.emit[i]; prefix[np++] = w.emit[i]; }
+    }
+    int cell = 0;
+    for (int i = 0; i < L; i++) cell = cell * V + toks[i];
+    return cell;
+}
+
+/* Drafts drawn from q (chain, a tree of siblings drawn without replacement,
+ * sampled and one-hot nodes mixed): the three tokens follow the target's
+ * joint exactly with the q-aware rule. The one-hot rule on the same drafts
+ * is lossless too (it holds for any drafts the acceptance's draws did not
+ * choose) but accepts less; the harness fails a walk that draws the bonus
+ * from the full p and one told the wrong q. */
+static void test_sampled_drafts(void)
+{
+    static double pj[V * V * V];
+    exact_joint(pj);
+    static float rows[SPRIG_TREE_MAX * V];
+    float left[V], scratch[2 * V];
+    sprig_draft_q q = { .n_vocab = V, .rows = rows, .left = left };
+    int64_t n_lossless = test_quick() ? 40000 : 400000;
+    double acc_rate[QR_COUNT][SQ_COUNT];
+    for (int rule = 0; rule < QR_COUNT; rule++)
+        for (int shape = 0; shape < SQ_COUNT; shape++) {
+            int64_t n = rule <= QR_ONE_HOT ? n_lossless : n_lossless / 4;
+            static int64_t cnt[V * V * V];
+            memset(cnt, 0, sizeof cnt);
+            sprig_rng r;
+            sprig_rng_seed(&r, 2000 + (uint64_t)(rule * 10 + shape));
+            sprig_rng_seed(&q.rng, 3000 + (uint64_t)(rule * 10 + shape));
+            int64_t acc = 0;
+            for (int64_t i = 0; i < n; i++) cnt[generate_sampled(rule, shape, &r, &q, scratch, &acc)]++;
+            int dof;
+            double maxdev;
+            double chi = chi_square(cnt, pj, V * V * V, n, &dof, &maxdev);
+            double limit = dof + 6.0 * sqrt(2.0 * dof);
+            fprintf(stderr, "  %-28s %-22s chi2 %9.1f (dof %d, limit %.1f) max|dev| %.4f accepted/run %.3f\n",
+                    qr_names[rule], sq_names[shape], chi, dof, limit, maxdev, (double)acc / (double)n);
+            acc_rate[rule][shape] = (double)acc / (double)n;
+            if (rule <= QR_ONE_HOT) {
+                CHECKF(chi < limit, "%s on %s: chi2 %.1f >= %.1f", qr_names[rule], sq_names[shape], chi, limit);
+                CHECK(acc > n / 4);   /* drafts were accepted: the rule ran */
+                if (rule == QR_ONE_HOT) CHECK(acc_rate[QR_ONE_HOT][shape] < acc_rate[QR_LOSSLESS][shape]);
+            } else {
+                CHECKF(chi > limit, "%s on %s passed the harness (chi2 %.1f < %.1f)", qr_names[rule], sq_names[shape], chi,
+                       limit);
+            }
+        }
+}
+
+/* q == p: every sampled draft is accepted (min(1, p/q) = 1), the bonus is a plain draw */
+static void test_sampled_q_equals_p(void)
+{
+    static float rows[SPRIG_TREE_MAX * V];
+    float left[V], scratch[2 * V];
+    sprig_draft_q q = { .n_vocab = V, .rows = rows, .left = left };
+    sprig_rng_seed(&q.rng, 5);
+    sprig_rng r;
+    sprig_rng_seed(&r, 6);
+    for (int rep = 0; rep < 500; rep++) {
+        int32_t prefix[8] = { 3, (int32_t)(rep % V) };
+        sprig_tree t;
+        float probs[SPRIG_TREE_MAX * V];
+        sprig_tree_root(&t, prefix[1]);
+        sprig_draft_q_reset(&q);
+        for (int d = 0; d < 3; d++) {
+            int32_t ctx[64], x;
+            int nc = node_ctx(&t, d, prefix, 2, ctx);
+            q.n_rows = d + 1;
+            target_p(ctx, nc, rows + d * V);
+            q.row[d] = (int16_t)d;
+            CHECK_EQ_INT(sprig_draft_q_draw(&q, d, 1, &x), 1);
+            add_child(&t, d, x);
+        }
+        for (int i = 0; i < t.n; i++) {
+            int32_t ctx[64];
+            int nc = node_ctx(&t, i, prefix, 2, ctx);
+            target_p(ctx, nc, probs + i * V);
+        }
+        sprig_walk w;
+        CHECK_EQ_INT(sprig_tree_walk_sample(&t, probs, V, 10, &q, &r, scratch, &w, NULL), SPRIG_OK);
+        CHECK_EQ_INT(w.accepted, 3);
+    }
+}
+
 int main(void)
 {
     RUN(test_one_hot_is_greedy);
     RUN(test_chain_form_and_edges);
     RUN(test_joint_distribution);
+    RUN(test_sampled_q_equals_p);
+    RUN(test_sampled_drafts);
     return test_summary("test-accept");
 }

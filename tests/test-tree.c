@@ -446,17 +446,17 @@ static void test_shape_choice(void)
     CHECK(fabs(sprig_shape_accept(&s, 0.9) - 0.9) < 0.01 && sprig_shape_accept(&s, 0.01) < 0.01);
     sprig_tree out;
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0, true);   /* rows are free */
-    sprig_shape_select(&s, &t, 12, D, &out);
+    sprig_shape_select(&s, &t, 12, D, &out, NULL);
     CHECK_EQ_INT(out.n, 12);   /* all of the chain, then the low leaves too (they add a little for nothing) */
     CHECK(sprig_tree_max_depth(&out) == D);
     sprig_shape_init(&s);
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0 * n, true);   /* a row costs a forward */
-    sprig_shape_select(&s, &t, 12, D, &out);
+    sprig_shape_select(&s, &t, 12, D, &out, NULL);
     CHECK_EQ_INT(out.n, 1);
     sprig_shape_init(&s);
     for (int i = 0; i < 200; i++) { s.trials[14] += 1; s.hits[14] += i % 10 != 0; s.trials[0] += 1; }
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 5.0 * (n - 4), true);
-    sprig_shape_select(&s, &t, 12, D, &out);
+    sprig_shape_select(&s, &t, 12, D, &out, NULL);
     /* chain of 0.9^d: E(m) = 1 + .9 + .81 + ..., T(m) flat to 4 rows then +5 ms a row: the best is 4 */
     CHECK_EQ_INT(out.n, 4);
     CHECK(sprig_tree_is_linear(&out));

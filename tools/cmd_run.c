@@ -75,6 +75,10 @@ static void usage(FILE *f)
         "                         --tree-width W (default 4) most probable frontier nodes in one forward, W\n"
         "                         children each, and the M most probable nodes (root included) are verified;\n"
         "                         depth: --draft-max (also --tree-depth D)\n"
+        "      --draft-sampling q|onehot  with --temp > 0: draw drafts from the drafter's own distribution q\n"
+        "                         and accept them with min(1, p/q) (trees: siblings drawn without\n"
+        "                         replacement, the multi-candidate rule), or propose its argmax, accepted\n"
+        "                         with p (onehot); both keep the target's distribution (default: onehot)\n"
         "\n"
         "      --stats-json FILE  write the session's figures, the prompt and generated ids as one JSON object\n"
         "      --save-ids FILE    write the prompt as evaluated and the generated ids, whitespace-separated\n"
@@ -273,6 +277,12 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--tree-nodes")) { NEEDV(); if (!cli_parse_int(C, a, val, 2, 64, &v)) return 2; tree_nodes = (int)v; }
         else if (!strcmp(a, "--tree-depth")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; p.draft_max = (int)v; depth_set = true; }
         else if (!strcmp(a, "--tree-width")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; p.tree_width = (int)v; }
+        else if (!strcmp(a, "--draft-sampling")) {
+            NEEDV();
+            if (!strcmp(val, "q")) p.sampled_drafts = true;
+            else if (!strcmp(val, "onehot")) p.sampled_drafts = false;
+            else { fprintf(stderr, "sprig run: --draft-sampling: '%s' is not q or onehot\n", val); return 2; }
+        }
         else if (!strcmp(a, "--stats-json")) { NEEDV(); stats_json = val; }
         else if (!strcmp(a, "--top-logprobs")) {
             NEEDV();

@@ -7,6 +7,8 @@
  */
 #include "spec/accept.h"
 
+#include <string.h>
+
 int sprig_sample_weights(const float *w, int n, sprig_rng *rng)
 {
     double total = 0.0;
@@ -23,8 +25,40 @@ int sprig_sample_weights(const float *w, int n, sprig_rng *rng)
     return last;   /* u landed on the rounding edge of the total */
 }
 
+/* q-aware multi-candidate rule at node cur (children drawn without replacement from row qr of q):
+ * r = scratch (the residual, mass *mass), left = what the draws had left. Returns the accepted child or -1
+ * with scratch holding the residual to draw the bonus from. */
+static int sampled_children(const sprig_tree *t, int cur, const sprig_draft_q *q, int qr, int n_vocab, sprig_rng *rng,
+                            float *scratch, double mass, float *left)
+{
+    memcpy(left, q->rows + (size_t)qr * (size_t)n_vocab, (size_t)n_vocab * sizeof(float));
+    double qmass = 0.0;
+    for (int v = 0; v < n_vocab; v++) qmass += left[v] > 0.0f ? left[v] : 0.0f;
+    for (int c = cur + 1; c < t->n; c++) {
+        if (t->parents[c] != cur) continue;
+        int32_t x = t->tokens[c];
+        if (x < 0 || x >= n_vocab || !(left[x] > 0.0f) || !(qmass > 0.0)) continue;   /* never drawn from q' */
+        /* accept with min(1, r'(x) / q'(x)), both normalised */
+        const double rx = scratch[x] > 0.0f ? scratch[x] / mass : 0.0, qx = left[x] / qmass;
+        if (rx >= qx || sprig_rng_uniform(rng) * qx < rx) return c;
+        /* rejected: r <- (r' - q')+, q' <- q' without x */
+        double m = 0.0;
+        for (int v = 0; v < n_vocab; v++) {
+            double d = (scratch[v] > 0.0f ? scratch[v] / mass : 0.0) - (left[v] > 0.0f ? left[v] / qmass : 0.0);
+            scratch[v] = d > 0.0 ? (float)d : 0.0f;
+            m += scratch[v];
+        }
+        qmass -= left[x];
+        left[x] = 0.0f;
+        if (!(m > 0.0)) return c;   /* r' <= q' everywhere means r' == q': x was certain (rounding guard) */
+        mass = m;
+    }
+    return -1;
+}
+
 sprig_status sprig_tree_walk_sample(const sprig_tree *t, const float *probs, int n_vocab, int budget,
-                                    sprig_rng *rng, float *scratch, sprig_walk *out, sprig_error *err)
+                                    const sprig_draft_q *q, sprig_rng *rng, float *scratch, sprig_walk *out,
+                                    sprig_error *err)
 {
     SPRIG_ASSERT(t->n >= 1 && t->n <= SPRIG_TREE_MAX);
     if (n_vocab < 1) return sprig_err(err, SPRIG_E_INVALID_ARG, "sampling walk: n_vocab = %d must be >= 1", n_vocab);
@@ -53,6 +87,18 @@ sprig_status sprig_tree_walk_sample(const sprig_tree *t, const float *probs, int
         if (!(mass > 0.0))
             return sprig_err(err, SPRIG_E_INVALID_ARG, "sampling walk: probability row %d has no mass", cur);
         int next = -1, last_rejected = -1;
+        if (q && q->row[cur] >= 0) {   /* sampled children */
+            next = sampled_children(t, cur, q, q->row[cur], n_vocab, rng, scratch, mass, scratch + n_vocab);
+            if (next < 0) {
+                bonus = sprig_sample_weights(scratch, n_vocab, rng);
+                if (bonus < 0)
+                    return sprig_err(err, SPRIG_E_INTERNAL, "sampling walk: the residual of row %d has no mass", cur);
+                break;
+            }
+            out->path[out->n_path++] = next;
+            cur = next;
+            continue;
+        }
         for (int c = cur + 1; c < t->n && next < 0; c++) {
             if (t->parents[c] != cur) continue;
             int32_t x = t->tokens[c];
@@ -84,11 +130,12 @@ sprig_status sprig_tree_walk_sample(const sprig_tree *t, const float *probs, int
 }
 
 sprig_status sprig_chain_walk_sample(const int32_t *draft, int k, const float *probs, int n_vocab, int budget,
-                                     sprig_rng *rng, float *scratch, sprig_walk *out, sprig_error *err)
+                                     const sprig_draft_q *q, sprig_rng *rng, float *scratch, sprig_walk *out,
+                                     sprig_error *err)
 {
     sprig_tree t;
     /* the bonus token is not read by the walk; -1 marks it as unknown here */
     sprig_status st = sprig_tree_linear(&t, -1, draft, k - 1, err);
     if (st) return st;
-    return sprig_tree_walk_sample(&t, probs, n_vocab, budget, rng, scratch, out, err);
+    return sprig_tree_walk_sample(&t, probs, n_vocab, budget, q, rng, scratch, out, err);
 }

@@ -104,7 +104,11 @@ static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, i
     for (int j = 0; j < k - 1; j++) {
         int32_t best, second;
         float margin;
-        sprig_top2(md->logits, V, &best, &second, &margin);
+        if (c->q) {   /* sampled: the first two draws from q */
+            if (sprig_draft_q_draw_step(c->q, j, md->logits, V, &best, &second, &margin) < 1) break;
+        } else {
+            sprig_top2(md->logits, V, &best, &second, &margin);
+        }
         out->tokens[j] = best;
         out->runner_up[j] = second;
         out->margin[j] = margin;
@@ -131,12 +135,18 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
     const int base = md->n_fed, root_pos = md->n_fed - 1, Vd = md->dm->hp.n_vocab;
     sprig_dyntree *t = &md->dt;
     sprig_dyntree_init(t, c->bonus);
-    sprig_dyntree_expand(t, 0, md->logits, V, w);
-    int rows = 0, batch[SPRIG_DYNTREE_MAX_WIDTH];
+    if (c->q) {   /* sampled: a depth's children drawn from q, every one kept (dyntree.h) */
+        const int root = 0, r0 = sprig_draft_q_add(c->q, md->logits, V);
+        sprig_dyntree_grow_sampled(t, &root, &r0, 1, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
+    } else {
+        sprig_dyntree_expand(t, 0, md->logits, V, w);
+    }
+    int rows = 0, batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
     int32_t toks[SPRIG_DYNTREE_MAX_WIDTH], pos[SPRIG_DYNTREE_MAX_WIDTH];
     for (int depth = 1; depth < k - 1; depth++) {   /* feed this depth's best, read their children */
         int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || base + rows + nf > md->n_ctx || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
+        if (c->q && t->n >= max_nodes) break;   /* every node drawn is verified: the budget is spent */
         const int cols = base + rows + nf;
         for (int j = 0; j < nf; j++) {
             const int v = batch[j];
@@ -152,13 +162,14 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
         if ((st = sprig_forward(md->ctx, &f, err))) return st;
         for (int j = 0; j < nf; j++) {
             t->slot[batch[j]] = (int16_t)(rows + j);
-            sprig_dyntree_expand(t, batch[j], md->rows_logits + (size_t)j * Vd, V, w);
+            if (c->q) qrows[j] = sprig_draft_q_add(c->q, md->rows_logits + (size_t)j * Vd, V);
+            else sprig_dyntree_expand(t, batch[j], md->rows_logits + (size_t)j * Vd, V, w);
         }
+        if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
         rows += nf;
         md->tail = rows;
     }
-    if (c->shape) sprig_shape_select(c->shape, t, max_nodes, k - 1, out);
-    else sprig_dyntree_select(t, max_nodes, k - 1, out, NULL);
+    sprig_drafter_dyntree_out(t, c, max_nodes, k - 1, out);
     return SPRIG_OK;
 }
 

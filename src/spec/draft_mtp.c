@@ -160,7 +160,11 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
         if ((s = md->ops->step(md->head, md->state, md->pool, st->kv, md->h, tok, md->h, md->logits, err))) return s;
         int32_t best, second;
         float margin;
-        sprig_top2(md->logits, md->n_vocab, &best, &second, &margin);
+        if (c->q) {   /* sampled: the first two draws from q */
+            if (sprig_draft_q_draw_step(c->q, j, md->logits, md->n_vocab, &best, &second, &margin) < 1) break;
+        } else {
+            sprig_top2(md->logits, md->n_vocab, &best, &second, &margin);
+        }
         SPRIG_LOGD("%s draft: step %d after %d cached: %d (runner-up %d, margin %.4f)", md->ops->name, j, st->n_past, best, second,
                    (double)margin);
         out->tokens[j] = best;
@@ -196,11 +200,17 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
     if (s) return s;
     hs[0] = 0;
     int rows = 1;
-    sprig_dyntree_expand(t, 0, md->logits, md->n_vocab, w);
+    if (c->q) {   /* sampled: a depth's children drawn from q, every one kept (dyntree.h) */
+        const int root = 0, r0 = sprig_draft_q_add(c->q, md->logits, md->n_vocab);
+        sprig_dyntree_grow_sampled(t, &root, &r0, 1, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
+    } else {
+        sprig_dyntree_expand(t, 0, md->logits, md->n_vocab, w);
+    }
     for (int depth = 1; depth < k - 1 && rows + w <= MTP_TREE_ROWS; depth++) {
-        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        int batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
         const int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
+        if (c->q && t->n >= max_nodes) break;   /* every node drawn is verified: the budget is spent */
         for (int j = 0; j < nf; j++) {
             const int v = batch[j];
             float *h_out = md->tree_h + (size_t)rows * md->dim;
@@ -209,11 +219,12 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
                 return s;
             hs[v] = (int16_t)rows++;
             t->slot[v] = 0;   /* expanded */
-            sprig_dyntree_expand(t, v, md->logits, md->n_vocab, w);
+            if (c->q) qrows[j] = sprig_draft_q_add(c->q, md->logits, md->n_vocab);
+            else sprig_dyntree_expand(t, v, md->logits, md->n_vocab, w);
         }
+        if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
     }
-    if (c->shape) sprig_shape_select(c->shape, t, max_nodes, k - 1, out);
-    else sprig_dyntree_select(t, max_nodes, k - 1, out, NULL);
+    sprig_drafter_dyntree_out(t, c, max_nodes, k - 1, out);
     return SPRIG_OK;
 }
 

@@ -9,6 +9,7 @@
  * so a broken drafter becomes an error naming it, never a bad verify block.
  */
 #include "spec/drafter.h"
+#include "spec/shape.h"
 
 static const char *dname(const sprig_drafter *d) { return d->vt && d->vt->name ? d->vt->name : "?"; }
 
@@ -106,4 +107,18 @@ sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c
     if (depth > k - 1)
         return sprig_err(err, SPRIG_E_INTERNAL, "drafter '%s': tree depth %d exceeds k - 1 = %d", dname(d), depth, k - 1);
     return SPRIG_OK;
+}
+
+void sprig_drafter_dyntree_out(const sprig_dyntree *t, const sprig_draft_ctx *ctx, int max_nodes, int max_depth,
+                               sprig_tree *out)
+{
+    int map[SPRIG_TREE_MAX];
+    if (ctx->q) {   /* nothing drawn is dropped (dyntree.h): the drafter kept within max_nodes */
+        sprig_dyntree_select(t, t->n < max_nodes ? t->n : max_nodes, max_depth, out, map);
+        sprig_dyntree_set_q(t, out, map, ctx->q);
+    } else if (ctx->shape) {
+        sprig_shape_select(ctx->shape, t, max_nodes, max_depth, out, NULL);
+    } else {
+        sprig_dyntree_select(t, max_nodes, max_depth, out, NULL);
+    }
 }

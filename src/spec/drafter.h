@@ -9,10 +9,15 @@
  * after its last prefill/finalize (hidden row at n_past - 1 and the cache,
  * for a drafter that reads the target, e.g. an MTP head).
  *
- * Drafts must be deterministic functions of what the drafter has seen (an
+ * Drafts are deterministic functions of what the drafter has seen (an
  * argmax, a runner-up, an n-gram continuation): the sampling acceptance
  * (accept.h) treats every draft as proposed with probability one, which is
- * what keeps sampled output on the target's distribution.
+ * what keeps sampled output on the target's distribution. The exception is
+ * ctx->q (sampled drafts): a drafter may then draw a node's children from
+ * its q without replacement, keeping every child it draws, and say so in
+ * q->row[node]; the acceptance uses q there (draftq.h). In the chain form
+ * node j is the bonus (j = 0) or draft step j's token, and step j's token
+ * and runner-up are its first and second draws.
  *
  * Slots:
  *   draft_block  required. Propose up to k - 1 tokens continuing the bonus
@@ -41,6 +46,8 @@
 #ifndef SPRIG_SPEC_DRAFTER_H
 #define SPRIG_SPEC_DRAFTER_H
 
+#include "spec/draftq.h"
+#include "spec/dyntree.h"
 #include "spec/target.h"
 #include "spec/walk.h"
 
@@ -55,6 +62,9 @@ typedef struct sprig_draft_ctx {
                                            w most likely children, w per depth (spec/dyntree.h) */
     struct sprig_shape *shape;          /* tree auto: a dynamic tree is chosen by sprig_shape_select
                                            (spec/shape.h) from measured costs; NULL: by score, max_nodes */
+    sprig_draft_q *q;                   /* sampled drafts (spec/draftq.h): non-NULL asks a drafter that has a
+                                           distribution to DRAW its drafts from it and record, per node, the
+                                           row its children came from; NULL or ignored: one-hot drafts */
 } sprig_draft_ctx;
 
 typedef struct sprig_draft {
@@ -119,6 +129,13 @@ sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c
  * dynamic tree is off (tree_width 0) or cannot run. */
 sprig_status sprig_drafter_runner_up_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes, sprig_tree *out,
                                           sprig_error *err);
+
+/* The dynamic tree to verify from a drafter's candidates (spec/dyntree.h):
+ * sampled drafts (ctx->q): every candidate, siblings in draw order, and
+ * their q rows; else chosen by tree auto's shape (ctx->shape) or the best
+ * max_nodes by score. */
+void sprig_drafter_dyntree_out(const sprig_dyntree *t, const sprig_draft_ctx *ctx, int max_nodes, int max_depth,
+                               sprig_tree *out);
 
 sprig_status sprig_tree_from_draft(sprig_tree *t, int32_t bonus, const sprig_draft *draft, int branches,
                                    sprig_error *err);

@@ -4,6 +4,7 @@
 #include "spec/dyntree.h"
 #include "sample/sample.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 void sprig_dyntree_init(sprig_dyntree *t, int32_t root)
@@ -14,6 +15,8 @@ void sprig_dyntree_init(sprig_dyntree *t, int32_t root)
     t->depth[0] = 0;
     t->slot[0] = -1;
     t->score[0] = 0.0f;
+    t->real[0] = 0.0f;
+    t->qrow[0] = -1;
 }
 
 int sprig_dyntree_expand(sprig_dyntree *t, int node, const float *logits, int n_vocab, int w)
@@ -31,10 +34,88 @@ int sprig_dyntree_expand(sprig_dyntree *t, int node, const float *logits, int n_
         t->parent[i] = (int16_t)node;
         t->depth[i] = (int16_t)(t->depth[node] + 1);
         t->slot[i] = -1;
-        t->score[i] = t->score[node] + top[j].logprob;
+        t->score[i] = t->real[i] = t->real[node] + top[j].logprob;
+        t->qrow[i] = -1;
         added++;
     }
     return added;
+}
+
+static int top_q(const sprig_draft_q *q, int r, int w, float *big);
+
+int sprig_dyntree_expand_sampled(sprig_dyntree *t, int node, sprig_draft_q *q, int r, int w)
+{
+    if (w > SPRIG_DYNTREE_MAX_WIDTH) w = SPRIG_DYNTREE_MAX_WIDTH;
+    if (w > SPRIG_DYNTREE_CAP - t->n) w = SPRIG_DYNTREE_CAP - t->n;   /* fixed before drawing */
+    if (w < 1 || node < 0 || node >= t->n || r < 0) return 0;
+    /* the slot estimates: the w largest q, from the row alone */
+    float big[SPRIG_DYNTREE_MAX_WIDTH];
+    const int nb = top_q(q, r, w, big);
+    int32_t drawn[SPRIG_DYNTREE_MAX_WIDTH];
+    const int n = sprig_draft_q_draw(q, r, w, drawn);
+    t->qrow[node] = (int16_t)r;
+    for (int j = 0; j < n; j++) {
+        int i = t->n++;
+        t->token[i] = drawn[j];
+        t->parent[i] = (int16_t)node;
+        t->depth[i] = (int16_t)(t->depth[node] + 1);
+        t->slot[i] = -1;
+        t->score[i] = t->real[node] + logf(big[j < nb ? j : nb - 1]);
+        t->real[i] = t->real[node] + logf(sprig_draft_q_prob(q, r, drawn[j]));
+        t->qrow[i] = -1;
+    }
+    return n;
+}
+
+/* the w largest entries of row r, largest first; returns how many have mass */
+static int top_q(const sprig_draft_q *q, int r, int w, float *big)
+{
+    int nb = 0;
+    const float *row = q->rows + (size_t)r * (size_t)q->n_vocab;
+    for (int v = 0; v < q->n_vocab; v++) {
+        const float x = row[v];
+        if (!(x > 0.0f) || (nb == w && x <= big[w - 1])) continue;
+        int j = nb < w ? nb++ : w - 1;
+        while (j > 0 && x > big[j - 1]) { big[j] = big[j - 1]; j--; }
+        big[j] = x;
+    }
+    return nb;
+}
+
+int sprig_dyntree_grow_sampled(sprig_dyntree *t, const int *nodes, const int *rows, int nf, sprig_draft_q *q, int w,
+                               int slots)
+{
+    enum { MAXF = SPRIG_TREE_MAX };
+    if (w > SPRIG_DYNTREE_MAX_WIDTH) w = SPRIG_DYNTREE_MAX_WIDTH;
+    if (nf > MAXF) nf = MAXF;
+    if (slots > SPRIG_DYNTREE_CAP - t->n) slots = SPRIG_DYNTREE_CAP - t->n;
+    float big[MAXF][SPRIG_DYNTREE_MAX_WIDTH];
+    int nb[MAXF], count[MAXF];
+    for (int j = 0; j < nf; j++) {
+        nb[j] = rows[j] >= 0 && w > 0 ? top_q(q, rows[j], w, big[j]) : 0;
+        count[j] = 0;
+    }
+    /* open the best slots; a node's next slot never beats its previous one, so counts grow as prefixes */
+    for (int s = 0; s < slots; s++) {
+        int best = -1;
+        float bv = 0.0f;
+        for (int j = 0; j < nf; j++) {
+            if (count[j] >= nb[j]) continue;
+            const float v = t->real[nodes[j]] + logf(big[j][count[j]]);
+            if (best < 0 || v > bv) { best = j; bv = v; }
+        }
+        if (best < 0) break;
+        count[best]++;
+    }
+    int added = 0;
+    for (int j = 0; j < nf; j++)
+        if (count[j]) added += sprig_dyntree_expand_sampled(t, nodes[j], q, rows[j], count[j]);
+    return added;
+}
+
+void sprig_dyntree_set_q(const sprig_dyntree *t, const sprig_tree *tree, const int *map, sprig_draft_q *q)
+{
+    for (int i = 0; i < tree->n; i++) q->row[i] = t->qrow[map[i]];
 }
 
 /* a before b: higher key (the score unless given), then shallower, then older */
@@ -44,7 +125,7 @@ static bool better_by(const sprig_dyntree *t, const float *key, int a, int b)
     if (t->depth[a] != t->depth[b]) return t->depth[a] < t->depth[b];
     return a < b;
 }
-static bool better(const sprig_dyntree *t, int a, int b) { return better_by(t, t->score, a, b); }
+static bool better(const sprig_dyntree *t, int a, int b) { return better_by(t, t->real, a, b); }
 
 int sprig_dyntree_frontier(const sprig_dyntree *t, int depth, int w, int *out)
 {

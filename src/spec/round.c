@@ -24,7 +24,9 @@ struct sprig_spec_session {
     struct sprig_spec_params p;
     bool tree_mode;
     sprig_rows rows;                   /* argmax [cap], probs [cap][n_vocab] */
-    float *scratch;                    /* [n_vocab] residual for the sampling walk */
+    float *scratch;                    /* [n_vocab] residual for the sampling walk ([2][n_vocab] with q) */
+    sprig_draft_q q;                   /* sampled drafts' proposal rows (p.draft_q), else unused */
+    bool use_q;
     int32_t *history;                  /* [n_ctx] tokens this session fed the target */
     int n_history;
     sprig_rng rng;
@@ -71,6 +73,7 @@ void sprig_spec_free(sprig_spec_session *s)
     sprig_free_aligned(s->rows.top);
     sprig_free_aligned(s->scratch);
     sprig_free_aligned(s->history);
+    sprig_draft_q_free(&s->q);
     free(s);
 }
 
@@ -93,6 +96,8 @@ static sprig_status check_params(const sprig_target *t, const sprig_drafter *d, 
                          p->tree_branches, SPRIG_TREE_MAX - p->block, p->block, SPRIG_TREE_MAX);
     if (p->tree < SPRIG_TREE_FROM_ENV || p->tree > SPRIG_TREE_ON)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: tree = %d is not FROM_ENV (-1), OFF (0) or ON (1)", p->tree);
+    if (p->draft_q && (!p->sampling || !p->sampler))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "session: draft_q (sampled drafts) needs sampling and a sampler");
     if (p->max_tokens < 1)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "session: max_tokens = %d must be >= 1", p->max_tokens);
     if (p->top_logprobs < 0 || p->top_logprobs > SPRIG_TOP_LOGPROBS_MAX || p->top_logprobs > t->n_vocab)
@@ -132,8 +137,15 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     if (ok && p->sampling) {
         ok = !sprig_mul_ovf((size_t)cap, n_vocab, &probs_n);
         s->rows.probs = ok ? sprig_calloc_aligned(probs_n, sizeof(float)) : NULL;
-        s->scratch = sprig_calloc_aligned(n_vocab, sizeof(float));
+        s->scratch = sprig_calloc_aligned(2 * n_vocab, sizeof(float));
         ok = s->rows.probs && s->scratch;
+    }
+    if (ok && p->draft_q && drafter) {
+        if (sprig_draft_q_init(&s->q, p->sampler, target->n_vocab, p->seed ^ 0x5851f42d4c957f2dull, err)) {
+            sprig_spec_free(s);
+            return NULL;
+        }
+        s->use_q = true;
     }
     if (!ok) {
         sprig_spec_free(s);
@@ -184,11 +196,12 @@ static bool emit_token(sprig_spec_session *s, int32_t tok, bool from_round, int 
     return true;
 }
 
-static sprig_draft_ctx draft_ctx(const sprig_spec_session *s)
+static sprig_draft_ctx draft_ctx(sprig_spec_session *s)
 {
     return (sprig_draft_ctx){
         .bonus = s->bonus, .history = s->history, .n_history = s->n_history, .target = &s->st,
         .sampling = s->p.sampling, .tree_width = s->p.tree_width, .shape = s->shape,
+        .q = s->use_q ? &s->q : NULL,
     };
 }
 
@@ -306,6 +319,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
 
     /* 1-2: gate and draft */
     bool use_tree = choose_tree(s);
+    if (s->use_q) sprig_draft_q_reset(&s->q);
     sprig_draft_ctx ctx = draft_ctx(s);
     if (!s->d) {
         sprig_tree_root(&s->blk, s->bonus);
@@ -318,6 +332,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     }
     const double draft_ms = ms_since(&t0);
     s->stats.ms_draft += draft_ms;
+    if (s->use_q && s->q.n_rows) s->stats.sampled_rounds++;
     if (s->shape) sprig_shape_draft_cost(s->shape, draft_ms);
     const int n = s->blk.n;
 
@@ -335,10 +350,11 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
         else sprig_speculative_walk(s->blk.tokens + 1, s->rows.argmax, n, budget, &s->walk);
     } else {
         if (use_tree)
-            st = sprig_tree_walk_sample(&s->blk, s->rows.probs, n_vocab, budget, &s->rng, s->scratch, &s->walk, err);
+            st = sprig_tree_walk_sample(&s->blk, s->rows.probs, n_vocab, budget, s->use_q ? &s->q : NULL, &s->rng,
+                                        s->scratch, &s->walk, err);
         else
-            st = sprig_chain_walk_sample(s->blk.tokens + 1, n, s->rows.probs, n_vocab, budget, &s->rng, s->scratch,
-                                         &s->walk, err);
+            st = sprig_chain_walk_sample(s->blk.tokens + 1, n, s->rows.probs, n_vocab, budget, s->use_q ? &s->q : NULL,
+                                         &s->rng, s->scratch, &s->walk, err);
         if (st) {
             sprig_err_prefix(err, "target '%s' verify", t->vt->name);
             return fail(s, st);

@@ -62,7 +62,9 @@ struct sprig_spec_params {
     bool ignore_eos;        /* keep going through end-of-sequence tokens */
     bool sampling;          /* false: greedy; true: the target returns probabilities */
     sprig_sampler *sampler; /* handed to the target in sampling mode (see sprig_rows) */
-    uint64_t seed;          /* seeds the acceptance / first-token draws */
+    uint64_t seed;          /* seeds the acceptance / first-token draws (and the sampled drafts') */
+    bool draft_q;           /* sampling: drafts are drawn from the drafter's distribution and accepted by the
+                               q-aware rules (spec/draftq.h, accept.h); false: one-hot drafts (its argmax) */
     int top_logprobs;       /* 0..SPRIG_TOP_LOGPROBS_MAX (<= n_vocab): candidates per emitted token */
     sprig_token_fn on_token;
     void *user;

@@ -53,12 +53,12 @@ double sprig_shape_accept(const sprig_shape *s, double q)
     return (s->hits[b] + 2.0 * prior) / (s->trials[b] + 2.0);
 }
 
-void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out)
+void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map_out)
 {
     static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
     key[0] = 0.0f;
     for (int i = 1; i < t->n; i++) {
-        const double q = exp((double)t->score[i] - (double)t->score[t->parent[i]]);
+        const double q = exp((double)t->score[i] - (double)t->real[t->parent[i]]);
         key[i] = key[t->parent[i]] + (float)log(sprig_shape_accept(s, q));
     }
     int chosen[SPRIG_TREE_MAX];
@@ -75,7 +75,8 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     sprig_dyntree_select_by(t, key, m, max_depth, out, map);
     s->last_n = out->n;
     for (int i = 0; i < out->n; i++)
-        s->q[i] = i ? (float)exp((double)t->score[map[i]] - (double)t->score[t->parent[map[i]]]) : 1.0f;
+        s->q[i] = i ? (float)exp((double)t->score[map[i]] - (double)t->real[t->parent[map[i]]]) : 1.0f;
+    if (map_out) memcpy(map_out, map, (size_t)out->n * sizeof *map);
     s->chosen[out->n]++;
 }
 

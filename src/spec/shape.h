@@ -51,8 +51,11 @@ double sprig_shape_t(const sprig_shape *s, int n);
 /* The calibrated chance of a token the drafter gave probability q. */
 double sprig_shape_accept(const sprig_shape *s, double q);
 /* Choose the tree from the candidates (at most max_nodes nodes, depth <=
- * max_depth) and remember its nodes' q for observe. */
-void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out);
+ * max_depth) and remember its nodes' q for observe; map[i] (may be NULL) =
+ * the candidate of tree node i. A node's q is exp(score - parent's real):
+ * its probability, or a sampled node's slot estimate (dyntree.h), so the
+ * choice never reads a sampled node's own draw. */
+void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map);
 /* After the walk: count each verified child of an accepted node. */
 void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w);
 

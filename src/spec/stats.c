@@ -74,13 +74,13 @@ sprig_status sprig_stats_write_json(const sprig_spec_stats *s, FILE *f, sprig_er
             "\"tree_rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_rounds\":%lld,"
             "\"emitted_per_verify\":%.6f,\"acceptance_rate\":%.6f,\"zero_accept_rounds\":%lld,"
             "\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,\"empty_rounds\":%lld,\"branch_rounds\":%lld,"
-            "\"block_min\":%d,\"block_max\":%d,\"ms\":{\"prefill\":%.3f,\"draft\":%.3f,\"verify\":%.3f,"
+            "\"block_min\":%d,\"block_max\":%d,\"sampled_rounds\":%lld,\"ms\":{\"prefill\":%.3f,\"draft\":%.3f,\"verify\":%.3f,"
             "\"walk\":%.3f,\"finalize\":%.3f,\"emit\":%.3f,\"hook\":%.3f}}\n",
             sprig_path_name(s->path), sprig_stop_name(s->stop), (long long)s->prompt_tokens, (long long)s->rounds,
             (long long)s->chain_rounds, (long long)s->tree_rounds, (long long)s->proposed, (long long)s->accepted,
             (long long)s->emitted, (long long)s->emitted_rounds, sprig_stats_emitted_per_verify(s),
             sprig_stats_acceptance_rate(s), (long long)s->zero_accept_rounds, (long long)s->partial_accept_rounds,
-            (long long)s->full_accept_rounds, (long long)s->empty_rounds, (long long)s->branch_rounds, s->block_min, s->block_max, s->ms_prefill,
+            (long long)s->full_accept_rounds, (long long)s->empty_rounds, (long long)s->branch_rounds, s->block_min, s->block_max, (long long)s->sampled_rounds, s->ms_prefill,
             s->ms_draft, s->ms_verify, s->ms_walk, s->ms_finalize, s->ms_emit, s->ms_hook);
     return finish(f, "JSON statistics", err);
 }

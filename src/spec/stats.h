@@ -45,6 +45,7 @@ typedef struct sprig_spec_stats {
                                           root's first child, its first child, ...): a side branch held
                                           what the target chose */
     int block_min, block_max;          /* verified block sizes seen (0 before any round) */
+    int64_t sampled_rounds;            /* rounds with drafts drawn from q (spec/draftq.h) */
     double ms_prefill, ms_draft, ms_verify, ms_walk, ms_finalize, ms_emit, ms_hook;
     double ms_profile;                 /* tree auto's one-time cost profile (not decoding) */
 } sprig_spec_stats;
