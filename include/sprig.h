@@ -168,7 +168,9 @@ struct sprig_session_params {
                                         replacement) and they are accepted with min(1, p/q), residual (p - q)+
                                         (trees: the multi-candidate rule); false: one-hot drafts (argmax,
                                         accepted with p). Both keep the target's distribution; drafters with
-                                        no distribution (n-gram, oracle) always draft one-hot */
+                                        no distribution (n-gram, oracle) always draft one-hot. Default true:
+                                        on stories260K's drafters at temp 0.8 q drafts are accepted 0.38
+                                        vs 0.29 (chain) */
     int ngram_min, ngram_max;        /* n-gram lengths for SPRIG_DRAFTER_NGRAM */
     const char *oracle_accept;       /* SPRIG_DRAFTER_ORACLE: the chance that the draft at depth d is right,
                                         "p1,p2,..." (the last repeats; NULL: "0.8") */

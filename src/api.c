@@ -109,7 +109,7 @@ struct sprig_session_params sprig_session_default_params(void)
         .n_threads = 0, .n_ctx = 0, .n_batch = 0, .kv_type = SPRIG_KV_F32,
         .temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = SPRIG_SEED_RANDOM,
         .drafter = SPRIG_DRAFTER_NONE, .draft_path = NULL, .draft_max = 4,
-        .tree = SPRIG_TREE_FROM_ENV, .tree_branches = 0, .ngram_min = 1, .ngram_max = 4,
+        .tree = SPRIG_TREE_FROM_ENV, .tree_branches = 0, .sampled_drafts = true, .ngram_min = 1, .ngram_max = 4,
         .ignore_eos = false, .parse_special = false, .top_logprobs = 0,
     };
 }

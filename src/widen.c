@@ -9,6 +9,7 @@
 #include "widen.h"
 #include "gguf.h"
 #include "model/model.h"
+#include "model/mtp.h"
 #include "tensor/types.h"
 
 #include <inttypes.h>
@@ -17,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAP_NONE, MAP_HIDDEN, MAP_Q, MAP_KV, MAP_FFN, MAP_VOCAB, MAP_COUNT };
+/* MAP_HIDDEN2: an MTP head's [E[t] ; h] input (two hidden vectors); MAP_HFFN: its own FFN units */
+enum { MAP_NONE, MAP_HIDDEN, MAP_Q, MAP_KV, MAP_FFN, MAP_VOCAB, MAP_HIDDEN2, MAP_HFFN, MAP_COUNT };
 
 struct widen {
     const sprig_gguf *src;
@@ -87,7 +89,7 @@ done:
 /* The maps of widen.h: hidden and FFN units keep their index; q and kv
  * heads move (q head h of group g -> g*G_t + h%G_s) and keep dims 0..hd_s-1. */
 static sprig_status build_maps(struct widen *w, const struct sprig_hparams *s, const struct sprig_mkmodel_params *p,
-                               sprig_error *err)
+                               int head_ff, sprig_error *err)
 {
     const int hd = p->dim / p->n_heads, G = p->n_heads / p->n_kv_heads, Gs = s->n_head / s->n_kv_head;
     w->len[MAP_NONE] = 1;
@@ -96,6 +98,8 @@ static sprig_status build_maps(struct widen *w, const struct sprig_hparams *s, c
     w->len[MAP_KV] = (int64_t)p->n_kv_heads * hd;
     w->len[MAP_FFN] = p->ffn;
     w->len[MAP_VOCAB] = s->n_vocab;
+    w->len[MAP_HIDDEN2] = 2 * (int64_t)p->dim;
+    w->len[MAP_HFFN] = head_ff > 0 ? head_ff : 1;
     for (int k = 0; k < MAP_COUNT; k++) {
         w->map[k] = malloc((size_t)w->len[k] * sizeof(int32_t));
         if (!w->map[k]) return sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory");
@@ -105,6 +109,11 @@ static sprig_status build_maps(struct widen *w, const struct sprig_hparams *s, c
     for (int i = 0; i < s->dim; i++) w->map[MAP_HIDDEN][i] = i;
     for (int i = 0; i < s->n_ff; i++) w->map[MAP_FFN][i] = i;
     for (int v = 0; v < s->n_vocab; v++) w->map[MAP_VOCAB][v] = v;
+    for (int i = 0; i < s->dim; i++) {
+        w->map[MAP_HIDDEN2][i] = i;
+        w->map[MAP_HIDDEN2][p->dim + i] = s->dim + i;
+    }
+    for (int i = 0; i < head_ff; i++) w->map[MAP_HFFN][i] = i;
     for (int h = 0; h < s->n_head; h++)
         for (int e = 0; e < s->head_dim; e++)
             w->map[MAP_Q][(int64_t)((h / Gs) * G + h % Gs) * hd + e] = h * s->head_dim + e;
@@ -129,41 +138,89 @@ static sprig_status check_fit(const struct sprig_hparams *s, const struct sprig_
 
 #define TRY(x) do { if ((st = (x)) != SPRIG_OK) goto done; } while (0)
 
+/* One output file being written: its tensors' descriptions live in td[] until the write */
+struct wout {
+    sprig_gguf_writer *wr;
+    struct widen *w;
+    struct wtensor *td;
+    size_t k, cap;
+    int type;                 /* every matrix's; 1-D tensors are f32 */
+    const char *src_path;
+};
+
+/* Target tensor nm [rows][ne0] from source tensor snm of g (NULL: all `fill`) through the maps */
+static sprig_status add_tensor(struct wout *o, const char *nm, const sprig_gguf *g, const char *snm, int64_t ne0, int64_t rows,
+                               int rmap, int cmap, float scale, float fill, sprig_error *err)
+{
+    SPRIG_ASSERT(o->k < o->cap);
+    struct wtensor *t = &o->td[o->k++];
+    *t = (struct wtensor){ .w = o->w, .rows_map = rmap, .cols_map = cmap, .scale = scale, .fill = fill, .ne0 = ne0, .rows = rows };
+    t->type = rmap == MAP_NONE ? SPRIG_TYPE_F32 : o->type;
+    if (snm && !(t->src = sprig_gguf_find_tensor(g, snm)))
+        return sprig_err(err, SPRIG_E_FORMAT, "widen: %s: tensor %s is missing", o->src_path, snm);
+    if (t->src) {   /* the maps index the source's rows and columns: it must have them */
+        const int32_t *cm = o->w->map[cmap], *rm = rmap == MAP_NONE ? NULL : o->w->map[rmap];
+        int64_t need0 = 0, need1 = 1;
+        for (int64_t i = 0; i < ne0; i++) if (cm[i] >= need0) need0 = cm[i] + 1;
+        for (int64_t r = 0; rm && r < rows; r++) if (rm[r] >= need1) need1 = rm[r] + 1;
+        if (t->src->ne[0] < need0 || t->src->ne[1] * t->src->ne[2] * t->src->ne[3] < need1)
+            return sprig_err(err, SPRIG_E_FORMAT, "widen: %s: tensor %s is [%lld, %lld], smaller than its model's shape", o->src_path,
+                             snm, (long long)t->src->ne[0], (long long)t->src->ne[1]);
+    }
+    SPRIG_ASSERT(sprig_row_bytes(t->type, t->ne0, &t->row_bytes));
+    int64_t ne[2] = { t->ne0, t->rows };
+    return sprig_gguf_w_tensor_fill(o->wr, nm, t->type, rmap == MAP_NONE ? 1 : 2, ne, fill_widened, t, err);
+}
+
+/* The output shape from pin and the source: vocabulary, context, RoPE and eps follow the source
+ * (eps x D_s/D_t: the mean runs over D_t dims); refusals name what does not fit */
+static sprig_status widen_params(const sprig_model *m, const char *src, const struct sprig_mkmodel_params *pin,
+                                 struct sprig_mkmodel_params *p, sprig_error *err)
+{
+    const struct sprig_hparams *s = &m->hp;
+    *p = *pin;
+    p->vocab = s->n_vocab;
+    p->ctx = s->n_ctx_train;
+    p->rope_freq_base = s->rope_theta;
+    p->rms_eps = s->eps * (float)s->dim / (float)p->dim;
+    const char *arch = NULL;
+    size_t arch_len = 0;
+    sprig_status st = sprig_gguf_get_str(m->gguf, "general.architecture", &arch, &arch_len, true, err);
+    if (st) return st;
+    if (arch_len != 5 || memcmp(arch, "llama", 5))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: architecture '%.*s' is not llama", src, (int)arch_len, arch);
+    if (m->rope_freqs || s->rope_freq_scale != 1.0f || m->layers[0].bq || m->layers[0].bk || m->layers[0].bv ||
+        s->head_dim * s->n_head != s->dim)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: RoPE scaling, q/k/v biases or a key_length head size are not widened", src);
+    if ((st = sprig_mkmodel_validate(p, err))) return st;
+    const int64_t blk = sprig_type_traits(p->type)->blck;   /* one type for every matrix: no per-tensor fallback */
+    if (p->dim % blk || p->ffn % blk)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s needs dim (%d) and ffn (%d) to be multiples of %lld",
+                         sprig_type_name(p->type), p->dim, p->ffn, (long long)blk);
+    return check_fit(s, p, err);
+}
+
+static sprig_status copy_tokenizer(sprig_gguf_writer *wr, const sprig_gguf *g, sprig_error *err)
+{
+    for (int64_t i = 0; i < sprig_gguf_n_kv(g); i++)
+        if (!strncmp(sprig_gguf_kv_key(g, i), "tokenizer.", 10)) {
+            sprig_status st = sprig_gguf_w_copy_kv(wr, g, i, err);
+            if (st) return st;
+        }
+    return SPRIG_OK;
+}
+
 sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_params *pin, const char *out, sprig_error *err)
 {
     sprig_model *m = NULL;
     sprig_status st = sprig_model_load(src, &m, err);
     if (st != SPRIG_OK) return st;
     struct widen w = { .src = m->gguf };
-    sprig_gguf_writer *wr = NULL;
-    struct wtensor *td = NULL;
+    struct wout o = { .w = &w, .src_path = src };
     const struct sprig_hparams *s = &m->hp;
-    struct sprig_mkmodel_params p = *pin;
-    p.vocab = s->n_vocab;
-    p.ctx = s->n_ctx_train;
-    p.rope_freq_base = s->rope_theta;
-    p.rms_eps = s->eps * (float)s->dim / (float)p.dim;
-    const char *arch = NULL;
-    size_t arch_len = 0;
-    TRY(sprig_gguf_get_str(m->gguf, "general.architecture", &arch, &arch_len, true, err));
-    if (arch_len != 5 || memcmp(arch, "llama", 5)) {
-        st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: architecture '%.*s' is not llama", src, (int)arch_len, arch);
-        goto done;
-    }
-    if (m->rope_freqs || s->rope_freq_scale != 1.0f || m->layers[0].bq || m->layers[0].bk || m->layers[0].bv ||
-        s->head_dim * s->n_head != s->dim) {
-        st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: RoPE scaling, q/k/v biases or a key_length head size are not widened", src);
-        goto done;
-    }
-    TRY(sprig_mkmodel_validate(&p, err));
-    const int64_t blk = sprig_type_traits(p.type)->blck;   /* one type for every matrix: no per-tensor fallback */
-    if (p.dim % blk || p.ffn % blk) {
-        st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s needs dim (%d) and ffn (%d) to be multiples of %lld", sprig_type_name(p.type),
-                       p.dim, p.ffn, (long long)blk);
-        goto done;
-    }
-    TRY(check_fit(s, &p, err));
-    TRY(build_maps(&w, s, &p, err));
+    struct sprig_mkmodel_params p;
+    TRY(widen_params(m, src, pin, &p, err));
+    TRY(build_maps(&w, s, &p, 0, err));
 
     const int L = p.n_layers, off = p.n_layers - s->n_layer;   /* target layer off + l holds source layer l */
     const int64_t D = p.dim, F = p.ffn, V = s->n_vocab, HD = (int64_t)p.n_heads * (p.dim / p.n_heads);
@@ -173,10 +230,13 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     uint32_t ftype = 0;
     sprig_mkmodel_file_type(p.type, &ftype);   /* validated above */
 
-    td = calloc(3 + 9 * (size_t)L, sizeof *td);
-    wr = sprig_gguf_writer_create(err);
-    if (!td) { st = sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory"); goto done; }
-    if (!wr) { st = SPRIG_E_NOMEM; goto done; }
+    o.cap = 3 + 9 * (size_t)L;
+    o.td = calloc(o.cap, sizeof *o.td);
+    o.type = p.type;
+    o.wr = sprig_gguf_writer_create(err);
+    if (!o.td) { st = sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory"); goto done; }
+    if (!o.wr) { st = SPRIG_E_NOMEM; goto done; }
+    sprig_gguf_writer *wr = o.wr;
 
     char name[192];
     if (p.name) snprintf(name, sizeof name, "%s", p.name);
@@ -199,26 +259,11 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     TRY(sprig_gguf_w_u32(wr, "llama.attention.head_count_kv", (uint32_t)p.n_kv_heads, err));
     TRY(sprig_gguf_w_f32(wr, "llama.attention.layer_norm_rms_epsilon", p.rms_eps, err));
     TRY(sprig_gguf_w_f32(wr, "llama.rope.freq_base", p.rope_freq_base, err));
-    for (int64_t i = 0; i < sprig_gguf_n_kv(m->gguf); i++)
-        if (!strncmp(sprig_gguf_kv_key(m->gguf, i), "tokenizer.", 10)) TRY(sprig_gguf_w_copy_kv(wr, m->gguf, i, err));
+    TRY(copy_tokenizer(wr, m->gguf, err));
 
-    size_t k = 0;
-    /* ADD(target name, source name or NULL, ne0, rows, rows map, cols map, scale, fill) */
-#define ADD(nm, snm, ne0_, rows_, rmap, cmap, scale_, fill_) do { \
-        struct wtensor *t_ = &td[k++]; \
-        *t_ = (struct wtensor){ .w = &w, .rows_map = (rmap), .cols_map = (cmap), .scale = (scale_), .fill = (fill_), \
-                                .ne0 = (ne0_), .rows = (rows_) }; \
-        t_->type = (rmap) == MAP_NONE ? SPRIG_TYPE_F32 : p.type; \
-        if ((snm) && !(t_->src = sprig_gguf_find_tensor(m->gguf, (snm)))) { \
-            st = sprig_err(err, SPRIG_E_FORMAT, "widen: %s: tensor %s is missing", src, (const char *)(snm)); \
-            goto done; \
-        } \
-        SPRIG_ASSERT(sprig_row_bytes(t_->type, t_->ne0, &t_->row_bytes)); \
-        int64_t ne_[2] = { t_->ne0, t_->rows }; \
-        TRY(sprig_gguf_w_tensor_fill(wr, nm, t_->type, (rmap) == MAP_NONE ? 1 : 2, ne_, fill_widened, t_, err)); \
-    } while (0)
-    ADD("token_embd.weight", "token_embd.weight", D, V, MAP_VOCAB, MAP_HIDDEN, 1.0f, 0.0f);
-    ADD("output_norm.weight", "output_norm.weight", D, 1, MAP_NONE, MAP_HIDDEN, norm_scale, 0.0f);
+    const sprig_gguf *g = m->gguf;
+    TRY(add_tensor(&o, "token_embd.weight", g, "token_embd.weight", D, V, MAP_VOCAB, MAP_HIDDEN, 1.0f, 0.0f, err));
+    TRY(add_tensor(&o, "output_norm.weight", g, "output_norm.weight", D, 1, MAP_NONE, MAP_HIDDEN, norm_scale, 0.0f, err));
     if (hd_t != s->n_rot) {
         float factors[512];
         SPRIG_ASSERT(hd_t / 2 <= 512);
@@ -227,33 +272,125 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
         int64_t ne_f[1] = { hd_t / 2 };
         TRY(sprig_gguf_w_tensor(wr, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne_f, factors, err));
     }
-    if (!m->tied_output) ADD("output.weight", "output.weight", D, V, MAP_VOCAB, MAP_HIDDEN, 1.0f, 0.0f);
+    if (!m->tied_output) TRY(add_tensor(&o, "output.weight", g, "output.weight", D, V, MAP_VOCAB, MAP_HIDDEN, 1.0f, 0.0f, err));
     for (int l = 0; l < L; l++) {
         char nm[64], sn[9][64];
         const bool real = l >= off;
         static const char *const parts[9] = { "attn_q", "attn_k", "attn_v", "attn_output", "attn_norm",
                                               "ffn_gate", "ffn_down", "ffn_up", "ffn_norm" };
-        for (int i = 0; i < 9; i++) snprintf(sn[i], sizeof sn[i], "blk.%d.%s.weight", l - off, parts[i]);
-#define SRC(i) (real ? sn[i] : NULL)
-#define TNAME(i) (snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, parts[i]), nm)
-        ADD(TNAME(0), SRC(0), D, HD, MAP_Q, MAP_HIDDEN, q_scale, 0.0f);
-        ADD(TNAME(1), SRC(1), D, KV, MAP_KV, MAP_HIDDEN, 1.0f, 0.0f);
-        ADD(TNAME(2), SRC(2), D, KV, MAP_KV, MAP_HIDDEN, 1.0f, 0.0f);
-        ADD(TNAME(3), SRC(3), HD, D, MAP_HIDDEN, MAP_Q, 1.0f, 0.0f);
-        ADD(TNAME(4), SRC(4), D, 1, MAP_NONE, MAP_HIDDEN, norm_scale, real ? 0.0f : 1.0f);
-        ADD(TNAME(5), SRC(5), D, F, MAP_FFN, MAP_HIDDEN, 1.0f, 0.0f);
-        ADD(TNAME(6), SRC(6), F, D, MAP_HIDDEN, MAP_FFN, 1.0f, 0.0f);
-        ADD(TNAME(7), SRC(7), D, F, MAP_FFN, MAP_HIDDEN, 1.0f, 0.0f);
-        ADD(TNAME(8), SRC(8), D, 1, MAP_NONE, MAP_HIDDEN, norm_scale, real ? 0.0f : 1.0f);
-#undef SRC
-#undef TNAME
+        /* rows map, cols map, rows, ne0, scale; norms: fill 1 in identity layers */
+        const struct { int rmap, cmap; int64_t rows, ne0; float scale; } shp[9] = {
+            { MAP_Q, MAP_HIDDEN, HD, D, q_scale },       { MAP_KV, MAP_HIDDEN, KV, D, 1.0f },
+            { MAP_KV, MAP_HIDDEN, KV, D, 1.0f },         { MAP_HIDDEN, MAP_Q, D, HD, 1.0f },
+            { MAP_NONE, MAP_HIDDEN, 1, D, norm_scale },  { MAP_FFN, MAP_HIDDEN, F, D, 1.0f },
+            { MAP_HIDDEN, MAP_FFN, D, F, 1.0f },         { MAP_FFN, MAP_HIDDEN, F, D, 1.0f },
+            { MAP_NONE, MAP_HIDDEN, 1, D, norm_scale },
+        };
+        for (int i = 0; i < 9; i++) {
+            snprintf(sn[i], sizeof sn[i], "blk.%d.%s.weight", l - off, parts[i]);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, parts[i]);
+            const float fill = shp[i].rmap == MAP_NONE && !real ? 1.0f : 0.0f;
+            TRY(add_tensor(&o, nm, g, real ? sn[i] : NULL, shp[i].ne0, shp[i].rows, shp[i].rmap, shp[i].cmap, shp[i].scale, fill, err));
+        }
     }
-#undef ADD
     TRY(sprig_gguf_writer_write(wr, out, err));
 done:
-    sprig_gguf_writer_free(wr);
-    free(td);
+    sprig_gguf_writer_free(o.wr);
+    free(o.td);
     for (int i = 0; i < MAP_COUNT; i++) free(w.map[i]);
+    sprig_model_free(m);
+    return st;
+}
+
+sprig_status sprig_widen_mtp_write(const char *src, const char *head, const struct sprig_mkmodel_params *pin, const char *out,
+                                   sprig_error *err)
+{
+    sprig_model *m = NULL;
+    sprig_status st = sprig_model_load(src, &m, err);
+    if (st != SPRIG_OK) return st;
+    sprig_mtp *h = NULL;
+    struct widen w = { .src = m->gguf };
+    struct wout o = { .w = &w, .src_path = head };
+    const struct sprig_hparams *s = &m->hp;
+    struct sprig_mkmodel_params p;
+    TRY(widen_params(m, src, pin, &p, err));
+    TRY(sprig_mtp_load(head, m, &h, err));   /* a head of this source: every shape checked */
+    const sprig_gguf *g = sprig_mtp_gguf(h);
+    int64_t hl = 0, hff = 0, hnh = 0;
+    char a[33];
+    {
+        const char *arch;
+        size_t al;
+        TRY(sprig_gguf_get_str(g, "general.architecture", &arch, &al, true, err));
+        snprintf(a, sizeof a, "%.*s", (int)(al > 32 ? 32 : al), arch);
+    }
+    char key[96];
+    uint32_t u = 0;
+#define KEY(k_) (snprintf(key, sizeof key, "%s." k_, a), key)
+    TRY(sprig_gguf_get_u32(g, KEY("block_count"), &u, true, err)); hl = u;
+    TRY(sprig_gguf_get_u32(g, KEY("feed_forward_length"), &u, true, err)); hff = u;
+    TRY(sprig_gguf_get_u32(g, KEY("attention.head_count"), &u, true, err)); hnh = u;
+    float heps = 1e-5f;
+    TRY(sprig_gguf_get_f32(g, KEY("attention.layer_norm_rms_epsilon"), &heps, false, err));
+#undef KEY
+    if (hnh != s->n_head) {   /* its q heads move as the target's do */
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "widen: %s: an MTP head with %lld query heads (its target has %d) is not widened", head,
+                       (long long)hnh, s->n_head);
+        goto done;
+    }
+    TRY(build_maps(&w, s, &p, (int)hff, err));
+    const int off = p.n_layers - s->n_layer, kv_layer = sprig_mtp_kv_layer(h) + off;
+    const int64_t D = p.dim, HD = (int64_t)p.n_heads * (p.dim / p.n_heads);
+    const float norm_scale = sqrtf((float)s->dim / (float)p.dim);
+    const float q_scale = sqrtf((float)(p.dim / p.n_heads) / (float)s->head_dim);
+    o.cap = 3 + 7 * (size_t)hl;
+    o.td = calloc(o.cap, sizeof *o.td);
+    o.type = p.type;
+    o.wr = sprig_gguf_writer_create(err);
+    if (!o.td) { st = sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory"); goto done; }
+    if (!o.wr) { st = SPRIG_E_NOMEM; goto done; }
+    sprig_gguf_writer *wr = o.wr;
+    char name[192];
+    snprintf(name, sizeof name, "%.120s widened", p.name ? p.name : "MTP head");
+    TRY(sprig_gguf_w_str(wr, "general.architecture", "llama", 5, err));
+    TRY(sprig_gguf_w_str(wr, "general.name", name, strlen(name), err));
+    TRY(sprig_gguf_w_str(wr, "mtp.kind", "assistant", 9, err));
+    TRY(sprig_gguf_w_str(wr, "mtp.target_name", "llama", 5, err));
+    TRY(sprig_gguf_w_u32(wr, "mtp.target_kv_layer", (uint32_t)kv_layer, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.context_length", (uint32_t)p.ctx, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.embedding_length", (uint32_t)D, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.feed_forward_length", (uint32_t)hff, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.attention.head_count", (uint32_t)p.n_heads, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.attention.head_count_kv", (uint32_t)p.n_kv_heads, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.block_count", (uint32_t)hl, err));
+    TRY(sprig_gguf_w_u32(wr, "llama.rope.dimension_count", (uint32_t)(p.dim / p.n_heads), err));
+    TRY(sprig_gguf_w_f32(wr, "llama.attention.layer_norm_rms_epsilon", heps * (float)s->dim / (float)p.dim, err));
+    TRY(sprig_gguf_w_f32(wr, "llama.rope.freq_base", p.rope_freq_base, err));
+    TRY(copy_tokenizer(wr, g, err));
+    TRY(add_tensor(&o, "mtp.pre_proj.weight", g, "mtp.pre_proj.weight", 2 * D, D, MAP_HIDDEN, MAP_HIDDEN2, 1.0f, 0.0f, err));
+    for (int l = 0; l < hl; l++) {
+        char nm[64], sn[64];
+        static const char *const parts[7] = { "attn_norm", "attn_q", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down" };
+        const struct { int rmap, cmap; int64_t rows, ne0; float scale; } shp[7] = {
+            { MAP_NONE, MAP_HIDDEN, 1, D, norm_scale }, { MAP_Q, MAP_HIDDEN, HD, D, q_scale },
+            { MAP_HIDDEN, MAP_Q, D, HD, 1.0f },         { MAP_NONE, MAP_HIDDEN, 1, D, norm_scale },
+            { MAP_HFFN, MAP_HIDDEN, hff, D, 1.0f },     { MAP_HFFN, MAP_HIDDEN, hff, D, 1.0f },
+            { MAP_HIDDEN, MAP_HFFN, D, hff, 1.0f },
+        };
+        for (int i = 0; i < 7; i++) {
+            snprintf(sn, sizeof sn, "blk.%d.%s.weight", l, parts[i]);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, parts[i]);
+            TRY(add_tensor(&o, nm, g, sn, shp[i].ne0, shp[i].rows, shp[i].rmap, shp[i].cmap, shp[i].scale, 0.0f, err));
+        }
+    }
+    TRY(add_tensor(&o, "mtp.final_norm.weight", g, "mtp.final_norm.weight", D, 1, MAP_NONE, MAP_HIDDEN, norm_scale, 0.0f, err));
+    TRY(add_tensor(&o, "mtp.post_proj.weight", g, "mtp.post_proj.weight", D, D, MAP_HIDDEN, MAP_HIDDEN, 1.0f, 0.0f, err));
+    TRY(sprig_gguf_writer_write(wr, out, err));
+done:
+    sprig_gguf_writer_free(o.wr);
+    free(o.td);
+    for (int i = 0; i < MAP_COUNT; i++) free(w.map[i]);
+    sprig_mtp_free(h);
     sprig_model_free(m);
     return st;
 }

@@ -21,6 +21,7 @@
  *   llama.cpp requires) with a rope_freqs tensor that gives S's pairs S's
  *   frequencies (the other pairs rotate zeros). The vocabulary, tokenizer
  *   keys (copied verbatim) and context length are S's.
+ * An MTP head of S widens the same way (sprig_widen_mtp_write).
  * The result equals S up to float rounding (and the chosen weight type's
  * quantization); tests/test-widen.c checks logits and greedy tokens.
  */
@@ -35,5 +36,16 @@
  * from the source) and write it to out (atomically). INVALID_ARG naming the
  * size when the shape cannot hold the source; FORMAT for a bad source. */
 sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_params *p, const char *out, sprig_error *err);
+
+/* Widen an MTP assistant head (model/mtp.h) of the source model src into
+ * the shape p widens src to, so the head drafts for the widened target as
+ * it does for src: its hidden dims and q heads move as the target's, its
+ * norms and eps get the same compensations, mtp.target_kv_layer shifts by
+ * the identity layers added in front, and its own FFN keeps its units. Its
+ * q rotates with the target's RoPE (rope_freqs included), which the head
+ * reads from the target. Same refusals as sprig_widen_write, plus a head
+ * whose query heads differ from its target's. */
+sprig_status sprig_widen_mtp_write(const char *src, const char *head, const struct sprig_mkmodel_params *p, const char *out,
+                                   sprig_error *err);
 
 #endif

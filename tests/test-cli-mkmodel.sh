@@ -77,6 +77,13 @@ check "greedy text is not empty" hasre "Once upon a time.+" "$TMP/wide.txt"
 "$BIN" run -m "$TMP/wide.gguf" --mtp "${SPRIG_SHARED:-../shared}/models/stories-mtp.gguf" -n 5 >/dev/null 2>"$TMP/werr"; rc=$?
 check "an MTP head that does not fit the target exits 1 (rc $rc)" [ $rc -eq 1 ]
 check "the misfit names the dimension" has "MTP head embedding_length is 64 but the target's is 128" "$TMP/werr"
+"$BIN" mkmodel --dim 128 --layers 6 --heads 8 --kv-heads 4 --ffn 192 --type q8_0 --widen "$W" -o "$TMP/wide2.gguf" \
+    --widen-mtp "${SPRIG_SHARED:-../shared}/models/stories-mtp.gguf" --mtp-out "$TMP/wide-mtp.gguf" 2>"$TMP/werr"; rc=$?
+check "widen with its MTP head exits 0 (rc $rc)" [ $rc -eq 0 ]
+check "widen-mtp summary" has "MTP head" "$TMP/werr"
+"$BIN" run -m "$TMP/wide2.gguf" --mtp "$TMP/wide-mtp.gguf" --temp 0 -n 24 -p "Once upon a time" >"$TMP/wide-mtp.txt" 2>"$TMP/werr"
+check "the widened head drafts for the widened target, same text" cmp -s "$TMP/wide-mtp.txt" "$TMP/small.txt"
+check "the widened head's drafts are accepted" hasre 'acceptance (0\.[3-9]|1\.000)' "$TMP/werr"
 "$BIN" mkmodel --dim 32 --heads 4 --kv-heads 2 --widen "$W" -o "$TMP/w2.gguf" 2>"$TMP/werr"; rc=$?
 check "widen into a smaller dim exits 2 (rc $rc)" [ $rc -eq 2 ]
 check "widen refusal names dim" has "dim 32 is smaller than the source model's 64" "$TMP/werr"
@@ -96,6 +103,8 @@ bad "dim out of range" "--dim: 0 is out of range" --dim 0 -o "$TMP/x.gguf"
 bad "unknown type" "--type: 'q7_k' is not one of" --type q7_k -o "$TMP/x.gguf"
 bad "iq type" "--type: 'iq2_xs' is not one of" --type iq2_xs -o "$TMP/x.gguf"
 bad "k type needs rows of 32" "multiples of 32" --type q4_k_m --dim 48 --heads 4 -o "$TMP/x.gguf"
+bad "widen-mtp without its output" "--widen-mtp HEAD and --mtp-out PATH go together" --widen "$W" --widen-mtp "$W" -o "$TMP/x.gguf"
+bad "mtp-out without widen" "--widen-mtp HEAD and --mtp-out PATH go together" --widen-mtp "$W" --mtp-out "$TMP/y.gguf" -o "$TMP/x.gguf"
 bad "widen with a mix" "is a mix (add --pure)" --type q4_k_m --widen "$TMP/none.gguf" -o "$TMP/x.gguf"
 bad "widen with a K type needs rows of 256" "q4_k needs dim (128) and ffn (192) to be multiples of 256" \
     --type q4_k --pure --dim 128 --heads 8 --kv-heads 4 --ffn 192 --widen "$W" -o "$TMP/x.gguf"

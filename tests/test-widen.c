@@ -13,6 +13,8 @@
 #include "sprig.h"
 #include "widen.h"
 #include "model/model.h"
+#include "model/mtp.h"
+#include "base/pool.h"
 #include "tensor/ops.h"
 #include "tensor/types.h"
 
@@ -149,6 +151,8 @@ static bool collect(void *user, const char *text, size_t len)
     return true;
 }
 
+static const char *g_mtp_head;   /* run() drafts with this MTP head instead of the draft model */
+
 static void run(const sprig_model *m, int tree, int draft_max, int branches, struct buf *out, struct sprig_stats *st)
 {
     struct sprig_session_params p = sprig_session_default_params();
@@ -157,8 +161,9 @@ static void run(const sprig_model *m, int tree, int draft_max, int branches, str
     p.ignore_eos = true;
     p.tree = tree;
     if (draft_max > 0) {
-        p.drafter = SPRIG_DRAFTER_MODEL;
-        p.draft_path = test_shared("models/stories-draft.gguf");
+        p.drafter = g_mtp_head ? SPRIG_DRAFTER_MTP : SPRIG_DRAFTER_MODEL;
+        p.draft_path = g_mtp_head ? g_mtp_head : test_shared("models/stories-draft.gguf");
+        p.tree_width = g_mtp_head && tree == SPRIG_TREE_ON ? 3 : 0;   /* the head's dynamic tree */
         p.draft_max = draft_max;
         p.tree_branches = branches;
     }
@@ -199,6 +204,116 @@ static void test_speculation_on_the_widened_model(void)
     sprig_model_free(m);
 }
 
+/* The MTP head widened with its target drafts what it drafted for stories260K: from the same
+ * prompt, each head step's logits agree (f32, within 1e-3) and so do its greedy drafts; the
+ * widened head also drives speculation on the widened Q8_0 target byte-identically to plain
+ * decoding. A file that is not an MTP head is refused by name. */
+static void test_mtp_head_widens_with_its_target(void)
+{
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params p = shape(SPRIG_TYPE_F32);
+    const char *head = test_tmpfile("wide-mtp-f32.gguf");
+    CHECKF(sprig_widen_mtp_write(test_shared("models/stories260K.gguf"), test_shared("models/stories-mtp.gguf"), &p, head, &err) ==
+               SPRIG_OK, "%s", err.msg);
+    sprig_model *m[2] = { NULL, NULL };
+    sprig_mtp *h[2] = { NULL, NULL };
+    CHECKF(sprig_model_load(test_shared("models/stories260K.gguf"), &m[0], &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_model_load(widened(SPRIG_TYPE_F32), &m[1], &err) == SPRIG_OK, "%s", err.msg);
+    if (!m[0] || !m[1]) goto out;
+    CHECKF(sprig_mtp_load(test_shared("models/stories-mtp.gguf"), m[0], &h[0], &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_mtp_load(head, m[1], &h[1], &err) == SPRIG_OK, "%s", err.msg);
+    if (!h[0] || !h[1]) goto out;
+    CHECK_EQ_INT(sprig_mtp_kv_layer(h[1]), sprig_mtp_kv_layer(h[0]) + 2);   /* two identity layers in front */
+    sprig_pool *pool = sprig_pool_create(1, &err);
+    static const int32_t prompt[] = { 1, 403, 407, 261, 378, 362, 328, 270, 357, 263, 402, 395 };
+    const int np = (int)(sizeof prompt / sizeof prompt[0]);
+    float *logit[2], *hid[2], *hl[2];
+    sprig_ctx *c[2] = { NULL, NULL };
+    sprig_mtp_state *ms[2] = { NULL, NULL };
+    for (int i = 0; i < 2; i++) {
+        struct sprig_ctx_params cp = { .n_ctx = 64, .n_batch = 64 };
+        CHECKF(sprig_ctx_create(m[i], pool, &cp, &c[i], &err) == SPRIG_OK, "%s", err.msg);
+        ms[i] = sprig_mtp_state_create(h[i], 64, &err);
+        logit[i] = malloc(sizeof(float) * 512 * (size_t)np);
+        hid[i] = malloc(sizeof(float) * (size_t)m[i]->hp.dim * (size_t)np);
+        hl[i] = malloc(sizeof(float) * (size_t)m[i]->hp.dim);
+    }
+    int agree = 0, steps = 0;
+    double worst = 0;
+    for (int n = 4; n <= np && c[0] && c[1] && ms[0] && ms[1]; n += 4) {
+        int32_t tok[2];
+        for (int i = 0; i < 2; i++) {
+            sprig_kv_clear(sprig_ctx_kv(c[i]));
+            CHECK(sprig_prefill(c[i], prompt, n, logit[i], hid[i], &err) == SPRIG_OK);
+            memcpy(hl[i], hid[i], sizeof(float) * (size_t)m[i]->hp.dim);   /* the last row's (prefill keeps it first) */
+            tok[i] = prompt[n - 1] == 1 ? 13 : prompt[n - 1];
+        }
+        for (int j = 0; j < 3; j++) {
+            int32_t best[2];
+            for (int i = 0; i < 2; i++) {
+                CHECK(sprig_mtp_step(h[i], ms[i], pool, sprig_ctx_kv(c[i]), hl[i], tok[i], n - 1, hl[i], logit[i], &err) == SPRIG_OK);
+                best[i] = 0;
+                for (int v = 1; v < 512; v++) if (logit[i][v] > logit[i][best[i]]) best[i] = v;
+            }
+            for (int v = 0; v < 512; v++) {
+                const double d = fabs((double)logit[0][v] - (double)logit[1][v]);
+                if (d > worst) worst = d;
+            }
+            agree += best[0] == best[1];
+            steps++;
+            tok[0] = tok[1] = best[0];
+        }
+    }
+    fprintf(stderr, "  widened MTP head: %d of %d greedy drafts agree, max |logit diff| %.2e\n", agree, steps, worst);
+    CHECK(steps >= 9);
+    CHECK_EQ_INT(agree, steps);
+    CHECKF(worst < 1e-3, "max |logit diff| %.3g", worst);
+    for (int i = 0; i < 2; i++) {
+        sprig_ctx_free(c[i]);
+        sprig_mtp_state_free(ms[i]);
+        free(logit[i]);
+        free(hid[i]);
+        free(hl[i]);
+    }
+    sprig_pool_free(pool);
+    /* in Q8_0 beside the Q8_0 target: chain and dynamic-tree speculation equal plain decoding */
+    const char *head8 = test_tmpfile("wide-mtp-q8.gguf");
+    struct sprig_mkmodel_params p8 = shape(SPRIG_TYPE_Q8_0);
+    CHECKF(sprig_widen_mtp_write(test_shared("models/stories260K.gguf"), test_shared("models/stories-mtp.gguf"), &p8, head8, &err) ==
+               SPRIG_OK, "%s", err.msg);
+    sprig_model *m8 = NULL;
+    CHECKF(sprig_model_load(widened(SPRIG_TYPE_Q8_0), &m8, &err) == SPRIG_OK, "%s", err.msg);
+    if (m8) {
+        static struct buf plain, chain, tree;
+        struct sprig_stats sp, sc, st;
+        g_mtp_head = head8;
+        run(m8, SPRIG_TREE_OFF, 0, 0, &plain, &sp);
+        run(m8, SPRIG_TREE_OFF, 4, 0, &chain, &sc);
+        run(m8, SPRIG_TREE_ON, 4, 6, &tree, &st);
+        g_mtp_head = NULL;
+        CHECK_STR(sc.path, "chain");
+        CHECK_STR(st.path, "tree");
+        CHECK(plain.n > 100);
+        CHECK_STR(chain.p, plain.p);
+        CHECK_STR(tree.p, plain.p);
+        CHECKF(sc.emitted_per_verify > 2.0 && st.branch_rounds > 0, "chain %.3f emitted/verify, %lld branch rounds",
+               sc.emitted_per_verify, (long long)st.branch_rounds);
+        fprintf(stderr, "  widened MTP head, q8_0: chain %.3f emitted/verify, dynamic tree %.3f (%lld rounds won by a branch)\n",
+                sc.emitted_per_verify, st.emitted_per_verify, (long long)st.branch_rounds);
+        sprig_model_free(m8);
+    }
+    /* not an MTP head */
+    p.n_heads = 8;
+    CHECK(sprig_widen_mtp_write(test_shared("models/stories260K.gguf"), test_shared("models/stories-draft.gguf"), &p,
+                                test_tmpfile("wide-mtp-bad.gguf"), &err) != SPRIG_OK);
+    CHECKF(strstr(err.msg, "stories-draft.gguf") != NULL, "%s", err.msg);
+out:
+    for (int i = 0; i < 2; i++) {
+        sprig_mtp_free(h[i]);
+        sprig_model_free(m[i]);
+    }
+}
+
 static void test_refuses_shapes_that_do_not_fit(void)
 {
     static const struct { const char *field; int dim, heads, kv, ffn, layers; } bad[] = {
@@ -236,6 +351,7 @@ int main(void)
     RUN(test_logits_match_reference);
     RUN(test_greedy_matches_reference);
     RUN(test_speculation_on_the_widened_model);
+    RUN(test_mtp_head_widens_with_its_target);
     RUN(test_refuses_shapes_that_do_not_fit);
     return test_summary("test-widen");
 }

@@ -432,7 +432,7 @@ struct spec_conf {
     char name[32];
     enum { SC_PLAIN, SC_CHAIN, SC_TREE, SC_RUNNER, SC_DYN, SC_AUTO } kind;
     int k, branches, nodes, width;    /* draft-max; runner-up leaves; dynamic: nodes, width */
-    bool q;                           /* "/q": sampled drafts (with --temp > 0) */
+    int q;                            /* -1: the session default; 1 "/q": sampled drafts; 0 "/onehot" */
 };
 #define MAX_CONF 24
 
@@ -446,7 +446,9 @@ static bool parse_conf(const char *C, const char *full, struct spec_conf *o)
     size_t len = strlen(full);
     if (len >= sizeof spec) { fprintf(stderr, "sprig %s: --cfg '%.40s...' is too long\n", C, full); return false; }
     memcpy(spec, full, len + 1);
-    if (len > 2 && !strcmp(spec + len - 2, "/q")) { o->q = true; spec[len - 2] = 0; }
+    o->q = -1;
+    if (len > 2 && !strcmp(spec + len - 2, "/q")) { o->q = 1; spec[len - 2] = 0; }
+    else if (len > 7 && !strcmp(spec + len - 7, "/onehot")) { o->q = 0; spec[len - 7] = 0; }
     if (!strcmp(spec, "plain")) o->kind = SC_PLAIN;
     else if (sscanf(spec, "chain:%d%n", &a, &n) == 1 && !spec[n]) { o->kind = SC_CHAIN; o->k = a; }
     else if (sscanf(spec, "tree:%d%n", &a, &n) == 1 && !spec[n]) { o->kind = SC_TREE; o->k = a; }
@@ -457,7 +459,7 @@ static bool parse_conf(const char *C, const char *full, struct spec_conf *o)
         fprintf(stderr, "sprig %s: --cfg '%s' is not plain, chain:K, tree:K, runner:K:B, dyn:D:M:W or auto:D:M:W\n", C, spec);
         return false;
     }
-    if (o->q && o->kind == SC_PLAIN) { fprintf(stderr, "sprig %s: --cfg '%s': plain drafts nothing to sample\n", C, full); return false; }
+    if (o->q >= 0 && o->kind == SC_PLAIN) { fprintf(stderr, "sprig %s: --cfg '%s': plain drafts nothing to sample\n", C, full); return false; }
     if (o->kind != SC_PLAIN && (o->k < 1 || o->k > 63 || o->branches < 0 || o->k + 1 + o->branches > 64 ||
                                 (o->kind >= SC_DYN && (o->nodes < o->k + 1 || o->nodes > 64 || o->width < 1 || o->width > 8)))) {
         fprintf(stderr, "sprig %s: --cfg '%s': out of range (K, D 1..63; nodes D+1..64; width 1..8)\n", C, spec);
@@ -522,9 +524,9 @@ static int bench_spec(int argc, char **argv)
                    "  --cfg SPEC (repeatable): plain | chain:K | tree:K (linear) | runner:K:B (B runner-up leaves)\n"
                    "             | dyn:D:M:W (dynamic tree: depth D, M nodes, width W) | auto:D:M:W (--tree auto\n"
                    "             choosing from such a tree each round); default: plain, chain:K,\n"
-                   "             tree:K, runner:K:B from --draft-max K and --tree-branches B; a /q suffix\n"
-                   "             (chain:4/q) draws the drafts from the drafter's distribution (sampled\n"
-                   "             drafts, with --temp T > 0; else one-hot drafts)\n"
+                   "             tree:K, runner:K:B from --draft-max K and --tree-branches B; with --temp\n"
+                   "             T > 0 a /q or /onehot suffix (chain:4/onehot) draws the drafts from the\n"
+                   "             drafter's distribution or proposes its argmax (default: /q)\n"
                    "  --temp T, --seed N: sample at temperature T (default 0: greedy)\n"
                    "  --draft-oracle IDS: ids from `sprig run -m TARGET -p PROMPT -n TOKENS --temp 0 --ignore-eos\n"
                    "  --save-ids IDS` (the same prompt and length), proposed at set rates (see sprig run --help)\n");
@@ -566,7 +568,7 @@ static int bench_spec(int argc, char **argv)
         p.tree_branches = f->kind == SC_RUNNER ? f->branches : f->kind >= SC_DYN ? f->nodes - (f->k + 1) : 0;
         p.tree_width = f->kind >= SC_DYN ? f->width : 0;
         p.tree_auto = f->kind == SC_AUTO;
-        p.sampled_drafts = f->q;
+        if (f->q >= 0) p.sampled_drafts = f->q;
         if (sprig_session_create(m, &p, &s[k], &err)) { fprintf(stderr, "sprig %s: %s: %s\n", C, f->name, err.msg); rc = 1; }
     }
     int R = c.reps;

@@ -101,6 +101,8 @@ static void usage(FILE *f)
             "  --widen SRC      instead of random weights, embed the llama model SRC in\n"
             "                   this shape, computing what SRC computes (its vocabulary,\n"
             "                   tokenizer and context; zeros elsewhere; see src/widen.h)\n"
+            "  --widen-mtp HEAD --mtp-out PATH  with --widen: also widen SRC's MTP assistant\n"
+            "                   head HEAD into PATH, so it drafts for the widened model\n"
             "  -t, --threads N  generator threads (default: all CPUs)\n"
             "  -o, --out PATH   output file (required)\n"
             "  -q, --quiet      no summary on stderr\n"
@@ -141,7 +143,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         return 2;
     }
     if (assistant) p.dim = p.n_layers = p.n_heads = p.ffn = 0;   /* 0: derived from the target */
-    const char *out = NULL, *widen = NULL;
+    const char *out = NULL, *widen = NULL, *widen_mtp = NULL, *mtp_out = NULL;
     bool quiet = false, pure = false;
     /* what a gemma4-assistant takes from its target */
     static const char *const from_target[] = {
@@ -182,7 +184,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;
         takes_value |= !strcmp(a, "--type") || !strcmp(a, "--seed") || !strcmp(a, "--rope-base") || !strcmp(a, "--name") || !strcmp(a, "--chat-template") ||
-                       !strcmp(a, "--widen") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
+                       !strcmp(a, "--widen") || !strcmp(a, "--widen-mtp") || !strcmp(a, "--mtp-out") || !strcmp(a, "-o") || !strcmp(a, "--out") || !strcmp(a, "--arch") ||
                        !strcmp(a, "--vocab-from") || !strcmp(a, "--rope-scaling") || !strcmp(a, "--std") ||
                        !strcmp(a, "--softcap") || !strcmp(a, "--swa-layers") || !strcmp(a, "--target") ||
                        !strcmp(a, "--attn-softcap") || !strcmp(a, "--recurrent-layers") || !strcmp(a, "--rope-sections");
@@ -230,6 +232,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             p.chat_template = v;
         } else if (!strcmp(a, "--widen")) {
             widen = v;
+        } else if (!strcmp(a, "--widen-mtp")) {
+            widen_mtp = v;
+        } else if (!strcmp(a, "--mtp-out")) {
+            mtp_out = v;
         } else if (!strcmp(a, "--softcap")) {
             double x;
             if (!cli_parse_float("mkmodel", a, v, 0.01, 1e5, &x)) return 2;
@@ -311,6 +317,10 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "sprig mkmodel: --vocab-from: %s\n", err.msg);
         return 1;
     }
+    if (!widen_mtp != !mtp_out || (widen_mtp && !widen)) {
+        fprintf(stderr, "sprig mkmodel: --widen-mtp HEAD and --mtp-out PATH go together, with --widen SRC\n");
+        return 2;
+    }
     if (widen) {
         if (p.ftype) {
             fprintf(stderr, "sprig mkmodel: --widen writes every matrix in one type; %s is a mix (add --pure)\n", p.ftype->name);
@@ -325,6 +335,13 @@ int sprig_cmd_mkmodel(int argc, char **argv)
             fprintf(stderr, "sprig mkmodel: wrote %s: %s widened to dim %d, layers %d, heads %d/%d, ffn %d, %s (%.1f s)\n",
                     out, widen, p.dim, p.n_layers, p.n_heads, p.n_kv_heads, p.ffn, sprig_type_name(p.type),
                     (sprig_time_ms() - t0) / 1000.0);
+        if (widen_mtp) {
+            if ((st = sprig_widen_mtp_write(widen, widen_mtp, &p, mtp_out, &err)) != SPRIG_OK) {
+                fprintf(stderr, "sprig mkmodel: --widen-mtp %s: %s\n", widen_mtp, err.msg);
+                return st == SPRIG_E_INVALID_ARG ? 2 : 1;
+            }
+            if (!quiet) fprintf(stderr, "sprig mkmodel: wrote %s: MTP head %s widened with it\n", mtp_out, widen_mtp);
+        }
         return 0;
     }
     if (sprig_mkmodel_validate(&p, &err) != SPRIG_OK) {

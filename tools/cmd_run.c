@@ -78,7 +78,7 @@ static void usage(FILE *f)
         "      --draft-sampling q|onehot  with --temp > 0: draw drafts from the drafter's own distribution q\n"
         "                         and accept them with min(1, p/q) (trees: siblings drawn without\n"
         "                         replacement, the multi-candidate rule), or propose its argmax, accepted\n"
-        "                         with p (onehot); both keep the target's distribution (default: onehot)\n"
+        "                         with p (onehot); both keep the target's distribution (default: q)\n"
         "\n"
         "      --stats-json FILE  write the session's figures, the prompt and generated ids as one JSON object\n"
         "      --save-ids FILE    write the prompt as evaluated and the generated ids, whitespace-separated\n"

@@ -176,9 +176,14 @@ sprig_status sprig_mtp_load(const char *path, const sprig_model *target, sprig_m
     if ((st = check_fit(path, "embedding_length", h->dim, tp->dim, err))) goto fail;
     if ((st = check_fit(path, "head dimension", h->hd, tp->head_dim, err))) goto fail;
     if ((st = check_fit(path, "head_count_kv", h->n_kv_head, tp->n_kv_head, err))) goto fail;
-    if (target->rope_freqs || tp->rope_freq_scale != 1.0f || tp->rope_mode != SPRIG_ROPE_NORM || tp->n_rot != tp->head_dim) {
-        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the MTP head rotates as plain llama; the target (%s) uses scaled, NEOX or partial RoPE",
-                       path, target->arch ? target->arch->name : "?");
+    /* q rotates as the target rotated the keys it reads: the target's mode, dims, scaling and rope_freqs */
+    if (h->theta != tp->rope_theta) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: MTP head rope.freq_base %g but the target's is %g", path, (double)h->theta,
+                       (double)tp->rope_theta);
+        goto fail;
+    }
+    if (h->hd > SPRIG_ATTN_MAX_HD) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "%s: head dimension %d exceeds %d", path, h->hd, SPRIG_ATTN_MAX_HD);
         goto fail;
     }
     if (h->kv_layer >= tp->n_layer) {
@@ -229,6 +234,7 @@ fail:
 }
 
 int sprig_mtp_kv_layer(const sprig_mtp *h) { return h->kv_layer; }
+const sprig_gguf *sprig_mtp_gguf(const sprig_mtp *h) { return h->g; }
 
 /* ---------------------------------------------------------------- step */
 
@@ -286,15 +292,14 @@ sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *
     mm1(pool, s, &h->pre, s->x, s->z);
     int32_t pos = p;
     /* RoPE cos/sin at p, once for every layer (sprig_rope's bits) */
-    float rope_cs[SPRIG_ATTN_MAX_HD];
-    const bool rope_tab = h->hd <= SPRIG_ATTN_MAX_HD;
-    if (rope_tab) sprig_rope_table(rope_cs, &pos, 1, h->hd, h->hd, h->theta);
+    float rope_cs[SPRIG_ATTN_MAX_HD];   /* hd <= SPRIG_ATTN_MAX_HD (load) */
+    const struct sprig_hparams *tp = &t->hp;
+    sprig_rope_table_scaled(rope_cs, &pos, 1, h->hd, tp->n_rot, tp->rope_theta, tp->rope_freq_scale, t->rope_freqs);
     for (int l = 0; l < h->n_layer; l++) {
         const struct mtp_layer *L = &h->L[l];
         sprig_rmsnorm(s->a, s->z, L->attn_norm, 1, dim, h->eps);
         mm1(pool, s, &L->wq, s->a, s->q);
-        if (rope_tab) sprig_rope_apply(s->q, rope_cs, 1, h->n_head, h->hd, h->hd, SPRIG_ROPE_NORM);
-        else sprig_rope(s->q, &pos, 1, h->n_head, h->hd, h->hd, h->theta, SPRIG_ROPE_NORM);
+        sprig_rope_apply(s->q, rope_cs, 1, h->n_head, h->hd, tp->n_rot, tp->rope_mode);
         sprig_attn_args aa = {
             .q = s->q, .n = 1, .n_head = h->n_head, .n_kv_head = h->n_kv_head, .hd = h->hd,
             .n_keys = p + 1, .mask = NULL,

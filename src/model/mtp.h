@@ -27,6 +27,8 @@ typedef struct sprig_mtp sprig_mtp;
 sprig_status sprig_mtp_load(const char *path, const sprig_model *target, sprig_mtp **out, sprig_error *err);
 void sprig_mtp_free(sprig_mtp *h);
 int  sprig_mtp_kv_layer(const sprig_mtp *h);
+/* The head's file (its keys and tensors), valid while h lives. */
+const sprig_gguf *sprig_mtp_gguf(const sprig_mtp *h);
 
 /* Scratch for one step, owned by the caller's drafter (no allocation per step). */
 typedef struct sprig_mtp_state sprig_mtp_state;
