@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "model/mtp.h"
 #include "tensor/ops.h"
+#include "base/pool.h"
 
 static int second_best(const float *x, int n, int best)
 {
@@ -68,6 +69,48 @@ static void test_mtp_drafts_match_reference(void)
     sprig_model_free(t);
 }
 
+/* n rows in one step_rows call give each row the bits of its own one-row step */
+static void test_mtp_step_rows_equals_steps(void)
+{
+    sprig_error err = { 0 };
+    sprig_model *t = NULL;
+    CHECKF(sprig_model_load(test_shared("models/stories260K.gguf"), &t, &err) == SPRIG_OK, "%s", err.msg);
+    if (!t) return;
+    sprig_mtp *h = NULL;
+    CHECKF(sprig_mtp_load(test_shared("models/stories-mtp.gguf"), t, &h, &err) == SPRIG_OK, "%s", err.msg);
+    sprig_pool *pool = sprig_pool_create(2, &err);
+    sprig_ctx *ctx = NULL;
+    struct sprig_ctx_params cp = { .n_ctx = 64, .n_batch = 32 };
+    CHECK(h && sprig_ctx_create(t, pool, &cp, &ctx, &err) == SPRIG_OK);
+    enum { N = SPRIG_MTP_MAX_ROWS };
+    const int V = t->hp.n_vocab, D = t->hp.dim;
+    static const int32_t prompt[] = { 1, 403, 407, 261, 378, 362, 328, 270 };
+    float *hid = malloc(sizeof(float) * D * N), *h1 = malloc(sizeof(float) * D * N), *hb = malloc(sizeof(float) * D * N);
+    float *l1 = malloc(sizeof(float) * V * N), *lb = malloc(sizeof(float) * V * N);
+    sprig_mtp_state *s = h ? sprig_mtp_state_create(h, 64, &err) : NULL;
+    if (ctx && s && sprig_prefill(ctx, prompt, 8, l1, hid, &err) == SPRIG_OK) {
+        int32_t toks[N];
+        for (int r = 0; r < N; r++) {   /* distinct inputs per row */
+            toks[r] = (int32_t)(5 + 37 * r);
+            for (int i = 0; i < D; i++) hid[r * D + i] = hid[i] * (1.0f + 0.1f * (float)r);
+        }
+        for (int n = 1; n <= N; n += 3) {
+            for (int r = 0; r < n; r++)
+                CHECK(sprig_mtp_step(h, s, pool, sprig_ctx_kv(ctx), hid + r * D, toks[r], 7, h1 + r * D, l1 + (size_t)r * V, &err) == SPRIG_OK);
+            CHECK(sprig_mtp_step_rows(h, s, pool, sprig_ctx_kv(ctx), hid, toks, n, 7, hb, lb, &err) == SPRIG_OK);
+            CHECKF(!memcmp(h1, hb, sizeof(float) * D * (size_t)n) && !memcmp(l1, lb, sizeof(float) * V * (size_t)n),
+                   "%d rows: step_rows differs from one-row steps", n);
+        }
+        CHECK(sprig_mtp_step_rows(h, s, pool, sprig_ctx_kv(ctx), hid, toks, N + 1, 7, hb, lb, &err) == SPRIG_E_INVALID_ARG);
+    }
+    sprig_mtp_state_free(s);
+    free(hid); free(h1); free(hb); free(l1); free(lb);
+    sprig_ctx_free(ctx);
+    sprig_pool_free(pool);
+    sprig_mtp_free(h);
+    sprig_model_free(t);
+}
+
 static void test_mtp_refuses_wrong_target(void)
 {
     sprig_error err = { 0 };
@@ -91,6 +134,7 @@ static void test_mtp_refuses_wrong_target(void)
 int main(void)
 {
     RUN(test_mtp_drafts_match_reference);
+    RUN(test_mtp_step_rows_equals_steps);
     RUN(test_mtp_refuses_wrong_target);
     return test_summary("test-mtp");
 }

@@ -37,16 +37,16 @@ struct sprig_mtp {
     sprig_weight post;         /* dim -> dim */
 };
 
-struct sprig_mtp_state {
+struct sprig_mtp_state {   /* every buffer holds SPRIG_MTP_MAX_ROWS rows */
     int max_keys;
-    float *x;      /* [2*dim] */
-    float *z;      /* [dim] */
-    float *a;      /* [dim] normed */
-    float *q;      /* [n_head*hd] */
-    float *att;    /* [n_head*hd] */
-    float *t;      /* [dim] */
-    float *g, *u;  /* [ff] */
-    float *hn;     /* [dim] */
+    float *x;      /* [rows][2*dim] */
+    float *z;      /* [rows][dim] */
+    float *a;      /* [rows][dim] normed */
+    float *q;      /* [rows][n_head*hd] */
+    float *att;    /* [rows][n_head*hd] */
+    float *t;      /* [rows][dim] */
+    float *g, *u;  /* [rows][ff] */
+    float *hn;     /* [rows][dim] */
     void *act;
     size_t act_bytes;
     float *attn_scratch;
@@ -253,10 +253,11 @@ sprig_mtp_state *sprig_mtp_state_create(const sprig_mtp *h, int max_keys, sprig_
     if (!s) { sprig_err(err, SPRIG_E_NOMEM, "MTP state: out of memory"); return NULL; }
     s->max_keys = max_keys;
     int qd = h->n_head * h->hd;
+    const size_t R = SPRIG_MTP_MAX_ROWS;
     struct { float **p; size_t n; } b[] = {
-        { &s->x, 2 * (size_t)h->dim }, { &s->z, (size_t)h->dim }, { &s->a, (size_t)h->dim }, { &s->q, (size_t)qd },
-        { &s->att, (size_t)qd }, { &s->t, (size_t)h->dim }, { &s->g, (size_t)h->ff }, { &s->u, (size_t)h->ff },
-        { &s->hn, (size_t)h->dim },
+        { &s->x, R * 2 * (size_t)h->dim }, { &s->z, R * (size_t)h->dim }, { &s->a, R * (size_t)h->dim }, { &s->q, R * (size_t)qd },
+        { &s->att, R * (size_t)qd }, { &s->t, R * (size_t)h->dim }, { &s->g, R * (size_t)h->ff }, { &s->u, R * (size_t)h->ff },
+        { &s->hn, R * (size_t)h->dim },
         { &s->attn_scratch, s->attn_floats = sprig_attn_scratch_floats(1, h->n_head, max_keys, 256) },
     };
     for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
@@ -264,7 +265,7 @@ sprig_mtp_state *sprig_mtp_state_create(const sprig_mtp *h, int max_keys, sprig_
     int64_t kmax = 2 * (int64_t)h->dim;
     if (h->ff > kmax) kmax = h->ff;
     if (qd > kmax) kmax = qd;
-    s->act_bytes = sprig_act_scratch_bytes(1, kmax);
+    s->act_bytes = sprig_act_scratch_bytes(SPRIG_MTP_MAX_ROWS, kmax);
     if (!(s->act = sprig_calloc_aligned(s->act_bytes, 1))) goto oom;
     return s;
 oom:
@@ -273,57 +274,73 @@ oom:
     return NULL;
 }
 
-static void mm1(sprig_pool *pool, sprig_mtp_state *s, const sprig_weight *w, const float *x, float *y)
+/* y[n][out] = x[n][in] W^T */
+static void mmn(sprig_pool *pool, sprig_mtp_state *s, const sprig_weight *w, const float *x, int n, float *y)
 {
-    sprig_matmul_rows(pool, x, 1, w->n_in, s->act, s->act_bytes, 1, &w, &y);
+    sprig_matmul_rows(pool, x, n, w->n_in, s->act, s->act_bytes, 1, &w, &y);
 }
 
 sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *pool, const sprig_kv *kv,
                             const float *h_in, int32_t token, int p, float *h_out, float *logits, sprig_error *err)
 {
+    return sprig_mtp_step_rows(h, s, pool, kv, h_in, &token, 1, p, h_out, logits, err);
+}
+
+sprig_status sprig_mtp_step_rows(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *pool, const sprig_kv *kv,
+                                 const float *h_in, const int32_t *tokens, int n, int p, float *h_out, float *logits,
+                                 sprig_error *err)
+{
     const sprig_model *t = h->target;
-    if (token < 0 || token >= t->hp.n_vocab)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP step: token %d outside the vocabulary", token);
+    if (n < 1 || n > SPRIG_MTP_MAX_ROWS)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP step: %d rows is outside [1, %d]", n, SPRIG_MTP_MAX_ROWS);
+    for (int r = 0; r < n; r++)
+        if (tokens[r] < 0 || tokens[r] >= t->hp.n_vocab)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP step: token %d outside the vocabulary", tokens[r]);
     if (p < 0 || p >= sprig_kv_len(kv) || p + 1 > s->max_keys)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "MTP step: position %d outside the target cache of %d", p, sprig_kv_len(kv));
-    const int dim = h->dim;
-    sprig_weight_row_f32(&t->tok_embd, token, s->x);           /* x = [E[t] ; h] */
-    memcpy(s->x + dim, h_in, (size_t)dim * sizeof(float));
-    mm1(pool, s, &h->pre, s->x, s->z);
+    const int dim = h->dim, qd = h->n_head * h->hd;
+    for (int r = 0; r < n; r++) {   /* x[r] = [E[t_r] ; h_r] */
+        sprig_weight_row_f32(&t->tok_embd, tokens[r], s->x + (size_t)r * 2 * dim);
+        memcpy(s->x + (size_t)r * 2 * dim + dim, h_in + (size_t)r * dim, (size_t)dim * sizeof(float));
+    }
+    mmn(pool, s, &h->pre, s->x, n, s->z);
     int32_t pos = p;
-    /* RoPE cos/sin at p, once for every layer (sprig_rope's bits) */
+    /* RoPE cos/sin at p, once for every layer and row (sprig_rope's bits) */
     float rope_cs[SPRIG_ATTN_MAX_HD];   /* hd <= SPRIG_ATTN_MAX_HD (load) */
     const struct sprig_hparams *tp = &t->hp;
     sprig_rope_table_scaled(rope_cs, &pos, 1, h->hd, tp->n_rot, tp->rope_theta, tp->rope_freq_scale, t->rope_freqs);
     for (int l = 0; l < h->n_layer; l++) {
         const struct mtp_layer *L = &h->L[l];
-        sprig_rmsnorm(s->a, s->z, L->attn_norm, 1, dim, h->eps);
-        mm1(pool, s, &L->wq, s->a, s->q);
-        sprig_rope_apply(s->q, rope_cs, 1, h->n_head, h->hd, tp->n_rot, tp->rope_mode);
-        sprig_attn_args aa = {
-            .q = s->q, .n = 1, .n_head = h->n_head, .n_kv_head = h->n_kv_head, .hd = h->hd,
-            .n_keys = p + 1, .mask = NULL,
-            .scale = 1.0f / sqrtf((float)h->hd), .out = s->att, .scratch = s->attn_scratch,
-            .scratch_floats = s->attn_floats,
-        };
-        sprig_kv_attend(pool, kv, h->kv_layer, s->q, &pos, &aa);
-        mm1(pool, s, &L->wo, s->att, s->t);
-        sprig_add_inplace(s->z, s->t, dim);
-        sprig_rmsnorm(s->a, s->z, L->ffn_norm, 1, dim, h->eps);
+        sprig_rmsnorm(s->a, s->z, L->attn_norm, n, dim, h->eps);
+        mmn(pool, s, &L->wq, s->a, n, s->q);
+        for (int r = 0; r < n; r++) {   /* every row attends the same frozen keys 0..p */
+            float *q = s->q + (size_t)r * qd;
+            sprig_rope_apply(q, rope_cs, 1, h->n_head, h->hd, tp->n_rot, tp->rope_mode);
+            sprig_attn_args aa = {
+                .q = q, .n = 1, .n_head = h->n_head, .n_kv_head = h->n_kv_head, .hd = h->hd,
+                .n_keys = p + 1, .mask = NULL,
+                .scale = 1.0f / sqrtf((float)h->hd), .out = s->att + (size_t)r * qd, .scratch = s->attn_scratch,
+                .scratch_floats = s->attn_floats,
+            };
+            sprig_kv_attend(pool, kv, h->kv_layer, q, &pos, &aa);
+        }
+        mmn(pool, s, &L->wo, s->att, n, s->t);
+        sprig_add_inplace(s->z, s->t, (size_t)n * dim);
+        sprig_rmsnorm(s->a, s->z, L->ffn_norm, n, dim, h->eps);
         sprig_act a;
-        sprig_act_init(&a, s->a, 1, dim, s->act, s->act_bytes);
+        sprig_act_init(&a, s->a, n, dim, s->act, s->act_bytes);
         const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
         float *gu_out[2] = { s->g, s->u };
         sprig_matmul(pool, &a, 2, gu, gu_out);
-        sprig_swiglu(s->g, s->g, s->u, h->ff);
-        mm1(pool, s, &L->w_down, s->g, s->t);
-        sprig_add_inplace(s->z, s->t, dim);
+        sprig_swiglu(s->g, s->g, s->u, (size_t)n * h->ff);
+        mmn(pool, s, &L->w_down, s->g, n, s->t);
+        sprig_add_inplace(s->z, s->t, (size_t)n * dim);
     }
-    sprig_rmsnorm(s->a, s->z, h->final_norm, 1, dim, h->eps);
-    mm1(pool, s, &h->post, s->a, h_out);
+    sprig_rmsnorm(s->a, s->z, h->final_norm, n, dim, h->eps);
+    mmn(pool, s, &h->post, s->a, n, h_out);
     if (logits) {
-        sprig_rmsnorm(s->hn, h_out, t->out_norm, 1, dim, t->hp.eps);
-        mm1(pool, s, &t->output, s->hn, logits);
+        sprig_rmsnorm(s->hn, h_out, t->out_norm, n, dim, t->hp.eps);
+        mmn(pool, s, &t->output, s->hn, n, logits);
     }
     return SPRIG_OK;
 }

@@ -40,4 +40,13 @@ void sprig_mtp_state_free(sprig_mtp_state *s);
 sprig_status sprig_mtp_step(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *pool, const sprig_kv *kv,
                             const float *h_in, int32_t token, int p, float *h_out, float *logits, sprig_error *err);
 
+/* n independent steps at once (1 <= n <= SPRIG_MTP_MAX_ROWS), all at the
+ * same position p: h_in[n][dim] -> h_out[n][dim] (may alias), tokens[n],
+ * logits[n][n_vocab]. The matrices are read once for the n rows (a dynamic
+ * tree's depth); each row's bits are those of a one-row step. */
+#define SPRIG_MTP_MAX_ROWS 8
+sprig_status sprig_mtp_step_rows(const sprig_mtp *h, sprig_mtp_state *s, sprig_pool *pool, const sprig_kv *kv,
+                                 const float *h_in, const int32_t *tokens, int n, int p, float *h_out, float *logits,
+                                 sprig_error *err);
+
 #endif

@@ -30,6 +30,7 @@
 typedef struct mtp_drafter mtp_drafter;
 
 #define MTP_TREE_ROWS (4 * SPRIG_TREE_MAX)   /* expansion steps a dynamic tree may take */
+_Static_assert(SPRIG_DYNTREE_MAX_WIDTH <= SPRIG_MTP_MAX_ROWS, "a dynamic tree depth must fit one step_rows call");
 
 /* One kind of head: step(head, state, pool, target cache, h_in, token, h_out, logits);
  * sync and unwind only for a head with its own cache (NULL: none). */
@@ -37,6 +38,10 @@ struct head_ops {
     const char *name;
     sprig_status (*step)(const void *head, void *state, sprig_pool *pool, const sprig_kv *kv, const float *h_in, int32_t token,
                          float *h_out, float *logits, sprig_error *err);
+    /* optional: n (<= SPRIG_DYNTREE_MAX_WIDTH) independent steps in one pass over the weights
+     * (h_in[n][dim], tokens[n], h_out[n][dim], logits[n][n_vocab]): a dynamic tree's depth */
+    sprig_status (*step_rows)(const void *head, void *state, sprig_pool *pool, const sprig_kv *kv, const float *h_in,
+                              const int32_t *tokens, int n, float *h_out, float *logits, sprig_error *err);
     sprig_status (*sync)(mtp_drafter *md, const sprig_draft_ctx *c, sprig_error *err);
     sprig_status (*unwind)(mtp_drafter *md, int n_past, int steps, sprig_error *err);
     sprig_status (*reset)(mtp_drafter *md, sprig_error *err);   /* a new sequence */
@@ -49,6 +54,11 @@ static sprig_status mtp_step(const void *head, void *state, sprig_pool *pool, co
                              float *h_out, float *logits, sprig_error *err)
 {
     return sprig_mtp_step(head, state, pool, kv, h_in, token, sprig_kv_len(kv) - 1, h_out, logits, err);
+}
+static sprig_status mtp_step_rows(const void *head, void *state, sprig_pool *pool, const sprig_kv *kv, const float *h_in,
+                                  const int32_t *tokens, int n, float *h_out, float *logits, sprig_error *err)
+{
+    return sprig_mtp_step_rows(head, state, pool, kv, h_in, tokens, n, sprig_kv_len(kv) - 1, h_out, logits, err);
 }
 static void mtp_free_head(void *h) { sprig_mtp_free(h); }
 static void mtp_free_state(void *s) { sprig_mtp_state_free(s); }
@@ -78,6 +88,8 @@ struct mtp_drafter {
     /* dynamic trees (assistant heads) */
     sprig_dyntree dt;
     float *tree_h;             /* [MTP_TREE_ROWS][dim] the h' of each expansion step */
+    float *batch_h;            /* [SPRIG_DYNTREE_MAX_WIDTH][dim] a depth's inputs (step_rows) */
+    float *batch_logits;       /* [SPRIG_DYNTREE_MAX_WIDTH][n_vocab] */
 };
 
 /* qwen35's block: the step appends at the next position of its own cache */
@@ -141,9 +153,9 @@ static void nx_free_head(void *h) { sprig_nextn_free(h); }
 static void nx_free_state(void *s) { (void)s; }
 
 static const struct head_ops heads[] = {
-    { "mtp", mtp_step, NULL, NULL, NULL, mtp_free_head, mtp_free_state },
-    { "gemma4-assistant", as_step, NULL, NULL, NULL, as_free_head, as_free_state },
-    { "qwen35-mtp", nx_step, nx_sync, nx_unwind, nx_reset, nx_free_head, nx_free_state },
+    { "mtp", mtp_step, mtp_step_rows, NULL, NULL, NULL, mtp_free_head, mtp_free_state },
+    { "gemma4-assistant", as_step, NULL, NULL, NULL, NULL, as_free_head, as_free_state },
+    { "qwen35-mtp", nx_step, NULL, nx_sync, nx_unwind, nx_reset, nx_free_head, nx_free_state },
 };
 
 static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
@@ -211,6 +223,27 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
         const int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
         if (c->q && t->n >= max_nodes) break;   /* every node drawn is verified: the budget is spent */
+        if (md->ops->step_rows && md->batch_h) {   /* the depth in one pass over the head's weights */
+            int32_t toks[SPRIG_DYNTREE_MAX_WIDTH];
+            for (int j = 0; j < nf; j++) {
+                memcpy(md->batch_h + (size_t)j * md->dim, md->tree_h + (size_t)hs[t->parent[batch[j]]] * md->dim,
+                       (size_t)md->dim * sizeof(float));
+                toks[j] = t->token[batch[j]];
+            }
+            if ((s = md->ops->step_rows(md->head, md->state, md->pool, st->kv, md->batch_h, toks, nf,
+                                        md->tree_h + (size_t)rows * md->dim, md->batch_logits, err)))
+                return s;
+            for (int j = 0; j < nf; j++) {
+                const int v = batch[j];
+                const float *lg = md->batch_logits + (size_t)j * md->n_vocab;
+                hs[v] = (int16_t)rows++;
+                t->slot[v] = 0;   /* expanded */
+                if (c->q) qrows[j] = sprig_draft_q_add(c->q, lg, md->n_vocab);
+                else sprig_dyntree_expand(t, v, lg, md->n_vocab, w);
+            }
+            if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
+            continue;
+        }
         for (int j = 0; j < nf; j++) {
             const int v = batch[j];
             float *h_out = md->tree_h + (size_t)rows * md->dim;
@@ -248,6 +281,8 @@ static void mtp_destroy(sprig_drafter *d)
     sprig_free_aligned(md->rows);
     sprig_free_aligned(md->h_last);
     sprig_free_aligned(md->tree_h);
+    sprig_free_aligned(md->batch_h);
+    sprig_free_aligned(md->batch_logits);
     free(md);
 }
 
@@ -302,7 +337,13 @@ sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *targe
     md->h = sprig_calloc_aligned((size_t)md->dim, sizeof(float));
     md->logits = sprig_calloc_aligned((size_t)md->n_vocab, sizeof(float));
     md->tree_h = sprig_calloc_aligned((size_t)MTP_TREE_ROWS * md->dim, sizeof(float));
-    if (!md->state || !md->h || !md->logits || !md->tree_h) {
+    bool batch_ok = true;
+    if (md->ops->step_rows) {
+        md->batch_h = sprig_calloc_aligned((size_t)SPRIG_DYNTREE_MAX_WIDTH * md->dim, sizeof(float));
+        md->batch_logits = sprig_calloc_aligned((size_t)SPRIG_DYNTREE_MAX_WIDTH * md->n_vocab, sizeof(float));
+        batch_ok = md->batch_h && md->batch_logits;
+    }
+    if (!md->state || !md->h || !md->logits || !md->tree_h || !batch_ok) {
         mtp_destroy(&md->base);
         sprig_err(err, SPRIG_E_NOMEM, "MTP drafter: out of memory");
         return NULL;
