@@ -158,7 +158,11 @@ struct sprig_session_params {
     bool tree_auto;                  /* with tree_width (and tree on): each round verifies the tree, chain or
                                         bare bonus that maximises expected tokens per second, from the
                                         target's measured verify times and the drafter's calibrated
-                                        acceptance (up to draft_max deep, draft_max + 1 + tree_branches nodes) */
+                                        acceptance (up to draft_max deep, draft_max + 1 + tree_branches nodes).
+                                        The verify times are measured once per model file and machine and
+                                        cached ($SPRIG_CACHE_DIR, else ~/.cache/sprig; "off" disables).
+                                        With sampled drafts the sampled dynamic tree is verified whole: a
+                                        choice made after the draws would bias the output */
     int tree_width;                  /* 0: runner-up trees; 1..8: dynamic (EAGLE-2 style) trees of a model
                                         drafter: each depth expands its w best frontier nodes in one
                                         drafter forward, w children each; the best nodes by cumulative

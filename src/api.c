@@ -15,6 +15,7 @@
 #include "spec/drafters.h"
 #include "spec/ngram.h"
 #include "spec/round.h"
+#include "spec/profile.h"
 #include "spec/shape.h"
 #include "spec/target_llama.h"
 
@@ -341,12 +342,22 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.on_token = on_token;
     sp.user = s;
     if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
+    /* tree auto: the target's verify costs from this machine's cache, else measured once and cached */
+    char key[SPRIG_PROFILE_KEY_MAX], path[4096];
+    const bool keyed = sp.shape && !sp.shape->profiled &&
+                       sprig_profile_key(sprig_gguf_path(s->m->gguf), sprig_kernels_name(), sprig_pool_size(s->pool), key, sizeof key);
+    if (keyed && sprig_profile_load(sp.shape, key, sprig_shape_profile_need(s->block + sp.tree_branches), path, sizeof path))
+        SPRIG_LOGI("tree auto: the target's verify times from %s", path);
 
     s->on_text = on_text;
     s->user = user;
     sprig_detok_init(&s->detok, s->prompt[need - 1]);
     s->t_begin = sprig_time_ms();
     sprig_status st = sprig_spec_generate(s->spec, s->prompt, need, err);
+    if (keyed && sprig_spec_get_stats(s->spec)->ms_profile > 0) {
+        if (sprig_profile_save(sp.shape, key, path, sizeof path)) SPRIG_LOGI("tree auto: verify times cached in %s", path);
+        else SPRIG_LOGD("tree auto: verify times not cached (no writable cache directory)");
+    }
     size_t n = sprig_detok_flush(s->m->tok, &s->detok, s->text, s->text_cap);
     if (n && on_text) on_text(user, s->text, n);
     s->t_end = sprig_time_ms();

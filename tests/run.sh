@@ -6,6 +6,9 @@ SPRIG_BIN=${SPRIG_BIN:-./sprig}
 export SPRIG_BIN
 : "${SPRIG_SHARED:=../shared}"
 export SPRIG_SHARED
+# tree auto's profile cache (spec/profile.h) stays inside the build tree
+: "${SPRIG_CACHE_DIR:=$BUILD/tests/cache}"
+export SPRIG_CACHE_DIR
 fail=0; n=0; failed=""
 for t in "$BUILD"/tests/test-*; do
     case "$t" in *.d|*.o) continue;; esac

@@ -230,9 +230,11 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
     s->st = (sprig_target_state){ 0 };
     uint64_t t0 = sprig_time_ns();
     if (s->shape && !s->shape->profiled && s->t->vt->time_rows) {   /* T(n) on this machine, once: the best of two */
-        static const int sizes[] = { 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 };
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++)
+        static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++) {
             for (int rep = 0; rep < 2; rep++) sprig_shape_cost(s->shape, sizes[i], s->t->vt->time_rows(s->t, sizes[i]), true);
+            s->shape->prof_ms[sizes[i]] = s->shape->t_ms[sizes[i]];
+        }
         s->shape->profiled = true;
         s->stats.ms_profile = ms_since(&t0);
         SPRIG_LOGI("tree auto: profiled the target's verify times in %.0f ms (once per session)", s->stats.ms_profile);

@@ -12,6 +12,14 @@ void sprig_shape_init(sprig_shape *s)
     memset(s, 0, sizeof *s);
 }
 
+int sprig_shape_profile_need(int cap)
+{
+    static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
+    int need = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= cap; i++) need = sizes[i];
+    return need;
+}
+
 void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile)
 {
     if (n < 1 || n > SPRIG_TREE_MAX || !(ms > 0)) return;

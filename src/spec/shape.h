@@ -5,7 +5,8 @@
  * target emits.
  *
  *   cost:     T(n), the target's verify forward of n rows, profiled once
- *             (target time_rows) and then tracked per n from the rounds
+ *             (target time_rows; cached per model file and machine by
+ *             spec/profile.h) and then tracked per n from the rounds
  *             (moving average), linear between measured sizes; plus the
  *             drafter's time per round.
  *   accept:   the drafter's conditional probability q of a node's token is
@@ -36,8 +37,14 @@ typedef struct sprig_shape {
     float q[SPRIG_TREE_MAX];                /* the last tree's nodes' drafter probabilities (root: 1) */
     int last_n;
     int64_t chosen[SPRIG_TREE_MAX + 1];     /* rounds that verified n nodes */
-    bool profiled;                          /* the target's T(n) was measured */
+    bool profiled;                          /* the target's T(n) was measured (or loaded: spec/profile.h) */
+    double prof_ms[SPRIG_TREE_MAX + 1];     /* that profile, before the rounds blend in (0: not profiled at n) */
 } sprig_shape;
+
+/* The sizes a profile measures: each of these up to the largest block a session verifies. */
+#define SPRIG_SHAPE_PROFILE_SIZES { 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 }
+/* The largest profiled size a session whose blocks reach `cap` rows needs. */
+int sprig_shape_profile_need(int cap);
 
 /* One line: the sizes chosen (n x rounds), T(n) at a few sizes and the drafter's time. */
 void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap);

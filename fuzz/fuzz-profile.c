@@ -1,0 +1,47 @@
+/*
+ * fuzz/fuzz-profile.c — libFuzzer entry point for tree auto's profile cache
+ * file (spec/profile.c, sprig_profile_parse): any bytes either parse into
+ * sizes in (0, SPRIG_TREE_MAX] with times in [1e-6, 1e7] ms, ascending, the
+ * largest returned, and format back to the same text; or are a miss (0)
+ * with nothing loaded.
+ *
+ * Not part of the default build. Build and run (from the repository root):
+ *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
+ *       fuzz/fuzz-profile.c src/spec/profile.c src/spec/shape.c src/spec/dyntree.c src/spec/tree.c \
+ *       src/spec/draftq.c src/spec/accept.c src/sample/sample.c src/base/err.c src/base/log.c src/base/mem.c \
+ *       src/base/rng.c -lm -pthread -o build/fuzz-profile
+ *   mkdir -p build/fuzz-profile-corpus
+ *   printf 'sprig-profile 1\nkey k\nt 1 2.5\nt 4 3\n' > build/fuzz-profile-corpus/one.txt
+ *   ./build/fuzz-profile -max_total_time=60 build/fuzz-profile-corpus
+ */
+#include "spec/profile.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    double prof[SPRIG_TREE_MAX + 1];
+    const int last = sprig_profile_parse((const char *)data, size, "k", prof);
+    if (last < 0 || last > SPRIG_TREE_MAX) abort();
+    int prev = 0;
+    for (int n = 0; n <= SPRIG_TREE_MAX; n++) {
+        if (prof[n] == 0) continue;
+        if (n == 0 || !(prof[n] > 0) || !isfinite(prof[n]) || n <= prev) abort();
+        prev = n;
+    }
+    if (prev != last) abort();
+    if (last) {   /* what was read formats and parses back to the same sizes */
+        char buf[8192];
+        double again[SPRIG_TREE_MAX + 1];
+        int len = sprig_profile_format(prof, "k", buf, sizeof buf);
+        if (len <= 0 || (size_t)len >= sizeof buf || sprig_profile_parse(buf, (size_t)len, "k", again) != last) abort();
+        for (int n = 0; n <= SPRIG_TREE_MAX; n++)
+            if ((again[n] > 0) != (prof[n] > 0)) abort();
+    }
+    return 0;
+}

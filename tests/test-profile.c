@@ -1,0 +1,163 @@
+/*
+ * tests/test-profile.c — tree auto's profile cache (spec/profile.c): the
+ * text format round-trips; hostile or foreign files are misses that load
+ * nothing; the key follows the model file (a touched file is another key);
+ * save/load through SPRIG_CACHE_DIR (and "off" disables it); and a second
+ * tree-auto session on the same model and machine takes its verify times
+ * from the cache instead of measuring them again.
+ */
+#include "test.h"
+#include "sprig.h"
+#include "spec/profile.h"
+
+#include <stdlib.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static void test_format_and_parse(void)
+{
+    double prof[SPRIG_TREE_MAX + 1] = { 0 }, back[SPRIG_TREE_MAX + 1];
+    prof[1] = 19.5;
+    prof[4] = 27.25;
+    prof[16] = 58.125;
+    char buf[4096];
+    int n = sprig_profile_format(prof, "model=x cpu=y", buf, sizeof buf);
+    CHECK(n > 0 && (size_t)n < sizeof buf);
+    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n, "model=x cpu=y", back), 16);
+    for (int i = 0; i <= SPRIG_TREE_MAX; i++) CHECK(back[i] == prof[i]);
+    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n, "model=x cpu=z", back), 0);   /* another machine */
+    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n - 1, "model=x cpu=y", back), 0);   /* cut off */
+    static const char *const bad[] = {
+        "sprig-profile 2\nkey k\nt 1 2\n",          /* another version */
+        "sprig-profile 1\nkey k\nt 4 2\nt 2 3\n",   /* out of order */
+        "sprig-profile 1\nkey k\nt 1 2\nt 1 3\n",   /* repeated */
+        "sprig-profile 1\nkey k\nt 65 2\n",         /* past SPRIG_TREE_MAX */
+        "sprig-profile 1\nkey k\nt 0 2\n",
+        "sprig-profile 1\nkey k\nt 2 -1\n",
+        "sprig-profile 1\nkey k\nt 2 nan\n",
+        "sprig-profile 1\nkey k\nt 2 inf\n",
+        "sprig-profile 1\nkey k\nt 2 1e-9\n",
+        "sprig-profile 1\nkey k\nt 2 3 4\n",         /* trailing junk */
+        "sprig-profile 1\nkey k\n",                 /* no sizes */
+        "sprig-profile 1\nkey kk\nt 1 2\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int j = 0; j <= SPRIG_TREE_MAX; j++) back[j] = 7;
+        CHECKF(sprig_profile_parse(bad[i], strlen(bad[i]), "k", back) == 0, "bad file %zu parsed", i);
+        bool empty = true;
+        for (int j = 0; j <= SPRIG_TREE_MAX; j++) empty &= back[j] == 0;
+        CHECKF(empty, "bad file %zu loaded something", i);
+    }
+}
+
+static void test_key_follows_the_file(void)
+{
+    const char *f = test_tmpfile("profile-model.bin");
+    FILE *w = fopen(f, "wb");
+    CHECK(w != NULL);
+    if (!w) return;
+    fputs("weights", w);
+    fclose(w);
+    char k1[SPRIG_PROFILE_KEY_MAX], k2[SPRIG_PROFILE_KEY_MAX], k3[SPRIG_PROFILE_KEY_MAX];
+    CHECK(sprig_profile_key(f, "avx2", 2, k1, sizeof k1));
+    CHECK(sprig_profile_key(f, "avx2", 2, k2, sizeof k2));
+    CHECK_STR(k1, k2);
+    CHECK(sprig_profile_key(f, "avx512", 2, k2, sizeof k2) && strcmp(k1, k2));   /* another kernel family */
+    CHECK(sprig_profile_key(f, "avx2", 1, k2, sizeof k2) && strcmp(k1, k2));     /* another thread count */
+    struct timespec ts[2] = { { 1000000, 0 }, { 1000000, 0 } };
+    CHECK(utimensat(AT_FDCWD, f, ts, 0) == 0);                                     /* the file changed */
+    CHECK(sprig_profile_key(f, "avx2", 2, k3, sizeof k3) && strcmp(k1, k3));
+    CHECK(!sprig_profile_key(test_tmpfile("no-such-model.bin"), "avx2", 2, k3, sizeof k3));
+    CHECK(!sprig_profile_key(f, "avx2", 2, k3, 16));   /* does not fit */
+}
+
+static void test_save_and_load(void)
+{
+    const char *dir = test_tmpfile("profile-cache");
+    setenv("SPRIG_CACHE_DIR", dir, 1);
+    sprig_shape a, b;
+    sprig_shape_init(&a);
+    sprig_shape_init(&b);
+    a.prof_ms[1] = 10;
+    a.prof_ms[2] = 11;
+    a.prof_ms[4] = 13;
+    char path[4096];
+    CHECK(sprig_profile_save(&a, "the key", path, sizeof path));
+    CHECK(strncmp(path, dir, strlen(dir)) == 0);
+    CHECK(!sprig_profile_load(&b, "the key", 8, path, sizeof path));   /* holds sizes up to 4 only */
+    CHECK(!b.profiled);
+    CHECK(!sprig_profile_load(&b, "another key", 4, path, sizeof path));
+    CHECK(sprig_profile_load(&b, "the key", 4, path, sizeof path));
+    CHECK(b.profiled);
+    CHECK(b.known[4] && b.t_ms[4] == 13 && b.prof_ms[2] == 11 && !b.known[3]);
+    setenv("SPRIG_CACHE_DIR", "off", 1);
+    CHECK(!sprig_profile_path("the key", path, sizeof path));
+    CHECK(!sprig_profile_save(&a, "the key", path, sizeof path));
+    unsetenv("SPRIG_CACHE_DIR");
+}
+
+/* Two tree-auto sessions: the first measures and writes the cache, the second reads it (a planted
+ * profile with the same key stays as planted: nothing measured it again) */
+static void test_second_session_reads_the_cache(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", test_tmpfile("profile-session"));
+    setenv("SPRIG_CACHE_DIR", dir, 1);
+    sprig_model *m = NULL;
+    sprig_error err = { 0 };
+    CHECKF(sprig_model_load(test_shared("models/stories260K.gguf"), &m, &err) == SPRIG_OK, "%s", err.msg);
+    if (!m) return;
+    struct sprig_session_params p = sprig_session_default_params();
+    p.temp = 0;
+    p.n_threads = 1;
+    p.drafter = SPRIG_DRAFTER_MODEL;
+    p.draft_path = test_shared("models/stories-draft.gguf");
+    p.tree = SPRIG_TREE_ON;
+    p.tree_auto = true;
+    p.tree_width = 2;
+    p.draft_max = 4;
+    p.tree_branches = 3;
+    char key[SPRIG_PROFILE_KEY_MAX], path[4096];
+    for (int run = 0; run < 2; run++) {
+        sprig_session *s = NULL;
+        CHECKF(sprig_session_create(m, &p, &s, &err) == SPRIG_OK, "%s", err.msg);
+        if (!s) break;
+        CHECK(sprig_session_generate(s, "Once upon a time", 16, 16, NULL, NULL, &err) == SPRIG_OK);
+        struct sprig_stats st;
+        sprig_session_get_stats(s, &st);
+        CHECK(sprig_profile_key(test_shared("models/stories260K.gguf"), st.kernels, st.n_threads, key, sizeof key));
+        CHECK(sprig_profile_path(key, path, sizeof path));
+        sprig_session_free(s);
+        FILE *f = fopen(path, "rb");
+        CHECKF(f != NULL, "run %d: no cache file %s", run, path);
+        char buf[8192];
+        size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+        if (f) fclose(f);
+        double prof[SPRIG_TREE_MAX + 1];
+        const int last = sprig_profile_parse(buf, n, key, prof);
+        if (run == 0) {
+            CHECK_EQ_INT(last, 8);   /* sizes up to the block + branches = 8 */
+            /* plant a profile for the same key: the next session must read it, not re-measure */
+            for (int i = 1; i <= SPRIG_TREE_MAX; i++) prof[i] = prof[i] > 0 ? 1000.0 + i : 0;
+            int len = sprig_profile_format(prof, key, buf, sizeof buf);
+            f = fopen(path, "wb");
+            CHECK(f && fwrite(buf, 1, (size_t)len, f) == (size_t)len);
+            if (f) fclose(f);
+        } else {
+            CHECK_EQ_INT(last, 8);
+            CHECKF(prof[8] == 1008.0, "the planted profile was replaced (T(8) %g): the session measured again", prof[8]);
+        }
+    }
+    sprig_model_free(m);
+    unsetenv("SPRIG_CACHE_DIR");
+}
+
+int main(void)
+{
+    RUN(test_format_and_parse);
+    RUN(test_key_follows_the_file);
+    RUN(test_save_and_load);
+    RUN(test_second_session_reads_the_cache);
+    return test_summary("test-profile");
+}
