@@ -499,6 +499,8 @@ static int bench_spec(int argc, char **argv)
             i++;
         }
         else if (!strcmp(a, "--draft-max") && val) { if (!cli_parse_int(C, a, val, 1, 63, &v)) return 2; base.draft_max = (int)v; i++; }
+        else if (!strcmp(a, "--ngram-min") && val) { if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; base.ngram_min = (int)v; i++; }
+        else if (!strcmp(a, "--ngram-max") && val) { if (!cli_parse_int(C, a, val, 1, 8, &v)) return 2; base.ngram_max = (int)v; i++; }
         else if (!strcmp(a, "--tree-branches") && val) { if (!cli_parse_int(C, a, val, 1, 62, &v)) return 2; branches = (int)v; i++; }
         else if (!strcmp(a, "--cfg") && val) {
             if (n_conf == MAX_CONF) { fprintf(stderr, "sprig %s: more than %d --cfg\n", C, MAX_CONF); return 2; }
@@ -519,6 +521,7 @@ static int bench_spec(int argc, char **argv)
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: sprig bench spec -m TARGET (--draft FILE | --mtp FILE | --draft-ngram | --draft-oracle IDS\n"
                    "                        [--oracle-accept P1,P2,..] [--oracle-sibling Q]) [--draft-max K]\n"
+                   "                        [--ngram-min N] [--ngram-max N]\n"
                    "                        [--tree-branches N] [--cfg SPEC ...] [-n TOKENS] [-p PROMPT] [--pairs R]\n"
                    "                        [-t N] [-c N] [--json]\n"
                    "  --cfg SPEC (repeatable): plain | chain:K | tree:K (linear) | runner:K:B (B runner-up leaves)\n"
