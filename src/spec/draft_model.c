@@ -143,7 +143,8 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
     }
     int rows = 0, batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
     int32_t toks[SPRIG_DYNTREE_MAX_WIDTH], pos[SPRIG_DYNTREE_MAX_WIDTH];
-    for (int depth = 1; depth < k - 1; depth++) {   /* feed this depth's best, read their children */
+    const int depth_cap = c->shape && !c->q ? sprig_shape_expand_depth(c->shape, k - 1) : k - 1;
+    for (int depth = 1; depth < depth_cap; depth++) {   /* feed this depth's best, read their children */
         int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || base + rows + nf > md->n_ctx || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
         if (c->q && t->n >= max_nodes) break;   /* every node drawn is verified: the budget is spent */

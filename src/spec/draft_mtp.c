@@ -218,7 +218,8 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
     } else {
         sprig_dyntree_expand(t, 0, md->logits, md->n_vocab, w);
     }
-    for (int depth = 1; depth < k - 1 && rows + w <= MTP_TREE_ROWS; depth++) {
+    const int depth_cap = c->shape && !c->q ? sprig_shape_expand_depth(c->shape, k - 1) : k - 1;
+    for (int depth = 1; depth < depth_cap && rows + w <= MTP_TREE_ROWS; depth++) {
         int batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
         const int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || t->n + nf * w > SPRIG_DYNTREE_CAP) break;

@@ -71,8 +71,9 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     }
     int chosen[SPRIG_TREE_MAX];
     const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
-    /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) (+ the drafter's time) */
-    double e = 1.0, best = 1.0 / sprig_shape_t(s, 1);
+    /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
+     * this round whatever m is, so the bare bonus pays it too) */
+    double e = 1.0, best = 1.0 / (sprig_shape_t(s, 1) + s->draft_ms);
     int m = 1;
     for (int j = 1; j < n; j++) {
         e += exp((double)key[chosen[j]]);
@@ -86,6 +87,16 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
         s->q[i] = i ? (float)exp((double)t->score[map[i]] - (double)t->real[t->parent[map[i]]]) : 1.0f;
     if (map_out) memcpy(map_out, map, (size_t)out->n * sizeof *map);
     s->chosen[out->n]++;
+    const int d = sprig_tree_max_depth(out);
+    s->depths[s->n_depths++ % 8] = (uint8_t)(d < 255 ? d : 255);
+}
+
+int sprig_shape_expand_depth(const sprig_shape *s, int max_depth)
+{
+    if (s->n_depths < 8) return max_depth;
+    int deepest = 0;
+    for (int i = 0; i < 8; i++) if (s->depths[i] > deepest) deepest = s->depths[i];
+    return deepest + 2 < max_depth ? deepest + 2 : max_depth;
 }
 
 void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
@@ -95,8 +106,13 @@ void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
     for (int n = 1; n <= SPRIG_TREE_MAX && o + 32 < cap; n++)
         if (s->chosen[n]) o += (size_t)snprintf(buf + o, cap - o, " %dx%lld", n, (long long)s->chosen[n]);
     if (o + 96 < cap)
-        snprintf(buf + o, cap - o, "; T(n) ms: 1 %.2f, 4 %.2f, 8 %.2f, 16 %.2f; drafter %.2f ms/round", sprig_shape_t(s, 1),
-                 sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
+        o += (size_t)snprintf(buf + o, cap - o, "; T(n) ms: 1 %.2f, 4 %.2f, 8 %.2f, 16 %.2f; drafter %.2f ms/round", sprig_shape_t(s, 1),
+                              sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
+    if (o + 32 < cap) o += (size_t)snprintf(buf + o, cap - o, "; accepted/verified by draft q:");
+    for (int b = 0; b < SPRIG_SHAPE_BINS && o + 40 < cap; b++)
+        if (s->trials[b] > 0)
+            o += (size_t)snprintf(buf + o, cap - o, " %.2f-%.2f %.0f/%.0f", (double)b / SPRIG_SHAPE_BINS, (double)(b + 1) / SPRIG_SHAPE_BINS,
+                                  s->hits[b], s->trials[b]);
 }
 
 void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w)

@@ -39,6 +39,8 @@ typedef struct sprig_shape {
     int64_t chosen[SPRIG_TREE_MAX + 1];     /* rounds that verified n nodes */
     bool profiled;                          /* the target's T(n) was measured (or loaded: spec/profile.h) */
     double prof_ms[SPRIG_TREE_MAX + 1];     /* that profile, before the rounds blend in (0: not profiled at n) */
+    uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
+    int n_depths;
 } sprig_shape;
 
 /* The sizes a profile measures: each of these up to the largest block a session verifies. */
@@ -63,6 +65,11 @@ double sprig_shape_accept(const sprig_shape *s, double q);
  * its probability, or a sampled node's slot estimate (dyntree.h), so the
  * choice never reads a sampled node's own draw. */
 void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map);
+/* How deep the drafter should expand this round (<= max_depth): two past
+ * the deepest tree chosen in the last 8 rounds, so drafting stops paying
+ * for depths the choice never uses (and still reaches past them to learn);
+ * max_depth until 8 rounds were chosen. */
+int sprig_shape_expand_depth(const sprig_shape *s, int max_depth);
 /* After the walk: count each verified child of an accepted node. */
 void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w);
 
