@@ -590,13 +590,16 @@ static int bench_spec(int argc, char **argv)
     }
     if (!rc) {
         double med[MAX_CONF];
-        int best_chain = -1, best_tree = -1;
+        int best_chain = -1, best_tree = -1, best_fixed = -1, best_auto = -1;   /* fixed: chains and fixed trees */
         for (int k = 0; k < n_conf; k++) {
             med[k] = cli_median(tps + (size_t)k * R, R);
             if (conf[k].kind == SC_CHAIN && (best_chain < 0 || med[k] > med[best_chain])) best_chain = k;
-            if ((conf[k].kind == SC_RUNNER || conf[k].kind == SC_DYN) && (best_tree < 0 || med[k] > med[best_tree])) best_tree = k;
+            if (conf[k].kind >= SC_RUNNER && (best_tree < 0 || med[k] > med[best_tree])) best_tree = k;
+            if (conf[k].kind != SC_PLAIN && conf[k].kind != SC_AUTO && (best_fixed < 0 || med[k] > med[best_fixed])) best_fixed = k;
+            if (conf[k].kind == SC_AUTO && (best_auto < 0 || med[k] > med[best_auto])) best_auto = k;
         }
         const double tvc = best_chain >= 0 && best_tree >= 0 ? med[best_tree] / med[best_chain] : 0;
+        const double avf = best_auto >= 0 && best_fixed >= 0 ? med[best_auto] / med[best_fixed] : 0;
         if (c.json) {
             printf("{\"bench\":\"spec\",\"model\":\"%s\",\"drafter\":\"%s\",\"draft\":\"%s\",\"tokens\":%lld,\"pairs\":%d,"
                    "\"threads\":%d,\"configs\":[", c.model, n_conf > 1 ? st[1].drafter : "none",
@@ -607,8 +610,10 @@ static int bench_spec(int argc, char **argv)
                        k ? "," : "", conf[k].name, st[k].path, med[k], med[k] / med[0], st[k].emitted_per_verify,
                        st[k].acceptance_rate, (long long)st[k].rounds, (long long)st[k].branch_rounds, st[k].draft_ms,
                        st[k].verify_ms);
-            printf("],\"best_chain\":\"%s\",\"best_tree\":\"%s\",\"best_tree_vs_best_chain\":%.4f}\n",
-                   best_chain >= 0 ? conf[best_chain].name : "", best_tree >= 0 ? conf[best_tree].name : "", tvc);
+            printf("],\"best_chain\":\"%s\",\"best_tree\":\"%s\",\"best_tree_vs_best_chain\":%.4f,"
+                   "\"best_auto\":\"%s\",\"best_fixed\":\"%s\",\"auto_vs_best_fixed\":%.4f}\n",
+                   best_chain >= 0 ? conf[best_chain].name : "", best_tree >= 0 ? conf[best_tree].name : "", tvc,
+                   best_auto >= 0 ? conf[best_auto].name : "", best_fixed >= 0 ? conf[best_fixed].name : "", avf);
         } else {
             printf("target %s, drafter %s%s%s, %lld tokens, %d alternated rounds after a warm-up, %d threads\n", c.model,
                    n_conf > 1 ? st[1].drafter : "none", base.draft_path ? " " : "", base.draft_path ? base.draft_path : "",
@@ -621,6 +626,8 @@ static int bench_spec(int argc, char **argv)
                        st[k].draft_ms, st[k].verify_ms);
             if (best_chain >= 0 && best_tree >= 0)
                 printf("best tree %s vs best chain %s: %.3fx\n", conf[best_tree].name, conf[best_chain].name, tvc);
+            if (best_auto >= 0 && best_fixed >= 0)
+                printf("tree auto %s vs best fixed %s: %.3fx\n", conf[best_auto].name, conf[best_fixed].name, avf);
         }
     }
     free(tps);
