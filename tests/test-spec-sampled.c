@@ -141,7 +141,7 @@ static void test_sampled_speculation_keeps_the_distribution(void)
         { "mtp chain q", SPRIG_DRAFTER_MTP, "models/stories-mtp.gguf", false, true, 0, 0 },
         { "mtp dynamic tree q", SPRIG_DRAFTER_MTP, "models/stories-mtp.gguf", true, true, 4, 3 },
     };
-    const int runs = test_quick() ? 3000 : 20000;
+    const int runs = test_quick() ? 1200 : 20000;   /* quick: the sanitizer run */
     /* the prompt as the session evaluates it */
     struct sprig_session_params gp = params_of(&confs[0]);
     gp.temp = 0;
