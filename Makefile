@@ -21,6 +21,8 @@ ALL_CFLAGS = $(CSTD) $(WARN) $(FPFLAGS) $(CFLAGS) $(EXTRA_CFLAGS) -Iinclude -Isr
 # PCRE2 runs the pre-tokenizers' published regular expressions; Jansson reads
 # tokenizer.json files (and, later, HTTP request bodies). See the README.
 LDLIBS   = -lpcre2-8 -ljansson -lm -pthread
+# libmicrohttpd serves HTTP for `sprig serve` (the tool only; the library never links it)
+TOOL_LDLIBS = -lmicrohttpd
 
 ISA_AVX2   = -mavx2 -mfma -mf16c -mbmi2
 ISA_AVX512 = -mavx2 -mfma -mf16c -mbmi2 -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
@@ -57,7 +59,7 @@ libsprig.a: $(BUILD)/libsprig.a
 
 sprig: $(TOOL_OBJ) $(BUILD)/libsprig.a libsprig.a
 	@echo "  LD      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libsprig.a $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(BUILD)/libsprig.a $(LDLIBS) $(TOOL_LDLIBS)
 
 $(BUILD)/%-avx2.o: %-avx2.c
 	@mkdir -p $(dir $@)
@@ -94,7 +96,7 @@ asan:
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SPRIG_TEST_QUICK=1 sh tests/run.sh
 
 build-asan/sprig-asan-tests: $(TEST_BIN) $(TOOL_OBJ) $(BUILD)/libsprig.a
-	$(CC) $(ALL_CFLAGS) -o $(BUILD)/sprig $(TOOL_OBJ) $(BUILD)/libsprig.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $(BUILD)/sprig $(TOOL_OBJ) $(BUILD)/libsprig.a $(LDLIBS) $(TOOL_LDLIBS)
 	@touch $@
 
 clean:

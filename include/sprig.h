@@ -205,6 +205,14 @@ void         sprig_session_free(sprig_session *s);
 
 /* Change the sampling seed for the next generate (SPRIG_SEED_RANDOM: from the clock). */
 void sprig_session_set_seed(sprig_session *s, uint64_t seed);
+/* Change the sampling (as the session params name them) and the number of
+ * top log-probabilities recorded, for the next generate: a server's
+ * per-request settings on a session that keeps its cache and drafter.
+ * Validated like the params; on error nothing changes. */
+sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k, float top_p, float min_p, int top_logprobs,
+                                        sprig_error *err);
+/* Whether the next prompts are chat-template text (params.parse_special). */
+void sprig_session_set_parse_special(sprig_session *s, bool on);
 
 /* Streamed output: return false to stop generating. */
 typedef bool (*sprig_text_fn)(void *user, const char *text, size_t len);

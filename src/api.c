@@ -260,6 +260,31 @@ fail_st:
 
 void sprig_session_set_seed(sprig_session *s, uint64_t seed) { s->seed = pick_seed(seed, s); }
 
+void sprig_session_set_parse_special(sprig_session *s, bool on) { s->p.parse_special = on; }
+
+sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k, float top_p, float min_p, int top_logprobs,
+                                        sprig_error *err)
+{
+    struct sprig_session_params p = s->p;
+    p.temp = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.top_logprobs = top_logprobs;
+    sprig_status st = check_params(&p, err);
+    if (st) return st;
+    struct sprig_sampler_params sp = { .temp = temp, .top_k = top_k, .top_p = top_p, .min_p = min_p, .seed = s->seed };
+    sprig_sampler *ns = sprig_sampler_create(&sp, s->m->hp.n_vocab, err);
+    if (!ns) return err ? err->code : SPRIG_E_INVALID_ARG;
+    sprig_spec_free(s->spec);   /* it points at the old sampler */
+    s->spec = NULL;
+    sprig_sampler_free(s->sampler);
+    s->sampler = ns;
+    if (top_logprobs != s->p.top_logprobs) s->gen_cap = 0;   /* gen_top is sized by it: regrow next generate */
+    s->p = p;
+    return SPRIG_OK;
+}
+
 static bool on_token(void *user, int32_t token, const sprig_logprob *top)
 {
     sprig_session *s = user;

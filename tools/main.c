@@ -7,6 +7,7 @@
  *   sprig convert  import a llama2.c checkpoint
  *   sprig mkmodel  write a synthetic model (random weights, seeded)
  *   sprig tokenize print the token ids of a text (llama-tokenize conventions)
+ *   sprig serve    the OpenAI API over HTTP
  */
 #include "cli.h"
 #include "sprig.h"
@@ -19,6 +20,7 @@ struct command { const char *name; int (*fn)(int, char **); const char *help; };
 static const struct command commands[] = {
     { "run",     sprig_cmd_run,     "generate text (plain, chain or tree speculative decoding)" },
     { "bench",   sprig_cmd_bench,   "measure speed: decode | forward | spec | matmul | tokenize" },
+    { "serve",   sprig_cmd_serve,   "the OpenAI API over HTTP: completions, chat, streaming" },
     { "gguf",    sprig_cmd_gguf,    "print a GGUF file's metadata and tensor table" },
     { "convert", sprig_cmd_convert, "import a llama2.c checkpoint: convert llama2c MODEL.bin TOKENIZER.bin OUT.gguf" },
     { "mkmodel", sprig_cmd_mkmodel, "write a synthetic llama model with seeded random weights" },

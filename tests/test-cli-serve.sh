@@ -1,0 +1,162 @@
+#!/bin/sh
+# tests/test-cli-serve.sh — `sprig serve` on loopback with curl: health and
+# models; greedy completions byte-identical to `sprig run` (plain, and tree
+# auto with the draft model, the speculative path proven by the usage's
+# speculative object); streaming as Server-Sent Events whose chunks add up to
+# the same text and end with [DONE]; chat through a template; stop strings;
+# logprobs; the API key (401); bad bodies and fields (400 naming the field);
+# a prompt longer than the context (400); unknown routes (404); and a client
+# that disconnects mid-stream frees its slot for the next request.
+# JSON is read with node (the test references already need it).
+# Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
+set -u
+BIN=${SPRIG_BIN:-./sprig}
+SHARED=${SPRIG_SHARED:-../shared}
+M="$SHARED/models"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/sprig-cli-serve-XXXXXX")
+PIDS=""
+trap 'for p in $PIDS; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+fail=0
+check() { d=$1; shift; if "$@"; then :; else echo "FAIL: $d"; fail=1; fi; }
+has() { grep -F -q -- "$1" "$2"; }
+if ! command -v curl >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+    echo "SKIP: curl and node are needed"; exit 0
+fi
+# field FILE EXPR: a JavaScript expression over the parsed JSON `j`
+field() { node -e "const j = JSON.parse(require('fs').readFileSync('$1', 'utf8')); const v = ($2); process.stdout.write(typeof v === 'string' ? v : JSON.stringify(v))"; }
+
+# start NAME ARGS...: a server on a free port; sets PORT
+NSTART=0
+start() {
+    name=$1; shift
+    NSTART=$((NSTART + 1))
+    for try in 1 2 3 4 5; do
+        PORT=$(( 20000 + ($$ * 7 + NSTART * 977 + try * 131) % 20000 ))
+        "$BIN" serve --port "$PORT" "$@" >"$TMP/$name.log" 2>&1 &
+        pid=$!
+        PIDS="$PIDS $pid"
+        for i in $(seq 1 50); do
+            if curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && kill -0 "$pid" 2>/dev/null; then return 0; fi
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill "$pid" 2>/dev/null
+    done
+    echo "FAIL: $name did not start: $(tail -2 "$TMP/$name.log")"; fail=1; return 1
+}
+post() { # post PATH BODY OUT [curl args]: the status code into $CODE
+    p=$1; b=$2; o=$3; shift 3
+    CODE=$(curl -s -o "$o" -w '%{http_code}' -H 'Content-Type: application/json' "$@" -d "$b" "http://127.0.0.1:$PORT$p")
+}
+
+"$BIN" run -m "$M/stories260K.gguf" -p "Once upon a time" -n 48 --temp 0 -q >"$TMP/run.txt" 2>/dev/null
+printf '%s' "$(sed '1s/^Once upon a time//' "$TMP/run.txt")" >"$TMP/want.txt"
+
+# ---- plain server
+start plain -m "$M/stories260K.gguf" -c 256 -t 1 || exit 1
+CODE=$(curl -s -o "$TMP/h" -w '%{http_code}' "http://127.0.0.1:$PORT/health")
+check "health 200 (got $CODE)" [ "$CODE" = 200 ]
+check "health body" has '"status":"ok"' "$TMP/h"
+curl -s -o "$TMP/models" "http://127.0.0.1:$PORT/v1/models"
+check "models lists the file" [ "$(field "$TMP/models" 'j.data[0].id')" = stories260K.gguf ]
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0}' "$TMP/c1"
+check "completion 200 (got $CODE)" [ "$CODE" = 200 ]
+field "$TMP/c1" 'j.choices[0].text' >"$TMP/c1.txt"
+check "greedy completion = sprig run" cmp -s "$TMP/c1.txt" "$TMP/want.txt"
+check "usage counts" [ "$(field "$TMP/c1" 'j.usage.completion_tokens + "/" + j.usage.prompt_tokens + "/" + j.choices[0].finish_reason')" = "48/5/length" ]
+check "usage says plain" [ "$(field "$TMP/c1" 'j.usage.speculative.path')" = plain ]
+
+# streaming: the chunks add up to the same text, then [DONE]
+curl -sN -H 'Content-Type: application/json' -d '{"prompt":"Once upon a time","max_tokens":48,"temperature":0,"stream":true}' \
+    "http://127.0.0.1:$PORT/v1/completions" >"$TMP/s1"
+node -e "
+const lines = require('fs').readFileSync('$TMP/s1', 'utf8').split('\n\n').filter(Boolean);
+let text = '', done = false, finish = null, bad = 0;
+for (const l of lines) {
+  if (!l.startsWith('data: ')) { bad++; continue; }
+  const d = l.slice(6);
+  if (d === '[DONE]') { done = true; continue; }
+  const j = JSON.parse(d); text += j.choices[0].text; if (j.choices[0].finish_reason) finish = j.choices[0].finish_reason;
+}
+require('fs').writeFileSync('$TMP/s1.txt', text);
+process.stdout.write(JSON.stringify({ done, finish, bad, n: lines.length }));" >"$TMP/s1.sum"
+check "stream chunks add up to the greedy text" cmp -s "$TMP/s1.txt" "$TMP/want.txt"
+check "stream ends with [DONE] after a finish_reason" has '"done":true,"finish":"length","bad":0' "$TMP/s1.sum"
+
+# stop strings cut the text where the first one starts
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0,"stop":[" named","zzz"]}' "$TMP/c2"
+check "stop string: text ends before it" [ "$(field "$TMP/c2" 'j.choices[0].text')" = ", there was a little girl" ]
+check "stop string: finish_reason stop" [ "$(field "$TMP/c2" 'j.choices[0].finish_reason')" = stop ]
+
+# logprobs: one entry per token, the greedy token is the most likely
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":6,"temperature":0,"logprobs":2}' "$TMP/c3"
+check "logprobs: 6 tokens, 2 alternatives each, greedy = top" \
+    [ "$(field "$TMP/c3" 'j.choices[0].logprobs.tokens.length + "/" + j.choices[0].logprobs.top_logprobs.every(t => Object.keys(t).length === 2) + "/" + j.choices[0].logprobs.token_logprobs.every((l, i) => l === Math.max(...Object.values(j.choices[0].logprobs.top_logprobs[i])))')" = "6/true/true" ]
+
+# bad input: 400 naming the field
+post /v1/completions '{bad' "$TMP/e1"
+check "malformed JSON 400 (got $CODE)" [ "$CODE" = 400 ]
+check "malformed JSON says so" has "not JSON" "$TMP/e1"
+post /v1/completions '{"prompt":"x","max_tokens":"many"}' "$TMP/e2"
+check "wrong type 400 naming max_tokens" [ "$CODE/$(field "$TMP/e2" 'j.error.param')" = "400/max_tokens" ]
+post /v1/completions '{"prompt":"x","max_tokens":100000}' "$TMP/e3"
+check "max_tokens past the context 400" [ "$CODE/$(field "$TMP/e3" 'j.error.param')" = "400/max_tokens" ]
+post /v1/completions '{"prompt":"x","temperature":-1}' "$TMP/e4"
+check "negative temperature 400" [ "$CODE/$(field "$TMP/e4" 'j.error.param')" = "400/temperature" ]
+post /v1/completions '{"max_tokens":3}' "$TMP/e5"
+check "missing prompt 400" [ "$CODE/$(field "$TMP/e5" 'j.error.param')" = "400/prompt" ]
+LONG=$(node -e "process.stdout.write('Once upon a time '.repeat(200))")
+post /v1/completions "{\"prompt\":\"$LONG\",\"max_tokens\":4}" "$TMP/e6"
+check "prompt longer than the context 400 (got $CODE)" [ "$CODE" = 400 ]
+check "prompt too long says the context" has "context" "$TMP/e6"
+node -e "process.stdout.write('{\"prompt\":\"' + 'a'.repeat(1100000) + '\"}')" >"$TMP/big.json"
+CODE=$(curl -s -o "$TMP/e7" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$TMP/big.json" "http://127.0.0.1:$PORT/v1/completions")
+check "body over 1 MiB 400 (got $CODE)" [ "$CODE" = 400 ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":"Hi"}]}' "$TMP/e8"
+check "chat without a template 400 naming messages" [ "$CODE/$(field "$TMP/e8" 'j.error.param')" = "400/messages" ]
+CODE=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v2/nothing")
+check "unknown route 404 (got $CODE)" [ "$CODE" = 404 ]
+
+# a client that leaves mid-stream frees the slot: the next request is served at once
+curl -sN --max-time 0.3 -H 'Content-Type: application/json' -d '{"prompt":"Once upon a time","max_tokens":200,"temperature":0.8,"stream":true}' \
+    "http://127.0.0.1:$PORT/v1/completions" >/dev/null 2>&1
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0}' "$TMP/c4" --max-time 20
+check "served after a disconnect (got $CODE)" [ "$CODE" = 200 ]
+field "$TMP/c4" 'j.choices[0].text' >"$TMP/c4.txt"
+check "and still exact" cmp -s "$TMP/c4.txt" "$TMP/want.txt"
+
+# ---- speculative server: tree auto with the draft model, a chat template, an API key
+start spec -m "$M/stories260K.gguf" -c 512 -t 1 --draft "$M/stories-draft.gguf" --tree auto --chat-template chatml --api-key sesame || exit 1
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0}' "$TMP/k1"
+check "no key 401 (got $CODE)" [ "$CODE" = 401 ]
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0}' "$TMP/k2" -H 'Authorization: Bearer wrong'
+check "wrong key 401 (got $CODE)" [ "$CODE" = 401 ]
+post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0}' "$TMP/t1" -H 'Authorization: Bearer sesame'
+check "key accepted (got $CODE)" [ "$CODE" = 200 ]
+field "$TMP/t1" 'j.choices[0].text' >"$TMP/t1.txt"
+check "tree auto completion = sprig run" cmp -s "$TMP/t1.txt" "$TMP/want.txt"
+check "usage: tree path, drafts accepted" [ "$(field "$TMP/t1" 'j.usage.speculative.path + "/" + (j.usage.speculative.accepted > 10) + "/" + j.usage.speculative.drafter')" = "tree/true/draft-model" ]
+post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Tell a story."}],"max_tokens":12,"temperature":0.8,"seed":5,"stream":true}' "$TMP/ch1" -H 'Authorization: Bearer sesame'
+check "chat stream 200 (got $CODE)" [ "$CODE" = 200 ]
+check "chat stream: role, content deltas, [DONE]" sh -c "grep -q '\"role\":\"assistant\"' '$TMP/ch1' && grep -q 'chat.completion.chunk' '$TMP/ch1' && tail -c 20 '$TMP/ch1' | grep -q 'DONE'"
+post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}' "$TMP/ch2" -H 'Authorization: Bearer sesame'
+check "bad role 400 naming it" [ "$CODE/$(field "$TMP/ch2" 'j.error.param')" = "400/messages[0].role" ]
+
+"$BIN" serve -m "$M/stories260K.gguf" --port 0 >/dev/null 2>"$TMP/bad"; rc=$?
+check "port 0 exits 2 (rc $rc)" [ $rc -eq 2 ]
+"$BIN" serve --port 18081 >/dev/null 2>"$TMP/bad"; rc=$?
+check "no model exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "no model says -m" has "-m MODEL is required" "$TMP/bad"
+
+# SIGTERM stops each server cleanly: exit 0, and (under `make asan`) no sanitizer report, no leak
+for p in $PIDS; do
+    if kill -0 "$p" 2>/dev/null; then
+        kill -TERM "$p"; wait "$p"; rc=$?
+        check "server $p stops with exit 0 on SIGTERM (rc $rc)" [ $rc -eq 0 ]
+    fi
+done
+PIDS=""
+check "no sanitizer report in the server logs" sh -c "! grep -l 'Sanitizer' '$TMP'/*.log"
+
+[ $fail -eq 0 ] && echo "test-cli-serve: ok"
+exit $fail
