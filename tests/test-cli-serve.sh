@@ -5,6 +5,7 @@
 # speculative object); streaming as Server-Sent Events whose chunks add up to
 # the same text and end with [DONE]; chat through a template; stop strings;
 # logprobs; the API key (401); bad bodies and fields (400 naming the field);
+# the official OpenAI JavaScript client (completions, chat, both streamed);
 # a prompt longer than the context (400); unknown routes (404); and a client
 # that disconnects mid-stream frees its slot for the next request.
 # JSON is read with node (the test references already need it).
@@ -141,6 +142,27 @@ check "chat stream 200 (got $CODE)" [ "$CODE" = 200 ]
 check "chat stream: role, content deltas, [DONE]" sh -c "grep -q '\"role\":\"assistant\"' '$TMP/ch1' && grep -q 'chat.completion.chunk' '$TMP/ch1' && tail -c 20 '$TMP/ch1' | grep -q 'DONE'"
 post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}' "$TMP/ch2" -H 'Authorization: Bearer sesame'
 check "bad role 400 naming it" [ "$CODE/$(field "$TMP/ch2" 'j.error.param')" = "400/messages[0].role" ]
+
+# the official OpenAI JavaScript client (tests/ref, pinned)
+REF=tests/ref/node_modules
+if [ -d "$REF/openai" ]; then
+    node tests/ref/openai-client.mjs "http://127.0.0.1:$PORT/v1" sesame stories260K.gguf >"$TMP/oa.json" 2>"$TMP/oa.err"; rc=$?
+    check "openai client runs (rc $rc: $(tail -c 300 "$TMP/oa.err"))" [ $rc -eq 0 ]
+    if [ $rc -eq 0 ]; then
+        field "$TMP/oa.json" 'j.completion' >"$TMP/oa1.txt"
+        field "$TMP/oa.json" 'j.completion_stream' >"$TMP/oa2.txt"
+        check "openai: models" [ "$(field "$TMP/oa.json" 'j.models.join()')" = stories260K.gguf ]
+        check "openai: completion = sprig run" cmp -s "$TMP/oa1.txt" "$TMP/want.txt"
+        check "openai: streamed completion = sprig run" cmp -s "$TMP/oa2.txt" "$TMP/want.txt"
+        check "openai: chat reply, streamed the same" [ "$(field "$TMP/oa.json" 'j.chat.length > 0 && j.chat === j.chat_stream && j.chat_role === "assistant" && j.chat_finish === "length"')" = true ]
+        check "openai: usage" [ "$(field "$TMP/oa.json" 'j.completion_usage.completion_tokens + "/" + j.completion_usage.speculative.path')" = "48/tree" ]
+        check "openai: a bad request is a 400 naming the field" [ "$(field "$TMP/oa.json" 'j.error_status + "/" + j.error_param')" = "400/max_tokens" ]
+    fi
+elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
+    echo "FAIL (SPRIG_REQUIRE_REF=1): no $REF/openai for the OpenAI client check"; fail=1
+else
+    echo "SKIP: the OpenAI client check (cd tests/ref && npm ci --omit=optional)"
+fi
 
 "$BIN" serve -m "$M/stories260K.gguf" --port 0 >/dev/null 2>"$TMP/bad"; rc=$?
 check "port 0 exits 2 (rc $rc)" [ $rc -eq 2 ]
