@@ -488,6 +488,7 @@ static enum MHD_Result handle_generate(struct server *sv, struct MHD_Connection 
             job_unref(j);
             return ret;
         }
+        fprintf(stderr, "sprig serve: %s %s stream 200\n", j->id, chat ? "/v1/chat/completions" : "/v1/completions");
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_reader, j, sse_free);
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
@@ -499,6 +500,8 @@ static enum MHD_Result handle_generate(struct server *sv, struct MHD_Connection 
     while (!j->done) pthread_cond_wait(&j->cv, &j->mu);
     pthread_mutex_unlock(&j->mu);
     enum MHD_Result ret;
+    fprintf(stderr, "sprig serve: %s %s %d (%lld tokens)\n", j->id, chat ? "/v1/chat/completions" : "/v1/completions",
+            j->http_status ? j->http_status : 200, (long long)j->st.generated_tokens);
     if (j->http_status) ret = send_error(c, (unsigned)j->http_status, j->err, j->http_status == 400 ? "prompt" : NULL);
     else {
         json_incref(j->result);
