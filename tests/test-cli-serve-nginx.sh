@@ -3,7 +3,8 @@
 # (deploy/nginx-sprig.conf, ports and paths filled in), on loopback:
 # requests are spread over both; one instance killed in the middle of a
 # streamed generation fails that stream cleanly (it ends without [DONE]),
-# and every request after it is answered, exactly, by the other.
+# and every request after it is answered, exactly, by the other. Also: a
+# full queue answers 503 with Retry-After while the running request finishes.
 # Skipped when nginx is not installed (CI installs it).
 # Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
 set -u
@@ -68,6 +69,21 @@ done
 after=$(grep -c '/v1/completions 200' "$TMP/$SURVIVOR.log")
 check "all 6 requests after the kill answered exactly ($ok)" [ "$ok" -eq 6 ]
 check "by the surviving instance ($before -> $after)" [ $((after - before)) -eq 6 ]
+
+# a full queue answers 503 with Retry-After (one slot busy, no queue), never touching the running request
+PC=$((BASE + 3))
+"$BIN" serve -m "$TMP/m.gguf" --port "$PC" -t 1 -c 4096 --queue 0 >"$TMP/c.log" 2>&1 &
+PIDS="$PIDS $!"
+for i in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$PC/health" && break; sleep 0.1; done
+curl -sN -H 'Content-Type: application/json' -d '{"prompt":"Once upon a time","max_tokens":1500,"temperature":0,"stream":true}' \
+    "http://127.0.0.1:$PC/v1/completions" >"$TMP/long" 2>"$TMP/long.err" &
+LP=$!
+for i in $(seq 1 100); do grep -q 'stream 200' "$TMP/c.log" && break; sleep 0.05; done
+code=$(curl -s -D "$TMP/h503" -o "$TMP/b503" -w '%{http_code}' -H 'Content-Type: application/json' -d "$BODY" "http://127.0.0.1:$PC/v1/completions")
+check "queue full: 503 (got $code)" [ "$code" = 503 ]
+check "queue full: Retry-After" grep -qi '^Retry-After: 1' "$TMP/h503"
+wait "$LP"
+check "the running request still completes ($(tail -c 80 "$TMP/long" | tr "\n" " "))" sh -c "tail -c 20 '$TMP/long' | grep -q DONE"
 
 [ $fail -eq 0 ] && echo "test-cli-serve-nginx: ok"
 exit $fail

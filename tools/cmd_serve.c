@@ -71,7 +71,8 @@ struct server {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct job *head, *tail;
-    int queued;
+    int queued;                   /* jobs waiting for a slot */
+    int idle;                     /* workers waiting for a job */
     bool stopping;
     sprig_session **slots;
     pthread_t *threads;
@@ -352,7 +353,9 @@ static void *worker(void *arg)
     free(wa);
     for (;;) {
         pthread_mutex_lock(&sv->mu);
+        sv->idle++;
         while (!sv->head && !sv->stopping) pthread_cond_wait(&sv->cv, &sv->mu);
+        sv->idle--;
         if (sv->stopping) { pthread_mutex_unlock(&sv->mu); return NULL; }
         struct job *j = sv->head;
         sv->head = j->next;
@@ -466,7 +469,7 @@ static enum MHD_Result handle_generate(struct server *sv, struct MHD_Connection 
     snprintf(j->id, sizeof j->id, "%s-%lx%04lx", chat ? "chatcmpl" : "cmpl", (unsigned long)j->created,
              __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) & 0xffff);
     pthread_mutex_lock(&sv->mu);
-    if (sv->queued >= sv->queue_max) {
+    if (sv->queued >= sv->queue_max + sv->idle) {   /* --queue counts requests that wait, not those an idle slot takes */
         pthread_mutex_unlock(&sv->mu);
         j->refs = 1;
         job_unref(j);
@@ -571,7 +574,8 @@ static void usage(FILE *f)
         "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--chat-template NAME] [--alias ID]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
         "  GET /v1/models, /health. Each of the --parallel slots (default 1) decodes one request at a\n"
-        "  time with its own cache and drafter; --queue requests (default 16) wait, more get 503.\n");
+        "  time with its own cache and drafter; --queue requests (default 16) may wait for a busy slot,\n"
+        "  more get 503 with Retry-After.\n");
 }
 
 int sprig_cmd_serve(int argc, char **argv)
