@@ -214,6 +214,22 @@ sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k,
 /* Whether the next prompts are chat-template text (params.parse_special). */
 void sprig_session_set_parse_special(sprig_session *s, bool on);
 
+/* One verify round as it happened: the block the target verified (node 0 is
+ * the bonus; parents[i] < i; a chain is a line) and the path the walk
+ * accepted through it. Valid during the callback only. */
+struct sprig_round_trace {
+    int n;                           /* nodes verified */
+    const int32_t *tokens;           /* [n] */
+    const int32_t *parents;          /* [n], parents[0] = 0 */
+    int n_path;                      /* accepted drafts + 1 */
+    const int *path;                 /* [n_path] node indices, path[0] = 0 */
+    bool tree;                       /* a tree round (else a chain) */
+};
+typedef void (*sprig_round_fn)(void *user, const struct sprig_round_trace *r);
+/* Called after every verify round of the next generates (NULL: none); for a
+ * live picture of speculation (sprig serve's trace). */
+void sprig_session_set_round_fn(sprig_session *s, sprig_round_fn fn, void *user);
+
 /* Streamed output: return false to stop generating. */
 typedef bool (*sprig_text_fn)(void *user, const char *text, size_t len);
 

@@ -91,6 +91,8 @@ struct sprig_session {
     sprig_sampler *sampler;
     sprig_spec_session *spec;
     sprig_shape *shape;            /* tree auto: costs and calibration, kept across generations */
+    sprig_round_fn round_fn;       /* sprig_session_set_round_fn */
+    void *round_user;
     int32_t *prompt;               /* tokenized prompt */
     int prompt_cap, n_prompt;
     int32_t *gen;                  /* [gen_cap] generated ids */
@@ -262,6 +264,20 @@ void sprig_session_set_seed(sprig_session *s, uint64_t seed) { s->seed = pick_se
 
 void sprig_session_set_parse_special(sprig_session *s, bool on) { s->p.parse_special = on; }
 
+void sprig_session_set_round_fn(sprig_session *s, sprig_round_fn fn, void *user)
+{
+    s->round_fn = fn;
+    s->round_user = user;
+}
+
+static void on_round(void *user, const sprig_tree *b, const sprig_walk *w, bool tree)
+{
+    const sprig_session *s = user;
+    const struct sprig_round_trace r = { .n = b->n, .tokens = b->tokens, .parents = b->parents, .n_path = w->n_path, .path = w->path,
+                                         .tree = tree };
+    s->round_fn(s->round_user, &r);
+}
+
 sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k, float top_p, float min_p, int top_logprobs,
                                         sprig_error *err)
 {
@@ -366,6 +382,8 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.top_logprobs = s->p.top_logprobs;
     sp.on_token = on_token;
     sp.user = s;
+    sp.on_round = s->round_fn ? on_round : NULL;
+    sp.round_user = s;
     if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
     /* tree auto: the target's verify costs from this machine's cache, else measured once and cached */
     char key[SPRIG_PROFILE_KEY_MAX], path[4096];

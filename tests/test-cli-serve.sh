@@ -6,6 +6,7 @@
 # the same text and end with [DONE]; chat through a template; stop strings;
 # logprobs; the API key (401); bad bodies and fields (400 naming the field);
 # the official OpenAI JavaScript client (completions, chat, both streamed);
+# the page at / in headless Chromium (a message sent, the reply and the tree read back);
 # a prompt longer than the context (400); unknown routes (404); and a client
 # that disconnects mid-stream frees its slot for the next request.
 # JSON is read with node (the test references already need it).
@@ -140,6 +141,26 @@ check "usage: tree path, drafts accepted" [ "$(field "$TMP/t1" 'j.usage.speculat
 post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Tell a story."}],"max_tokens":12,"temperature":0.8,"seed":5,"stream":true}' "$TMP/ch1" -H 'Authorization: Bearer sesame'
 check "chat stream 200 (got $CODE)" [ "$CODE" = 200 ]
 check "chat stream: role, content deltas, [DONE]" sh -c "grep -q '\"role\":\"assistant\"' '$TMP/ch1' && grep -q 'chat.completion.chunk' '$TMP/ch1' && tail -c 20 '$TMP/ch1' | grep -q 'DONE'"
+# the live picture of speculation: "sprig_trace" rounds in the stream, each a valid tree with its path
+post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell a story."}],"max_tokens":40,"temperature":0,"stream":true,"sprig_trace":true}' "$TMP/tr1" -H 'Authorization: Bearer sesame'
+post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell a story."}],"max_tokens":40,"temperature":0,"stream":true}' "$TMP/tr0" -H 'Authorization: Bearer sesame'
+node -e "
+const ev = (f) => require('fs').readFileSync(f, 'utf8').split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+const text = (es) => es.map((e) => e.choices[0]?.delta?.content ?? '').join('');
+const a = ev('$TMP/tr1'), b = ev('$TMP/tr0');
+const rounds = a.filter((e) => e.sprig && e.sprig.round).map((e) => e.sprig.round);
+let valid = rounds.length > 0, tree = 0, branched = 0;
+for (const r of rounds) {
+  if (r.tokens.length !== r.parents.length || r.path[0] !== 0 || r.parents[0] !== 0) valid = false;
+  for (let i = 1; i < r.path.length; i++) if (r.parents[r.path[i]] !== r.path[i - 1]) valid = false;
+  if (r.tree) tree++;
+  if (r.tokens.length > r.path.length) branched++;
+}
+process.stdout.write(JSON.stringify({ valid, rounds: rounds.length, tree, same: text(a) === text(b) && text(a).length > 0 }));" >"$TMP/tr.sum"
+check "trace: valid round trees, tree rounds, the same text as without it ($(cat "$TMP/tr.sum"))" sh -c "grep -q '\"valid\":true' '$TMP/tr.sum' && grep -q '\"same\":true' '$TMP/tr.sum' && ! grep -q '\"tree\":0' '$TMP/tr.sum'"
+CODE=$(curl -s -o "$TMP/page" -w '%{http_code}' "http://127.0.0.1:$PORT/")
+check "the page at / without the key (got $CODE)" [ "$CODE" = 200 ]
+check "the page streams chat with sprig_trace and draws the tree" sh -c "grep -q 'sprig_trace: true' '$TMP/page' && grep -q 'function draw' '$TMP/page'"
 post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}' "$TMP/ch2" -H 'Authorization: Bearer sesame'
 check "bad role 400 naming it" [ "$CODE/$(field "$TMP/ch2" 'j.error.param')" = "400/messages[0].role" ]
 
@@ -162,6 +183,28 @@ elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
     echo "FAIL (SPRIG_REQUIRE_REF=1): no $REF/openai for the OpenAI client check"; fail=1
 else
     echo "SKIP: the OpenAI client check (cd tests/ref && npm ci --omit=optional)"
+fi
+
+# ---- the page in a real headless browser (Debian's Chromium through puppeteer-core): send a
+# message, read the streamed reply (= the API's greedy reply) and the drawn speculation tree
+CHROMIUM=$(command -v chromium || command -v chromium-browser || echo "")
+if [ -n "$CHROMIUM" ] && [ -d "$REF/puppeteer-core" ]; then
+    start page -m "$M/stories260K.gguf" -c 512 -t 1 --draft "$M/stories-draft.gguf" --tree auto --chat-template chatml || exit 1
+    node tests/ref/page-browser.mjs "http://127.0.0.1:$PORT" "$CHROMIUM" "Tell a story." >"$TMP/br.json" 2>"$TMP/br.err"; rc=$?
+    check "browser test runs (rc $rc: $(tail -c 300 "$TMP/br.err"))" [ $rc -eq 0 ]
+    if [ $rc -eq 0 ]; then
+        post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell a story."}],"max_tokens":200,"temperature":0}' "$TMP/br.api"
+        field "$TMP/br.api" 'j.choices[0].message.content' >"$TMP/br.want"
+        field "$TMP/br.json" 'j.reply' >"$TMP/br.got"
+        check "browser: the rendered reply = the API's" cmp -s "$TMP/br.got" "$TMP/br.want"
+        check "browser: the user's message shown" [ "$(field "$TMP/br.json" 'j.user')" = "Tell a story." ]
+        check "browser: a tree drawn with its accepted path ($(field "$TMP/br.json" 'j.nodes + " nodes, " + j.accepted + " accepted; " + j.stats'))" \
+            [ "$(field "$TMP/br.json" 'j.nodes >= 2 && j.accepted >= 1 && j.accepted <= j.nodes && /running acceptance [01][.][0-9]+/.test(j.stats) && j.errors.length === 0')" = true ]
+    fi
+elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
+    echo "FAIL (SPRIG_REQUIRE_REF=1): no chromium or $REF/puppeteer-core for the page check"; fail=1
+else
+    echo "SKIP: the browser check (needs chromium and tests/ref/node_modules/puppeteer-core)"
 fi
 
 "$BIN" serve -m "$M/stories260K.gguf" --port 0 >/dev/null 2>"$TMP/bad"; rc=$?

@@ -22,6 +22,7 @@
  * slots' trees in one shared forward is not done here yet.
  */
 #include "cli.h"
+#include "serve_page.h"
 #include "serve_req.h"
 #include "sprig.h"
 #include "chat/template.h"
@@ -50,7 +51,7 @@ struct job {
     size_t gen_len, gen_cap, sent;   /* sent: bytes of gen already streamed */
     char *sse;                    /* SSE bytes ready for the connection */
     size_t sse_len, sse_cap, sse_read;
-    bool started, done, cancelled, stopped_by_string;
+    bool started, done, cancelled, stopped_by_string, role_sent;
     int refs;                     /* the connection and the worker */
     int http_status;              /* != 200: the worker's error */
     char err[512];
@@ -249,7 +250,10 @@ static void push_event(struct job *j, size_t from, size_t to, const char *finish
                              : json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text", utf8_string(j->gen + from, to - from),
                                          "finish_reason", finish ? json_string(finish) : json_null(), "logprobs");
     if (j->chat && to > from) json_object_set_new(json_object_get(choice, "delta"), "content", utf8_string(j->gen + from, to - from));
-    if (j->chat && !from && !j->started) json_object_set_new(json_object_get(choice, "delta"), "role", json_string("assistant"));
+    if (j->chat && !j->role_sent) {
+        json_object_set_new(json_object_get(choice, "delta"), "role", json_string("assistant"));
+        j->role_sent = true;
+    }
     json_t *ev = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", j->id, "object", j->chat ? "chat.completion.chunk" : "text_completion",
                            "created", (json_int_t)j->created, "model", sv->model_id, "choices", choice);
     if (final_usage) json_object_set_new(ev, "usage", usage_obj(&j->st));
@@ -267,7 +271,44 @@ static void push_event(struct job *j, size_t from, size_t to, const char *finish
     j->started = true;
 }
 
-struct gen_ctx { struct job *j; const struct server *sv; };
+struct gen_ctx { struct job *j; const struct server *sv; int64_t proposed, accepted; };
+
+/* "sprig_trace": each verify round as an event of its own (no choices), before the text it emits:
+ * the verified block's tokens (as pieces) and parents, the accepted path, the running acceptance */
+static void on_round(void *user, const struct sprig_round_trace *r)
+{
+    struct gen_ctx *g = user;
+    struct job *j = g->j;
+    g->proposed += r->n - 1;
+    g->accepted += r->n_path - 1;
+    json_t *toks = json_array(), *par = json_array(), *path = json_array();
+    for (int i = 0; i < r->n; i++) {
+        size_t pl = 0;
+        const char *piece = sprig_model_token_piece(g->sv->m, r->tokens[i], &pl);
+        json_array_append_new(toks, utf8_string(piece ? piece : "", pl));
+        json_array_append_new(par, json_integer(r->parents[i]));
+    }
+    for (int i = 0; i < r->n_path; i++) json_array_append_new(path, json_integer(r->path[i]));
+    json_t *ev = json_pack("{s:s, s:s, s:I, s:s, s:[], s:{s:{s:o, s:o, s:o, s:b, s:f}}}", "id", j->id, "object",
+                           j->chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)j->created, "model",
+                           g->sv->model_id, "choices", "sprig", "round", "tokens", toks, "parents", par, "path", path, "tree", r->tree,
+                           "acceptance", g->proposed ? (double)g->accepted / (double)g->proposed : 0.0);
+    char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    json_decref(ev);
+    if (!s) return;
+    pthread_mutex_lock(&j->mu);
+    const size_t n = strlen(s);
+    if (!j->cancelled && grow(&j->sse, &j->sse_cap, j->sse_len + n + 8)) {
+        memcpy(j->sse + j->sse_len, "data: ", 6);
+        memcpy(j->sse + j->sse_len + 6, s, n);
+        memcpy(j->sse + j->sse_len + 6 + n, "\n\n", 2);
+        j->sse_len += n + 8;
+        j->started = true;
+        pthread_cond_broadcast(&j->cv);
+    }
+    pthread_mutex_unlock(&j->mu);
+    free(s);
+}
 
 static bool on_text(void *user, const char *text, size_t len)
 {
@@ -311,12 +352,13 @@ static void run_job(struct server *sv, sprig_session *s, struct job *j)
     sprig_error err = { 0 };
     const struct serve_req *r = &j->req;
     int n_predict = r->max_tokens ? r->max_tokens : r->chat ? sv->n_ctx : 16;
-    struct gen_ctx g = { j, sv };
+    struct gen_ctx g = { j, sv, 0, 0 };
     sprig_status st = sprig_session_set_sampling(s, (float)r->temperature, r->top_k, (float)r->top_p, (float)r->min_p,
                                                  r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0, &err);
     if (!st) {
         sprig_session_set_seed(s, r->has_seed ? r->seed : SPRIG_SEED_RANDOM);
         sprig_session_set_parse_special(s, j->chat);
+        sprig_session_set_round_fn(s, r->trace && r->stream ? on_round : NULL, &g);
         st = sprig_session_generate(s, j->prompt, strlen(j->prompt), n_predict, on_text, &g, &err);
     }
     pthread_mutex_lock(&j->mu);
@@ -534,13 +576,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    if (sv->api_key) {
+    const bool open_route = !strcmp(method, "GET") && (!strcmp(url, "/") || !strcmp(url, "/health"));   /* the page and the probe */
+    if (sv->api_key && !open_route) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         if (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, sv->api_key))
             return send_error(c, 401, "a valid API key is required (Authorization: Bearer KEY)", NULL);
     }
     const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
     if (get && !strcmp(url, "/health")) return send_text(c, 200, "application/json", "{\"status\":\"ok\"}");
+    if (get && !strcmp(url, "/")) return send_text(c, 200, "text/html; charset=utf-8", serve_page_html);
     if (get && !strcmp(url, "/v1/models")) {
         json_t *o = json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list", "data", "id", sv->model_id, "object", "model",
                               "created", (json_int_t)0, "owned_by", "sprig");

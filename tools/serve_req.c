@@ -135,6 +135,7 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct ser
     if (!get_int(o, "seed", 0, INT64_MAX, &v, &r->has_seed, why, cap, param, pcap)) return false;
     r->seed = (uint64_t)v;
     if (!get_bool(o, "stream", &r->stream, why, cap, param, pcap)) return false;
+    if (!get_bool(o, "sprig_trace", &r->trace, why, cap, param, pcap)) return false;
     const json_t *n = json_object_get(o, "n");
     if (n && !json_is_null(n) && !(json_is_integer(n) && json_integer_value(n) == 1))
         return fail(why, cap, param, pcap, "n", "'n' must be 1 (one choice per request)");

@@ -35,6 +35,7 @@ struct serve_req {
     bool stream;
     int top_logprobs;             /* completions: logprobs N; chat: top_logprobs (with logprobs true) */
     bool logprobs;                /* log-probabilities asked for */
+    bool trace;                   /* "sprig_trace": stream each verify round (tree, accepted path) as an event */
 };
 
 /* Parse body[len]; false with why[cap] and the offending field's name in

@@ -363,6 +363,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
         }
     }
     s->stats.ms_walk += ms_since(&t0);
+    if (s->p.on_round) s->p.on_round(s->p.round_user, &s->blk, &s->walk, use_tree);
     if (s->shape && use_tree) sprig_shape_observe(s->shape, &s->blk, &s->walk);
 
     /* 5: finalize (rollback to the accepted path) */

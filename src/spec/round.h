@@ -68,6 +68,8 @@ struct sprig_spec_params {
     int top_logprobs;       /* 0..SPRIG_TOP_LOGPROBS_MAX (<= n_vocab): candidates per emitted token */
     sprig_token_fn on_token;
     void *user;
+    void (*on_round)(void *user, const sprig_tree *block, const sprig_walk *walk, bool tree);   /* after each walk; may be NULL */
+    void *round_user;
 };
 
 typedef struct sprig_spec_session sprig_spec_session;
