@@ -2,8 +2,9 @@
  * tools/serve_page — see serve_page.h. One self-contained page (no external
  * scripts or styles): fetch() streams /v1/chat/completions with
  * "sprig_trace": true, reads the Server-Sent Events, appends content deltas
- * to the reply and draws every round event as an SVG tree (depth across,
- * siblings down; accepted path green, rejected drafts grey).
+ * to the reply and draws every round event that verified drafts as an SVG
+ * tree (depth across, siblings down; accepted path green, rejected drafts
+ * grey); the status line counts every round.
  */
 #include "serve_page.h"
 
@@ -28,6 +29,9 @@ const char serve_page_html[] =
 "let rounds = 0;\n"
 "function add(role, text) { const d = document.createElement('div'); d.className = 'msg ' + role; d.textContent = text; log.appendChild(d); log.scrollTop = log.scrollHeight; return d; }\n"
 "function draw(r) {\n"
+"  rounds++;\n"
+"  stats.textContent = 'round ' + rounds + ': ' + r.tokens.length + ' nodes (' + (r.tree ? 'tree' : 'chain') + '), ' + (r.path.length - 1) + ' accepted; running acceptance ' + r.acceptance.toFixed(3);\n"
+"  if (r.tokens.length < 2) return;  /* nothing drafted this round: keep the last tree in view */\n"
 "  const n = r.tokens.length, depth = new Array(n).fill(0), row = new Array(n).fill(0), onPath = new Set(r.path);\n"
 "  let rows = 0;\n"
 "  for (let i = 1; i < n; i++) depth[i] = depth[r.parents[i]] + 1;\n"
@@ -46,8 +50,6 @@ const char serve_page_html[] =
 "    const t = document.createElementNS(ns, 'text'); t.setAttribute('x', x + 4); t.setAttribute('y', y + 13); t.textContent = JSON.stringify(r.tokens[i]).slice(1, 11);\n"
 "    g.appendChild(t); tree.appendChild(g);\n"
 "  }\n"
-"  rounds++;\n"
-"  stats.textContent = 'round ' + rounds + ': ' + n + ' nodes (' + (r.tree ? 'tree' : 'chain') + '), ' + (r.path.length - 1) + ' accepted; running acceptance ' + r.acceptance.toFixed(3);\n"
 "}\n"
 "document.getElementById('form').onsubmit = async (e) => {\n"
 "  e.preventDefault();\n"
