@@ -148,6 +148,23 @@ struct wout {
     const char *src_path;
 };
 
+/* The writer and room for cap tensor descriptions */
+static sprig_status wout_open(struct wout *o, size_t cap, int type, sprig_error *err)
+{
+    o->cap = cap;
+    o->type = type;
+    o->td = calloc(cap, sizeof *o->td);
+    if (!o->td) return sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory");
+    o->wr = sprig_gguf_writer_create(err);
+    return o->wr ? SPRIG_OK : SPRIG_E_NOMEM;
+}
+
+static void wout_close(struct wout *o)
+{
+    sprig_gguf_writer_free(o->wr);
+    free(o->td);
+}
+
 /* Target tensor nm [rows][ne0] from source tensor snm of g (NULL: all `fill`) through the maps */
 static sprig_status add_tensor(struct wout *o, const char *nm, const sprig_gguf *g, const char *snm, int64_t ne0, int64_t rows,
                                int rmap, int cmap, float scale, float fill, sprig_error *err)
@@ -230,12 +247,7 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     uint32_t ftype = 0;
     sprig_mkmodel_file_type(p.type, &ftype);   /* validated above */
 
-    o.cap = 3 + 9 * (size_t)L;
-    o.td = calloc(o.cap, sizeof *o.td);
-    o.type = p.type;
-    o.wr = sprig_gguf_writer_create(err);
-    if (!o.td) { st = sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory"); goto done; }
-    if (!o.wr) { st = SPRIG_E_NOMEM; goto done; }
+    TRY(wout_open(&o, 3 + 9 * (size_t)L, p.type, err));
     sprig_gguf_writer *wr = o.wr;
 
     char name[192];
@@ -295,8 +307,7 @@ sprig_status sprig_widen_write(const char *src, const struct sprig_mkmodel_param
     }
     TRY(sprig_gguf_writer_write(wr, out, err));
 done:
-    sprig_gguf_writer_free(o.wr);
-    free(o.td);
+    wout_close(&o);
     for (int i = 0; i < MAP_COUNT; i++) free(w.map[i]);
     sprig_model_free(m);
     return st;
@@ -343,12 +354,7 @@ sprig_status sprig_widen_mtp_write(const char *src, const char *head, const stru
     const int64_t D = p.dim, HD = (int64_t)p.n_heads * (p.dim / p.n_heads);
     const float norm_scale = sqrtf((float)s->dim / (float)p.dim);
     const float q_scale = sqrtf((float)(p.dim / p.n_heads) / (float)s->head_dim);
-    o.cap = 3 + 7 * (size_t)hl;
-    o.td = calloc(o.cap, sizeof *o.td);
-    o.type = p.type;
-    o.wr = sprig_gguf_writer_create(err);
-    if (!o.td) { st = sprig_err(err, SPRIG_E_NOMEM, "widen: out of memory"); goto done; }
-    if (!o.wr) { st = SPRIG_E_NOMEM; goto done; }
+    TRY(wout_open(&o, 3 + 7 * (size_t)hl, p.type, err));
     sprig_gguf_writer *wr = o.wr;
     char name[192];
     snprintf(name, sizeof name, "%.120s widened", p.name ? p.name : "MTP head");
@@ -387,8 +393,7 @@ sprig_status sprig_widen_mtp_write(const char *src, const char *head, const stru
     TRY(add_tensor(&o, "mtp.post_proj.weight", g, "mtp.post_proj.weight", D, D, MAP_HIDDEN, MAP_HIDDEN, 1.0f, 0.0f, err));
     TRY(sprig_gguf_writer_write(wr, out, err));
 done:
-    sprig_gguf_writer_free(o.wr);
-    free(o.td);
+    wout_close(&o);
     for (int i = 0; i < MAP_COUNT; i++) free(w.map[i]);
     sprig_mtp_free(h);
     sprig_model_free(m);

@@ -2,6 +2,7 @@
  * tools/cli.c — strict flag-value parsing shared by the subcommands.
  */
 #include "cli.h"
+#include "sprig.h"
 
 #include <errno.h>
 #include <math.h>
@@ -54,6 +55,26 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+bool cli_tree_shape(const char *cmd, struct sprig_session_params *p, int tree_nodes, bool depth_set, int *tree)
+{
+    if (p->tree_auto) {
+        if (!depth_set) p->draft_max = 8;
+        if (!tree_nodes) tree_nodes = 24;
+        if (!p->tree_width) p->tree_width = 3;
+    }
+    if (tree_nodes) {   /* a dynamic tree of tree_nodes nodes, depth draft_max */
+        if (tree_nodes < p->draft_max + 1) {
+            fprintf(stderr, "sprig %s: --tree-nodes %d is less than the depth %d + 1 (--draft-max / --tree-depth)\n", cmd, tree_nodes,
+                    p->draft_max);
+            return false;
+        }
+        p->tree_branches = tree_nodes - (p->draft_max + 1);
+        if (!p->tree_width) p->tree_width = 4;
+        if (*tree == SPRIG_TREE_FROM_ENV) *tree = SPRIG_TREE_ON;
+    }
+    return true;
 }
 
 double cli_median(double *v, int n)

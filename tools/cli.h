@@ -32,6 +32,13 @@ bool cli_parse_float(const char *cmd, const char *flag, const char *s, double lo
  * are medians of alternated repetitions. */
 double cli_median(double *v, int n);
 
+/* The tree shape from the flags (`sprig run`, `sprig serve`): tree auto chooses from a dynamic tree,
+ * by default 8 deep (unless the depth was given), 24 nodes, width 3; --tree-nodes M makes a dynamic
+ * tree of M nodes (width 4 unless given) and turns tree mode on unless it was set. *tree is the
+ * switch (SPRIG_TREE_*). False, after printing why, when M is below the depth + 1. */
+struct sprig_session_params;   /* sprig.h */
+bool cli_tree_shape(const char *cmd, struct sprig_session_params *p, int tree_nodes, bool depth_set, int *tree);
+
 /* Read all of `path` ("-" or NULL: stdin) into a malloc'd buffer with a NUL
  * after the *len bytes; more than `max` bytes is an error. On failure returns
  * NULL with a message naming the file in why[why_cap]. (tools/readall.c) */

@@ -293,20 +293,7 @@ int sprig_cmd_run(int argc, char **argv)
         else { fprintf(stderr, "sprig run: unknown option '%s' (see sprig run --help)\n", a); return 2; }
 #undef NEEDV
     }
-    if (p.tree_auto) {   /* choose from a dynamic tree: by default 8 deep, 24 nodes, width 3 */
-        if (!depth_set) p.draft_max = 8;
-        if (!tree_nodes) tree_nodes = 24;
-        if (!p.tree_width) p.tree_width = 3;
-    }
-    if (tree_nodes) {   /* a dynamic tree of tree_nodes nodes, depth draft_max */
-        if (tree_nodes < p.draft_max + 1) {
-            fprintf(stderr, "sprig run: --tree-nodes %d is less than the depth %d + 1 (--draft-max / --tree-depth)\n", tree_nodes, p.draft_max);
-            return 2;
-        }
-        p.tree_branches = tree_nodes - (p.draft_max + 1);
-        if (!p.tree_width) p.tree_width = 4;
-        if (tree_flag == SPRIG_TREE_FROM_ENV) tree_flag = SPRIG_TREE_ON;
-    }
+    if (!cli_tree_shape(C, &p, tree_nodes, depth_set, &tree_flag)) return 2;
     p.tree = tree_flag;
     if (p.top_logprobs && !stats_json) {
         fprintf(stderr, "sprig run: --top-logprobs needs --stats-json FILE (where they are written)\n");

@@ -658,17 +658,7 @@ int sprig_cmd_serve(int argc, char **argv)
 #undef NEEDV
     }
     if (!sv.model_path) { fprintf(stderr, "sprig serve: -m MODEL is required\n"); return 2; }
-    if (p.tree_auto) {
-        if (!depth_set) p.draft_max = 8;
-        if (!tree_nodes) tree_nodes = 24;
-        if (!p.tree_width) p.tree_width = 3;
-    }
-    if (tree_nodes) {
-        if (tree_nodes < p.draft_max + 1) { fprintf(stderr, "sprig serve: --tree-nodes %d is less than the depth %d + 1\n", tree_nodes, p.draft_max); return 2; }
-        p.tree_branches = tree_nodes - (p.draft_max + 1);
-        if (!p.tree_width) p.tree_width = 4;
-        if (p.tree == SPRIG_TREE_FROM_ENV) p.tree = SPRIG_TREE_ON;
-    }
+    if (!cli_tree_shape(C, &p, tree_nodes, depth_set, &p.tree)) return 2;
     if (p.tree == SPRIG_TREE_FROM_ENV) p.tree = SPRIG_TREE_OFF;
     sprig_error err = { 0 };
     if (sprig_model_load(sv.model_path, &sv.m, &err)) { fprintf(stderr, "sprig serve: %s\n", err.msg); return 1; }
