@@ -188,6 +188,13 @@ struct sprig_session_params {
     /* 0 (default) .. SPRIG_TOP_LOGPROBS_MAX: at every generated token, record
      * the N most likely tokens of the row that produced it (sprig_session_get_output) */
     int top_logprobs;
+    /* NULL: the session runs alone. A batch (sprig_batch_create): the session's
+     * cache is a paged sequence on the batch's shared KV pool (the batch's KV
+     * type and block size) and every verify forward runs as ONE forward with
+     * the other sessions of the batch that are generating (each sees only its
+     * own history and tree; greedy output equals the session alone). The
+     * session's largest verify block must fit the batch's max_rows. */
+    struct sprig_batch *batch;
 };
 
 /* seed value meaning "pick one from the clock" (the session reports it) */
@@ -285,6 +292,42 @@ void sprig_session_get_output(const sprig_session *s, struct sprig_output *out);
 /* The statistics as one JSON object (NUL-terminated) into buf[cap]; returns
  * the length it needs (snprintf rules). */
 int  sprig_stats_to_json(const struct sprig_stats *st, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------- batches
+ * Continuous batching for a server: up to n_seq sessions on one model share
+ * a paged KV pool, and each step their verify blocks and trees (any mix of
+ * plain, chain and tree sessions and drafters) run as one batched forward.
+ * Sessions join a step when they verify and leave when their generation
+ * ends; a session still prefilling does not hold the others up. */
+typedef struct sprig_batch sprig_batch;
+struct sprig_batch_params {
+    int n_seq;                       /* sessions generating at once, 1..64 */
+    int max_rows;                    /* the largest verify block or tree of one session (0: 64) */
+    int n_ctx;                       /* the sessions' context (sizes the default pool; 0: min(model, 4096)) */
+    enum sprig_kv_type kv_type;
+    int kv_block_slots;              /* the pool's block size, a power of two (0: 32) */
+    int kv_blocks;                   /* blocks in the pool (0: n_seq whole contexts) */
+    int wait_us;                     /* the longest a ready session waits for the others to finish
+                                        drafting (0: 20000) */
+};
+struct sprig_batch_params sprig_batch_default_params(void);
+sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_params *p, sprig_batch **out, sprig_error *err);
+/* Every session created on the batch must be freed first. */
+void sprig_batch_free(sprig_batch *b);
+/* Book KV slots for a request (its prompt, max_tokens and a verify block)
+ * before it starts: false when the pool cannot hold them beside what is
+ * booked (the request should wait, or be refused); release them when it ends. */
+bool sprig_batch_admit(sprig_batch *b, int slots);
+void sprig_batch_release(sprig_batch *b, int slots);
+struct sprig_batch_stats {
+    int64_t forwards;                /* verify forwards run */
+    int64_t shared_forwards;         /* ... of which held two or more sessions */
+    int64_t seqs, rows;              /* sessions and rows summed over the forwards */
+    int max_seqs;                    /* the most sessions one forward held */
+    int64_t timeouts;                /* forwards started by wait_us rather than by every session being ready */
+    int64_t kv_slots, kv_booked;     /* the pool's slots, and those booked now */
+};
+void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *out);
 
 /* Library log level: 0 errors, 1 warnings (default), 2 info, 3 debug. */
 void sprig_set_log_level(int level);

@@ -12,6 +12,7 @@
 #include "kv/kv.h"
 #include "model/arch.h"
 #include "sample/sample.h"
+#include "spec/batch.h"
 #include "spec/drafters.h"
 #include "spec/ngram.h"
 #include "spec/round.h"
@@ -222,13 +223,20 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     struct sprig_ctx_params cp = {
         .n_ctx = p->n_ctx, .n_batch = p->n_batch > 0 ? (p->n_batch < rows ? rows : p->n_batch) : (rows > 64 ? rows : 64),
         .kv_mode = (int)p->kv_type, .kv_block_slots = p->kv_block_slots,
+        .kv_pool = p->batch ? sprig_batch_kv_pool(p->batch) : NULL,
     };
+    if (p->batch && rows > sprig_batch_max_rows(p->batch)) {
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "batch: verify blocks of %d rows exceed the batch's max_rows %d", rows,
+                       sprig_batch_max_rows(p->batch));
+        goto fail_st;
+    }
     if ((st = sprig_ctx_create(m, s->pool, &cp, &s->ctx, err))) goto fail_st;
     if (sprig_ctx_n_batch(s->ctx) < rows) {
         st = sprig_err(err, SPRIG_E_INVALID_ARG, "n_ctx: %d slots cannot hold a verify block of %d", sprig_ctx_n_ctx(s->ctx), rows);
         goto fail_st;
     }
     if (!(s->target = sprig_model_target_create(s->ctx, rows, err))) goto fail;
+    if (p->batch) sprig_model_target_set_batch(s->target, p->batch);
     struct sprig_sampler_params sp = {
         .temp = p->temp, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p, .seed = s->seed,
     };
@@ -397,6 +405,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sprig_detok_init(&s->detok, s->prompt[need - 1]);
     s->t_begin = sprig_time_ms();
     sprig_status st = sprig_spec_generate(s->spec, s->prompt, need, err);
+    if (s->p.batch) sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
     if (keyed && sprig_spec_get_stats(s->spec)->ms_profile > 0) {
         if (sprig_profile_save(sp.shape, key, path, sizeof path)) SPRIG_LOGI("tree auto: verify times cached in %s", path);
         else SPRIG_LOGD("tree auto: verify times not cached (no writable cache directory)");
@@ -405,6 +414,41 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     if (n && on_text) on_text(user, s->text, n);
     s->t_end = sprig_time_ms();
     return st;
+}
+
+/* ---------------------------------------------------------------- batches */
+
+struct sprig_batch_params sprig_batch_default_params(void)
+{
+    return (struct sprig_batch_params){ .n_seq = 4, .max_rows = 64, .kv_type = SPRIG_KV_F32 };
+}
+
+sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_params *p, sprig_batch **out, sprig_error *err)
+{
+    *out = NULL;
+    if (!m || !p) return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: model or params is NULL");
+    if (!sprig_kv_type_name(p->kv_type)) return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type", (int)p->kv_type);
+    if (p->n_ctx < 0 || p->max_rows < 0 || p->wait_us < 0 || p->kv_block_slots < 0)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_ctx, max_rows, kv_block_slots and wait_us must be >= 0");
+    struct sprig_batch_config c = {
+        .n_seq = p->n_seq, .max_rows = p->max_rows ? p->max_rows : 64,
+        .n_ctx = p->n_ctx ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096),
+        .kv_mode = (int)p->kv_type, .block_slots = p->kv_block_slots, .n_blocks = p->kv_blocks, .wait_us = p->wait_us,
+    };
+    if (!(*out = sprig_batch_new(m, &c, err))) return err && err->code ? err->code : SPRIG_E_INVALID_ARG;
+    return SPRIG_OK;
+}
+
+void sprig_batch_free(sprig_batch *b) { sprig_batch_delete(b); }
+
+void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *o)
+{
+    struct sprig_batch_counts c;
+    sprig_batch_get_counts(b, &c);
+    long long total, booked;
+    sprig_batch_slots(b, &total, &booked);
+    *o = (struct sprig_batch_stats){ .forwards = c.forwards, .shared_forwards = c.shared, .seqs = c.seqs, .rows = c.rows,
+                                     .max_seqs = c.max_seqs, .timeouts = c.timeouts, .kv_slots = total, .kv_booked = booked };
 }
 
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)

@@ -7,6 +7,12 @@
 # logprobs; the API key (401); bad bodies and fields (400 naming the field);
 # the official OpenAI JavaScript client (completions, chat, both streamed);
 # the page at / in headless Chromium (a message sent, the reply and the tree read back);
+# continuous batching: 8 requests of mixed prompts and lengths arriving at
+# staggered times on 4 slots (tree auto with the draft model, then the n-gram
+# drafter's chains) each equal `sprig run`'s plain greedy text, and /health
+# proves verify forwards were shared by several slots; a KV pool that holds
+# one request at a time makes the second wait (never two in one forward) and
+# both answers stay exact;
 # a prompt longer than the context (400); unknown routes (404); and a client
 # that disconnects mid-stream frees its slot for the next request.
 # JSON is read with node (the test references already need it).
@@ -58,7 +64,7 @@ printf '%s' "$(sed '1s/^Once upon a time//' "$TMP/run.txt")" >"$TMP/want.txt"
 start plain -m "$M/stories260K.gguf" -c 256 -t 1 || exit 1
 CODE=$(curl -s -o "$TMP/h" -w '%{http_code}' "http://127.0.0.1:$PORT/health")
 check "health 200 (got $CODE)" [ "$CODE" = 200 ]
-check "health body" has '"status":"ok"' "$TMP/h"
+check "health body" [ "$(field "$TMP/h" 'j.status + "/" + j.slots')" = ok/1 ]
 curl -s -o "$TMP/models" "http://127.0.0.1:$PORT/v1/models"
 check "models lists the file" [ "$(field "$TMP/models" 'j.data[0].id')" = stories260K.gguf ]
 post /v1/completions '{"prompt":"Once upon a time","max_tokens":48,"temperature":0}' "$TMP/c1"
@@ -184,6 +190,62 @@ elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
 else
     echo "SKIP: the OpenAI client check (cd tests/ref && npm ci --omit=optional)"
 fi
+
+# ---- continuous batching: concurrent requests, staggered, each = plain `sprig run`
+set -- "Once upon a time" 40 0 "Lily and Tom" 96 0.03 "The little dog" 24 0.01 "One day, a bird" 120 0.07 \
+       "Once upon a time" 72 0.02 "The sun was hot" 56 0.12 "Sam had a big red ball" 88 0.05 "The little dog" 64 0.09
+k=0
+while [ $# -ge 3 ]; do
+    k=$((k + 1))
+    printf '%s\n%s\n%s\n' "$1" "$2" "$3" >"$TMP/bq$k"
+    "$BIN" run -m "$M/stories260K.gguf" -p "$1" -n "$2" --temp 0 -q >"$TMP/bw$k.full" 2>/dev/null
+    node -e "const f = require('fs'); const p = process.argv[1]; const t = f.readFileSync('$TMP/bw$k.full', 'utf8');
+             f.writeFileSync('$TMP/bw$k', t.startsWith(p) ? t.slice(p.length) : 'PROMPT NOT ECHOED')" "$1"
+    shift 3
+done
+batch_round() { # batch_round TAG: the 8 requests at their delays, each compared with its plain run
+    JOBS=""
+    for i in 1 2 3 4 5 6 7 8; do
+        { p=$(sed -n 1p "$TMP/bq$i"); n=$(sed -n 2p "$TMP/bq$i"); d=$(sed -n 3p "$TMP/bq$i")
+          sleep "$d"
+          body=$(node -e "process.stdout.write(JSON.stringify({prompt: process.argv[1], max_tokens: +process.argv[2], temperature: 0}))" "$p" "$n")
+          curl -s -o "$TMP/$1-r$i" -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$PORT/v1/completions"; } &
+        JOBS="$JOBS $!"
+    done
+    for p in $JOBS; do wait "$p"; done   # not the servers
+    for i in 1 2 3 4 5 6 7 8; do
+        field "$TMP/$1-r$i" 'j.choices[0].text' >"$TMP/$1-t$i" 2>/dev/null
+        check "$1: request $i ($(sed -n 1p "$TMP/bq$i"), $(sed -n 2p "$TMP/bq$i") tokens) = sprig run" cmp -s "$TMP/$1-t$i" "$TMP/bw$i"
+    done
+}
+start batch -m "$M/stories260K.gguf" -c 256 -t 1 --parallel 4 --draft "$M/stories-draft.gguf" --tree auto || exit 1
+batch_round tree
+check "tree: a request's usage says tree" [ "$(field "$TMP/tree-r4" 'j.usage.speculative.path')" = tree ]
+curl -s -o "$TMP/bh" "http://127.0.0.1:$PORT/health"
+check "tree: verify forwards shared by slots ($(cat "$TMP/bh"))" [ "$(field "$TMP/bh" 'j.batch.shared_forwards > 0 && j.batch.max_sequences >= 2 && j.batch.kv_booked === 0')" = true ]
+start batchng -m "$M/stories260K.gguf" -c 256 -t 1 --parallel 4 --draft-ngram --draft-max 4 || exit 1
+batch_round ngram
+curl -s -o "$TMP/bh2" "http://127.0.0.1:$PORT/health"
+check "ngram: verify forwards shared by slots ($(cat "$TMP/bh2"))" [ "$(field "$TMP/bh2" 'j.batch.shared_forwards > 0 && j.batch.max_sequences >= 2')" = true ]
+# a pool of one context: the second request waits for the first's slots, then runs; both exact
+start pool -m "$M/stories260K.gguf" -c 256 -t 1 --parallel 2 --kv-pool 256 --kv-block 16 --draft "$M/stories-draft.gguf" --tree || exit 1
+JOBS=""
+for i in 2 4; do
+    { body=$(node -e "process.stdout.write(JSON.stringify({prompt: process.argv[1], max_tokens: +process.argv[2], temperature: 0}))" \
+        "$(sed -n 1p "$TMP/bq$i")" "$(sed -n 2p "$TMP/bq$i")")
+      curl -s -o "$TMP/pool-r$i" -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$PORT/v1/completions"; } &
+    JOBS="$JOBS $!"
+done
+for p in $JOBS; do wait "$p"; done
+for i in 2 4; do
+    field "$TMP/pool-r$i" 'j.choices[0].text' >"$TMP/pool-t$i" 2>/dev/null
+    check "pool: request $i = sprig run" cmp -s "$TMP/pool-t$i" "$TMP/bw$i"
+done
+curl -s -o "$TMP/bh3" "http://127.0.0.1:$PORT/health"
+check "pool: one request at a time in the pool ($(cat "$TMP/bh3"))" [ "$(field "$TMP/bh3" 'j.batch.max_sequences === 1 && j.batch.kv_slots === 256 && j.batch.kv_booked === 0')" = true ]
+"$BIN" serve -m "$M/stories260K.gguf" --port 18082 -c 256 --kv-pool 128 >/dev/null 2>"$TMP/bad"; rc=$?
+check "a pool smaller than a context exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "... naming --kv-pool" has "--kv-pool" "$TMP/bad"
 
 # ---- the page in a real headless browser (Debian's Chromium through puppeteer-core): send a
 # message, read the streamed reply (= the API's greedy reply) and the drawn speculation tree

@@ -18,8 +18,16 @@
  * its job (the session's text callback then stops the generation), so its
  * slot is free at once.
  *
- * Each slot decodes its own sequence (speculation included); verifying the
- * slots' trees in one shared forward is not done here yet.
+ * Continuous batching (default): the slots' sessions share one batch
+ * (sprig.h sprig_batch): their caches are paged sequences on one KV pool,
+ * and each step every generating slot's verify block or tree — plain,
+ * chain or tree, whatever its round chose — runs in ONE forward, each with
+ * its own accepted path and rollback. A request books its KV slots
+ * (prompt + max_tokens + a verify block, at most the context) before a slot
+ * starts it: while the pool is spoken for, the oldest waiting request waits
+ * (and a full queue answers 503), so a running sequence never finds the
+ * pool empty. --no-batch gives each slot its own cache and forwards (the
+ * comparison `make bench` draws).
  */
 #include "cli.h"
 #include "serve_page.h"
@@ -52,6 +60,7 @@ struct job {
     char *sse;                    /* SSE bytes ready for the connection */
     size_t sse_len, sse_cap, sse_read;
     bool started, done, cancelled, stopped_by_string, role_sent;
+    int need;                     /* KV slots booked in the batch's pool (0: none) */
     int refs;                     /* the connection and the worker */
     int http_status;              /* != 200: the worker's error */
     char err[512];
@@ -69,6 +78,8 @@ struct server {
     const char *bos, *eos;
     int n_ctx, queue_max, parallel;
     struct sprig_session_params sp;
+    sprig_batch *batch;           /* NULL: --no-batch */
+    int rows;                     /* a slot's largest verify block */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct job *head, *tail;
@@ -387,6 +398,20 @@ static void run_job(struct server *sv, sprig_session *s, struct job *j)
 
 struct worker_arg { struct server *sv; int slot; };
 
+/* Can the queue's head start now? It books its KV slots in the batch's pool
+ * (a cancelled one needs none); the head waits while the pool is spoken for,
+ * and nobody overtakes it. Called with sv->mu held. */
+static bool admit(struct server *sv, struct job *j)
+{
+    if (!sv->batch) return true;
+    pthread_mutex_lock(&j->mu);
+    const bool cancelled = j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+    if (cancelled) return true;
+    if (!sprig_batch_admit(sv->batch, j->need)) return false;
+    return true;
+}
+
 static void *worker(void *arg)
 {
     struct worker_arg *wa = arg;
@@ -396,7 +421,7 @@ static void *worker(void *arg)
     for (;;) {
         pthread_mutex_lock(&sv->mu);
         sv->idle++;
-        while (!sv->head && !sv->stopping) pthread_cond_wait(&sv->cv, &sv->mu);
+        while (!sv->stopping && (!sv->head || !admit(sv, sv->head))) pthread_cond_wait(&sv->cv, &sv->mu);
         sv->idle--;
         if (sv->stopping) { pthread_mutex_unlock(&sv->mu); return NULL; }
         struct job *j = sv->head;
@@ -409,6 +434,12 @@ static void *worker(void *arg)
         if (skip) { j->done = true; pthread_cond_broadcast(&j->cv); }
         pthread_mutex_unlock(&j->mu);
         if (!skip) run_job(sv, s, j);
+        if (j->need) {   /* its KV slots back: a request waiting for the pool may start */
+            sprig_batch_release(sv->batch, j->need);
+            pthread_mutex_lock(&sv->mu);
+            pthread_cond_broadcast(&sv->cv);
+            pthread_mutex_unlock(&sv->mu);
+        }
         job_unref(j);
     }
 }
@@ -503,6 +534,12 @@ static enum MHD_Result handle_generate(struct server *sv, struct MHD_Connection 
         free(j);
         return send_error(c, 400, why, "messages");
     }
+    if (sv->batch) {   /* the KV slots it may fill: prompt, max_tokens and a verify block, at most the context */
+        const int np = sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, NULL, 0, NULL);
+        const long long mt = j->req.max_tokens ? j->req.max_tokens : chat ? sv->n_ctx : 16;
+        const long long need = (np > 0 ? np : (long long)strlen(j->prompt) + 1) + mt + sv->rows;
+        j->need = need < sv->n_ctx ? (int)need : sv->n_ctx;
+    }
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->refs = 2;
@@ -556,6 +593,22 @@ static enum MHD_Result handle_generate(struct server *sv, struct MHD_Connection 
     return ret;
 }
 
+/* /health: the status, the slots, and how the verify forwards were shared (no request's data) */
+static json_t *health_obj(struct server *sv)
+{
+    json_t *o = json_pack("{s:s, s:i}", "status", "ok", "slots", sv->parallel);
+    if (sv->batch) {
+        struct sprig_batch_stats bs;
+        sprig_batch_get_stats(sv->batch, &bs);
+        json_object_set_new(o, "batch", json_pack("{s:I, s:I, s:I, s:I, s:i, s:I, s:I, s:I}", "forwards", (json_int_t)bs.forwards,
+                                                  "shared_forwards", (json_int_t)bs.shared_forwards, "sequences", (json_int_t)bs.seqs,
+                                                  "rows", (json_int_t)bs.rows, "max_sequences", bs.max_seqs,
+                                                  "wait_limit_forwards", (json_int_t)bs.timeouts, "kv_slots", (json_int_t)bs.kv_slots,
+                                                  "kv_booked", (json_int_t)bs.kv_booked));
+    }
+    return o;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -583,7 +636,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_error(c, 401, "a valid API key is required (Authorization: Bearer KEY)", NULL);
     }
     const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-    if (get && !strcmp(url, "/health")) return send_text(c, 200, "application/json", "{\"status\":\"ok\"}");
+    if (get && !strcmp(url, "/health")) return send_json(c, 200, health_obj(sv), NULL);
     if (get && !strcmp(url, "/")) return send_text(c, 200, "text/html; charset=utf-8", serve_page_html);
     if (get && !strcmp(url, "/v1/models")) {
         json_t *o = json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list", "data", "id", sv->model_id, "object", "model",
@@ -616,10 +669,14 @@ static void usage(FILE *f)
         "usage: sprig serve -m MODEL [--draft FILE | --mtp FILE | --draft-ngram] [--draft-max K]\n"
         "                   [--tree | --tree auto] [--tree-nodes M] [--tree-width W] [--host 127.0.0.1] [--port 8080]\n"
         "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--chat-template NAME] [--alias ID]\n"
+        "                   [--kv-pool SLOTS] [--kv-block N] [--no-batch]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
         "  GET /v1/models, /health. Each of the --parallel slots (default 1) decodes one request at a\n"
-        "  time with its own cache and drafter; --queue requests (default 16) may wait for a busy slot,\n"
-        "  more get 503 with Retry-After.\n");
+        "  time with its own drafter; every step the generating slots' verify blocks and trees run as ONE\n"
+        "  batched forward on a shared paged KV pool (--kv-pool slots, default --parallel whole contexts,\n"
+        "  in blocks of --kv-block, default 32; a request waits until its prompt + max_tokens fit the pool).\n"
+        "  --no-batch: each slot its own cache and forwards. --queue requests (default 16) may wait for a\n"
+        "  busy slot, more get 503 with Retry-After.\n");
 }
 
 int sprig_cmd_serve(int argc, char **argv)
@@ -629,8 +686,8 @@ int sprig_cmd_serve(int argc, char **argv)
     struct sprig_session_params p = sprig_session_default_params();
     const char *host = "127.0.0.1", *chat_name = NULL;
     long long port = 8080, v;
-    int tree_nodes = 0;
-    bool depth_set = false;
+    int tree_nodes = 0, kv_pool = 0, kv_block = 32;
+    bool depth_set = false, batching = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!val) { fprintf(stderr, "sprig serve: %s needs a value\n", a); return 2; } i++; } while (0)
@@ -643,6 +700,14 @@ int sprig_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 20, &v)) return 2; p.n_ctx = (int)v; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 256, &v)) return 2; p.n_threads = (int)v; }
         else if (!strcmp(a, "--api-key")) { NEEDV(); sv.api_key = val; }
+        else if (!strcmp(a, "--no-batch")) batching = false;
+        else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
+        else if (!strcmp(a, "--kv-block")) {
+            NEEDV();
+            if (!cli_parse_int(C, a, val, 1, 4096, &v)) return 2;
+            if (v & (v - 1)) { fprintf(stderr, "sprig serve: --kv-block: %lld is not a power of two\n", v); return 2; }
+            kv_block = (int)v;
+        }
         else if (!strcmp(a, "--alias")) { NEEDV(); sv.model_id = val; }
         else if (!strcmp(a, "--chat-template")) { NEEDV(); chat_name = val; }
         else if (!strcmp(a, "--draft")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MODEL; p.draft_path = val; }
@@ -690,9 +755,25 @@ int sprig_cmd_serve(int argc, char **argv)
     int rc = 0, started = 0;
     pthread_mutex_init(&sv.mu, NULL);
     pthread_cond_init(&sv.cv, NULL);
+    sv.n_ctx = p.n_ctx ? p.n_ctx : (mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096);
+    sv.rows = p.drafter == SPRIG_DRAFTER_NONE ? 1 : p.draft_max + 1 + p.tree_branches;
+    if (kv_pool && kv_pool < sv.n_ctx) {
+        fprintf(stderr, "sprig serve: --kv-pool: %d slots cannot hold one request's context of %d (-c)\n", kv_pool, sv.n_ctx);
+        rc = 2;
+    }
+    if (!rc && batching) {
+        struct sprig_batch_params bp = sprig_batch_default_params();
+        bp.n_seq = sv.parallel;
+        bp.max_rows = sv.rows;
+        bp.n_ctx = sv.n_ctx;
+        bp.kv_type = p.kv_type;
+        bp.kv_block_slots = kv_block;
+        bp.kv_blocks = kv_pool ? (kv_pool + kv_block - 1) / kv_block : 0;
+        if (sprig_batch_create(sv.m, &bp, &sv.batch, &err)) { fprintf(stderr, "sprig serve: %s\n", err.msg); rc = 1; }
+        p.batch = sv.batch;
+    }
     for (int i = 0; i < sv.parallel && !rc; i++)
         if (sprig_session_create(sv.m, &p, &sv.slots[i], &err)) { fprintf(stderr, "sprig serve: %s\n", err.msg); rc = 1; }
-    sv.n_ctx = p.n_ctx ? p.n_ctx : (mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096);
     for (int i = 0; i < sv.parallel && !rc; i++) {
         struct worker_arg *wa = malloc(sizeof *wa);
         *wa = (struct worker_arg){ &sv, i };
@@ -717,9 +798,10 @@ int sprig_cmd_serve(int argc, char **argv)
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         signal(SIGPIPE, SIG_IGN);
-        fprintf(stderr, "sprig serve: %s on http://%s:%lld (%d slot%s, drafter %s%s)\n", sv.model_id, host, port, sv.parallel,
+        fprintf(stderr, "sprig serve: %s on http://%s:%lld (%d slot%s, drafter %s%s, %s)\n", sv.model_id, host, port, sv.parallel,
                 sv.parallel == 1 ? "" : "s", p.drafter == SPRIG_DRAFTER_NONE ? "none" : p.draft_path ? p.draft_path : "ngram",
-                p.tree == SPRIG_TREE_ON ? (p.tree_auto ? ", tree auto" : ", tree") : "");
+                p.tree == SPRIG_TREE_ON ? (p.tree_auto ? ", tree auto" : ", tree") : "",
+                sv.batch ? "verify forwards batched across slots" : "each slot verifies alone");
         while (!g_stop) pause();
         fprintf(stderr, "sprig serve: stopping\n");
     }
@@ -744,6 +826,14 @@ int sprig_cmd_serve(int argc, char **argv)
     for (int i = 0; i < started; i++) pthread_join(sv.threads[i], NULL);
     if (d) MHD_stop_daemon(d);
     for (int i = 0; i < sv.parallel; i++) sprig_session_free(sv.slots[i]);
+    if (sv.batch) {
+        struct sprig_batch_stats bs;
+        sprig_batch_get_stats(sv.batch, &bs);
+        fprintf(stderr, "sprig serve: %lld verify forwards, %lld shared by several slots (%.2f sequences, %.1f rows per forward)\n",
+                (long long)bs.forwards, (long long)bs.shared_forwards, bs.forwards ? (double)bs.seqs / (double)bs.forwards : 0.0,
+                bs.forwards ? (double)bs.rows / (double)bs.forwards : 0.0);
+        sprig_batch_free(sv.batch);
+    }
     free(sv.slots);
     free(sv.threads);
     sprig_model_free(sv.m);

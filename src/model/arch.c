@@ -208,9 +208,10 @@ static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
  * CAP: { reads final, reads attention, final default, attention default } */
 #define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, nt, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL }
 #define ROW(nm, mode, t, act, es, swa, cap, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, NULL, 0, shapes }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, NULL, 0, shapes, \
+      sprig_llama_forward_multi }
 #define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
 #define NO_SWA SWA(0, false, 0, 0)
 #define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }

@@ -45,6 +45,9 @@ struct sprig_tensor_spec {
 };
 
 typedef sprig_status (*sprig_forward_fn)(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+/* Several sequences' rows in one forward (model.h sprig_forward_multi, arguments checked there). */
+typedef sprig_status (*sprig_forward_multi_fn)(sprig_ctx *host, int n_seq, sprig_ctx *const *ctx, const struct sprig_fwd *f,
+                                               float *logits, sprig_error *err);
 
 enum sprig_ffn_act { SPRIG_FFN_SILU = 0, SPRIG_FFN_GELU };
 
@@ -96,6 +99,7 @@ struct sprig_arch {
                                shared-KV layers (attention.shared_kv_layers), per-layer inputs,
                                V RMS-normed without weight (or K's projection when attn_v is
                                absent), queries unscaled (the q/k norms carry the scale) */
+    sprig_forward_multi_fn forward_multi;   /* NULL: one sequence per forward (a hybrid's recurrent states) */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);
@@ -105,6 +109,8 @@ void sprig_arch_names(char *buf, size_t cap);
 
 /* Forward functions, one file per architecture. */
 sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
+sprig_status sprig_llama_forward_multi(sprig_ctx *host, int n_seq, sprig_ctx *const *ctx, const struct sprig_fwd *f,
+                                       float *logits, sprig_error *err);
 sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
 
 #endif

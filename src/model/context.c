@@ -27,7 +27,7 @@ void sprig_ctx_free(sprig_ctx *c)
     sprig_free_aligned(c->pos);
     sprig_free_aligned(c->qg);
     sprig_free_aligned(c->qgate);
-    sprig_free_aligned(c->rows);
+    sprig_free_aligned(c->tok);
     sprig_free_aligned(c->act);
     free(c);
 }
@@ -265,7 +265,7 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         if (!c->qg || !c->qgate) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the gated attention"); goto fail; }
     }
     c->pos = sprig_calloc_aligned(B, sizeof(int32_t));
-    c->rows = sprig_calloc_aligned(B, sizeof(int32_t));
+    c->tok = sprig_calloc_aligned(B, sizeof(int32_t));
     int64_t kmax = hp->dim;
     if (hp->max_ff > kmax) kmax = hp->max_ff;
     if (qdim > kmax) kmax = qdim;
@@ -275,7 +275,7 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     c->act = sprig_calloc_aligned(c->act_bytes, 1);
     c->attn_floats = sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, sprig_pool_size(pool));
     c->attn_scratch = sprig_calloc_aligned(c->attn_floats, sizeof(float));
-    if (!c->pos || !c->rows || !c->act || !c->attn_scratch) {
+    if (!c->pos || !c->tok || !c->act || !c->attn_scratch) {
         st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for scratch (n_ctx %d, n_batch %d)", n_ctx, n_batch);
         goto fail;
     }
@@ -292,32 +292,77 @@ sprig_pool *sprig_ctx_pool(sprig_ctx *c) { return c->pool; }
 int sprig_ctx_n_batch(const sprig_ctx *c) { return c->n_batch; }
 int sprig_ctx_n_ctx(const sprig_ctx *c) { return c->n_ctx; }
 
-sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
+/* The arguments of one forward on c (what: "forward" or "sequence s"). */
+static sprig_status check_fwd(const sprig_ctx *c, const struct sprig_fwd *f, const char *what, sprig_error *err)
 {
     const struct sprig_hparams *hp = &c->m->hp;
     int len = sprig_kv_len(c->kv);
+    if (!f->tokens) return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: tokens is NULL", what);
     if (f->n < 1 || f->n > c->n_batch)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: batch of %d tokens is out of range [1, %d]", f->n, c->n_batch);
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: batch of %d tokens is out of range [1, %d]", what, f->n, c->n_batch);
     if (len + f->n > c->n_ctx)
-        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "forward: %d cached + %d new tokens exceed the context of %d", len, f->n, c->n_ctx);
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "%s: %d cached + %d new tokens exceed the context of %d", what, len, f->n, c->n_ctx);
     if (f->n_out < 0 || f->n_out > f->n)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: n_out %d is out of range [0, %d]", f->n_out, f->n);
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: n_out %d is out of range [0, %d]", what, f->n_out, f->n);
     for (int i = 0; i < f->n; i++) {
         if (f->tokens[i] < 0 || f->tokens[i] >= hp->n_vocab)
-            return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: token %d at batch row %d is outside the vocabulary [0, %d)",
-                             f->tokens[i], i, hp->n_vocab);
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: token %d at batch row %d is outside the vocabulary [0, %d)",
+                             what, f->tokens[i], i, hp->n_vocab);
         if (f->pos && (f->pos[i] < 0 || f->pos[i] > (1 << 24)))
-            return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: position %d at batch row %d is out of range", f->pos[i], i);
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: position %d at batch row %d is out of range", what, f->pos[i], i);
     }
     if (f->n_logits < 0 || f->n_logits > f->n_out)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: n_logits %d is out of range [0, %d]", f->n_logits, f->n_out);
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: n_logits %d is out of range [0, %d]", what, f->n_logits, f->n_out);
     if (f->out_rows)
         for (int i = 0; i < f->n_out; i++)
             if (f->out_rows[i] < 0 || f->out_rows[i] >= f->n)
-                return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: out_rows[%d] = %d is outside the batch of %d", i, f->out_rows[i], f->n);
-    sprig_status st = sprig_kv_reserve(c->kv, f->n, err);
+                return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: out_rows[%d] = %d is outside the batch of %d", what, i, f->out_rows[i], f->n);
+    return SPRIG_OK;
+}
+
+sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)
+{
+    sprig_status st = check_fwd(c, f, "forward", err);
     if (st) return st;
+    if ((st = sprig_kv_reserve(c->kv, f->n, err))) return st;
     return c->m->arch->forward(c, f, err);
+}
+
+void sprig_ctx_set_pool(sprig_ctx *c, sprig_pool *pool) { c->pool = pool; }
+
+sprig_status sprig_forward_multi(sprig_ctx *host, int n_seq, sprig_ctx *const *ctx, const struct sprig_fwd *f, float *logits,
+                                 sprig_error *err)
+{
+    if (!host || !ctx || !f) return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: host, ctx or f is NULL");
+    const sprig_model *m = host->m;
+    if (!m->arch->forward_multi)
+        return sprig_err(err, SPRIG_E_REFUSED, "forward: architecture %s runs one sequence per forward (its recurrent layers' "
+                         "states are per sequence)", m->arch->name);
+    if (n_seq < 1 || n_seq > SPRIG_FORWARD_MAX_SEQS)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: %d sequences is out of range [1, %d]", n_seq, SPRIG_FORWARD_MAX_SEQS);
+    int64_t rows = 0, outs = 0;
+    bool want_logits = false;
+    for (int s = 0; s < n_seq; s++) {
+        char what[32];
+        snprintf(what, sizeof what, "sequence %d", s);
+        if (!ctx[s] || ctx[s]->m != m) return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: not a context of the host's model", what);
+        for (int t = 0; t < s; t++)
+            if (ctx[t] == ctx[s]) return sprig_err(err, SPRIG_E_INVALID_ARG, "%s: the same context as sequence %d", what, t);
+        sprig_status st = check_fwd(ctx[s], &f[s], what, err);
+        if (st) return st;
+        rows += f[s].n;
+        outs += f[s].n_out;
+        want_logits |= f[s].n_out > 0 && f[s].logits;
+    }
+    if (rows > host->n_batch)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: %lld rows of %d sequences exceed the host's batch of %d", (long long)rows,
+                         n_seq, host->n_batch);
+    if (want_logits && outs > 0 && !logits) return sprig_err(err, SPRIG_E_INVALID_ARG, "forward: no scratch for the logits");
+    for (int s = 0; s < n_seq; s++) {   /* room first: a full pool refuses before any cache is written */
+        sprig_status st = sprig_kv_reserve(ctx[s]->kv, f[s].n, err);
+        if (st) return st;
+    }
+    return m->arch->forward_multi(host, n_seq, ctx, f, logits, err);
 }
 
 /* n tokens in n_batch chunks; the last row's logits; hidden: the last row's

@@ -28,7 +28,7 @@ struct sprig_ctx {
     float *hid;               /* [B][dim]   gathered final rows */
     float *rope;              /* [B][n_rot] RoPE cos/sin of the batch positions */
     int32_t *pos;             /* [B] */
-    int32_t *rows;            /* [B] */
+    int32_t *tok;             /* [B] a multi-sequence forward's tokens, concatenated */
     void *act;                /* activation quantization scratch */
     size_t act_bytes;
     float *attn_scratch;

@@ -206,6 +206,24 @@ struct sprig_fwd {
  * on error nothing was appended to the cache. */
 sprig_status sprig_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
 
+/* Several sequences in ONE forward (a server verifying many sessions'
+ * blocks and trees together): ctx[s] runs f[s] exactly as sprig_forward
+ * would — its rows read only its own cache and its own block or tree (its
+ * mask), so the attention is block-diagonal and each row's bits equal a
+ * forward of that sequence alone — while the rows of all sequences share
+ * every weight read (embeddings, projections, FFN, output head). The rows
+ * sit side by side in host's scratch (host: a context of the same model
+ * whose n_batch holds the sum of the n; its cache is not touched). logits:
+ * [sum of n_out][n_vocab] scratch for the shared head (the rows are then
+ * copied to each f[s].logits). Every argument is checked first (naming the
+ * sequence); on an error nothing was appended to any cache. An architecture
+ * that runs one sequence per forward (recurrent layers) is refused. */
+#define SPRIG_FORWARD_MAX_SEQS 64
+sprig_status sprig_forward_multi(sprig_ctx *host, int n_seq, sprig_ctx *const *ctx, const struct sprig_fwd *f, float *logits,
+                                 sprig_error *err);
+/* The thread pool the context's forwards run on (the caller's threads for a shared host context). */
+void sprig_ctx_set_pool(sprig_ctx *c, sprig_pool *pool);
+
 /* After a tree forward of `tail` rows: keep the rows path[n_path] (path[0]
  * = 0, each the next one's parent, strictly increasing), in path order,
  * and drop the rest: the KV cache gathers them, recurrent layers keep the

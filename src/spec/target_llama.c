@@ -2,6 +2,7 @@
  * spec/target_llama — see target_llama.h.
  */
 #include "spec/target_llama.h"
+#include "spec/batch.h"
 #include "base/mem.h"
 #include "base/timer.h"
 #include "tensor/ops.h"
@@ -13,6 +14,7 @@ typedef struct model_target {
     sprig_target base;
     sprig_ctx *ctx;
     const sprig_model *m;
+    sprig_batch *batch;     /* verify forwards shared with other sessions (spec/batch.h), or NULL */
     int max_rows;
     float *logits;          /* [max_rows][n_vocab] */
     float *hidden;          /* [max_rows][dim] captured final-norm rows */
@@ -82,6 +84,12 @@ static sprig_status check_rows(model_target *mt, int n, sprig_error *err)
     return SPRIG_OK;
 }
 
+/* A verify forward: alone, or with the batch's other members */
+static sprig_status verify_fwd(model_target *mt, const struct sprig_fwd *f, sprig_error *err)
+{
+    return mt->batch ? sprig_batch_forward(mt->batch, mt->ctx, f, err) : sprig_forward(mt->ctx, f, err);
+}
+
 static sprig_status t_verify_forward(sprig_target *t, const int32_t *block, int n, sprig_rows *rows,
                                      sprig_capture *cap, sprig_error *err)
 {
@@ -89,7 +97,7 @@ static sprig_status t_verify_forward(sprig_target *t, const int32_t *block, int 
     sprig_status s = check_rows(mt, n, err);
     if (s) return s;
     struct sprig_fwd f = { .n = n, .tokens = block, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
-    if ((s = sprig_forward(mt->ctx, &f, err))) return s;
+    if ((s = verify_fwd(mt, &f, err))) return s;
     fill_rows(mt, n, rows);
     cap->block = n;
     cap->tree = false;
@@ -130,7 +138,7 @@ static sprig_status t_verify_forward_tree(sprig_target *t, const sprig_tree *tre
     for (int i = 0; i < n; i++) mt->pos[i] = off + mt->depths[i];
     struct sprig_fwd f = { .n = n, .tokens = tree->tokens, .pos = mt->pos, .mask = mt->mask, .parents = tree->parents,
                            .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
-    if ((s = sprig_forward(mt->ctx, &f, err))) return s;
+    if ((s = verify_fwd(mt, &f, err))) return s;
     fill_rows(mt, n, rows);
     cap->block = n;
     cap->tree = true;
@@ -174,6 +182,8 @@ static const struct sprig_target_vt model_target_vt = {
     .verify_finalize_tree = t_verify_finalize_tree,
     .time_rows = t_time_rows,
 };
+
+void sprig_model_target_set_batch(sprig_target *t, sprig_batch *b) { ((model_target *)t)->batch = b; }
 
 void sprig_model_target_free(sprig_target *t)
 {

@@ -20,5 +20,9 @@
 /* ctx is borrowed; max_rows = the largest block or tree the session verifies. */
 sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_error *err);
 void sprig_model_target_free(sprig_target *t);
+/* Verify forwards from now on run together with the batch's other members
+ * (spec/batch.h); the context must be one of the batch's pool. */
+struct sprig_batch;
+void sprig_model_target_set_batch(sprig_target *t, struct sprig_batch *b);
 
 #endif

@@ -1,0 +1,247 @@
+/*
+ * spec/batch — see batch.h.
+ */
+#include "spec/batch.h"
+#include "base/mem.h"
+#include "spec/tree.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct request {
+    sprig_ctx *ctx;
+    const struct sprig_fwd *f;
+    sprig_status st;
+    sprig_error err;
+    bool done;
+};
+
+struct sprig_batch {
+    const sprig_model *m;
+    struct sprig_batch_config cfg;
+    struct sprig_kv_pool *kv_pool;
+    sprig_ctx *host;                 /* scratch for the rows of every member (its own cache is never used) */
+    float *logits;                   /* [n_seq * max_rows][n_vocab] the shared head's rows */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sprig_ctx **member;              /* [n_seq] sessions that verify through the batch */
+    int n_member;
+    struct request **queue;          /* [n_seq] waiting to run */
+    int n_queue;
+    struct timespec first;           /* when the oldest queued request arrived */
+    bool running;                    /* a forward is in progress */
+    /* the leader's copy of a run (no allocation per round) */
+    sprig_ctx **run_ctx;
+    struct sprig_fwd *run_f;
+    long long booked_blocks;
+    struct sprig_batch_counts counts;
+};
+
+void sprig_batch_delete(sprig_batch *b)
+{
+    if (!b) return;
+    sprig_ctx_free(b->host);
+    sprig_kv_pool_free(b->kv_pool);
+    sprig_free_aligned(b->logits);
+    free(b->member);
+    free(b->queue);
+    free(b->run_ctx);
+    free(b->run_f);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err)
+{
+    struct sprig_batch_config c = *cfg;
+    if (c.n_seq < 1 || c.n_seq > SPRIG_FORWARD_MAX_SEQS) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_seq %d is out of range [1, %d]", c.n_seq, SPRIG_FORWARD_MAX_SEQS);
+        return NULL;
+    }
+    if (c.max_rows < 1 || c.max_rows > SPRIG_TREE_MAX) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: max_rows %d is out of range [1, %d]", c.max_rows, SPRIG_TREE_MAX);
+        return NULL;
+    }
+    if (c.n_ctx < 1 || c.n_ctx > (1 << 24)) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_ctx %d is out of range [1, %d]", c.n_ctx, 1 << 24);
+        return NULL;
+    }
+    if (c.block_slots == 0) c.block_slots = 32;
+    if (c.wait_us <= 0) c.wait_us = 20000;
+    if (c.n_blocks < 0) { sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_blocks %d is negative", c.n_blocks); return NULL; }
+    if (c.block_slots > 0 && c.n_blocks == 0) {   /* every member's whole context, a block spare each */
+        const long long per = ((long long)c.n_ctx + c.block_slots - 1) / c.block_slots + 1;
+        const long long want = per * c.n_seq;
+        c.n_blocks = want > (1 << 24) ? (1 << 24) : (int)want;
+    }
+    sprig_batch *b = calloc(1, sizeof *b);
+    if (!b) { sprig_err(err, SPRIG_E_NOMEM, "batch: out of memory"); return NULL; }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->m = m;
+    b->cfg = c;
+    const struct sprig_hparams *hp = &m->hp;
+    struct sprig_kv_pool_params pp = { .n_layer = hp->n_layer, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
+                                       .mode = c.kv_mode, .block_slots = c.block_slots, .n_blocks = c.n_blocks };
+    if (!(b->kv_pool = sprig_kv_pool_create(&pp, err))) goto fail;
+    const int rows = c.n_seq * c.max_rows;
+    struct sprig_ctx_params hpar = { .n_ctx = rows, .n_batch = rows, .kv_mode = 0 };
+    if (sprig_ctx_create(m, NULL, &hpar, &b->host, err)) goto fail;
+    b->logits = sprig_calloc_aligned((size_t)rows * (size_t)hp->n_vocab, sizeof(float));
+    b->member = calloc((size_t)c.n_seq, sizeof *b->member);
+    b->queue = calloc((size_t)c.n_seq, sizeof *b->queue);
+    b->run_ctx = calloc((size_t)c.n_seq, sizeof *b->run_ctx);
+    b->run_f = calloc((size_t)c.n_seq, sizeof *b->run_f);
+    if (!b->logits || !b->member || !b->queue || !b->run_ctx || !b->run_f) {
+        sprig_err(err, SPRIG_E_NOMEM, "batch: out of memory for %d sequences of %d rows", c.n_seq, c.max_rows);
+        goto fail;
+    }
+    return b;
+fail:
+    sprig_batch_delete(b);
+    return NULL;
+}
+
+struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b) { return b->kv_pool; }
+int sprig_batch_max_rows(const sprig_batch *b) { return b->cfg.max_rows; }
+
+static bool after(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* Run queue[0..n) (copied out by the leader, whose request is among them; the lock released). */
+static void run(sprig_batch *b, struct request **q, int n, sprig_ctx *leader)
+{
+    if (n == 1) {   /* alone: the plain forward, on the member's own context */
+        q[0]->st = sprig_forward(q[0]->ctx, q[0]->f, &q[0]->err);
+        return;
+    }
+    int rows = 0;
+    for (int i = 0; i < n; i++) {
+        b->run_ctx[i] = q[i]->ctx;
+        b->run_f[i] = *q[i]->f;
+        rows += q[i]->f->n;
+    }
+    sprig_ctx_set_pool(b->host, sprig_ctx_pool(leader));   /* the leader's threads */
+    sprig_error e = { 0 };
+    sprig_status st = sprig_forward_multi(b->host, n, b->run_ctx, b->run_f, b->logits, &e);
+    if (st == SPRIG_OK) {
+        for (int i = 0; i < n; i++) q[i]->st = SPRIG_OK;
+        return;
+    }
+    /* a request failed the checks (or the pool is short): each alone, each with its own answer */
+    for (int i = 0; i < n; i++) q[i]->st = sprig_forward(q[i]->ctx, q[i]->f, &q[i]->err);
+    (void)rows;
+}
+
+sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sprig_fwd *f, sprig_error *err)
+{
+    struct request r = { .ctx = ctx, .f = f };
+    pthread_mutex_lock(&b->mu);
+    bool member = false;
+    for (int i = 0; i < b->n_member; i++) member |= b->member[i] == ctx;
+    if (!member) {
+        if (b->n_member == b->cfg.n_seq) {
+            pthread_mutex_unlock(&b->mu);
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: already %d members (n_seq)", b->cfg.n_seq);
+        }
+        b->member[b->n_member++] = ctx;
+    }
+    if (b->n_queue == 0) clock_gettime(CLOCK_REALTIME, &b->first);
+    b->queue[b->n_queue++] = &r;
+    pthread_cond_broadcast(&b->cv);   /* a waiter may now see everyone ready */
+    while (!r.done) {
+        struct timespec now, limit = b->first;
+        clock_gettime(CLOCK_REALTIME, &now);
+        limit.tv_nsec += (long)b->cfg.wait_us * 1000L;
+        limit.tv_sec += limit.tv_nsec / 1000000000L;
+        limit.tv_nsec %= 1000000000L;
+        const bool all = b->n_queue >= b->n_member, late = b->n_queue > 0 && after(&now, &limit);
+        if (!b->running && b->n_queue > 0 && (all || late)) {   /* lead this step */
+            struct request *q[SPRIG_FORWARD_MAX_SEQS];
+            const int n = b->n_queue;
+            int rows = 0;
+            for (int i = 0; i < n; i++) {
+                q[i] = b->queue[i];
+                rows += q[i]->f->n;
+            }
+            b->n_queue = 0;
+            b->running = true;
+            b->counts.forwards++;
+            b->counts.shared += n > 1;
+            b->counts.seqs += n;
+            b->counts.rows += rows;
+            b->counts.timeouts += !all;
+            if (n > b->counts.max_seqs) b->counts.max_seqs = n;
+            pthread_mutex_unlock(&b->mu);
+            run(b, q, n, ctx);
+            pthread_mutex_lock(&b->mu);
+            for (int i = 0; i < n; i++) q[i]->done = true;
+            b->running = false;
+            pthread_cond_broadcast(&b->cv);
+            continue;
+        }
+        if (b->running || all) pthread_cond_wait(&b->cv, &b->mu);
+        else pthread_cond_timedwait(&b->cv, &b->mu, &limit);
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (r.st && err) *err = r.err;
+    return r.st;
+}
+
+void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx)
+{
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < b->n_member; i++)
+        if (b->member[i] == ctx) {
+            b->member[i] = b->member[--b->n_member];
+            break;
+        }
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static long long blocks_for(const sprig_batch *b, int slots)
+{
+    return ((long long)slots + b->cfg.block_slots - 1) / b->cfg.block_slots;
+}
+
+bool sprig_batch_admit(sprig_batch *b, int slots)
+{
+    if (slots < 0) return false;
+    pthread_mutex_lock(&b->mu);
+    const long long need = blocks_for(b, slots);
+    const bool ok = b->booked_blocks + need <= b->cfg.n_blocks;
+    if (ok) b->booked_blocks += need;
+    pthread_mutex_unlock(&b->mu);
+    return ok;
+}
+
+void sprig_batch_release(sprig_batch *b, int slots)
+{
+    if (slots < 0) return;
+    pthread_mutex_lock(&b->mu);
+    b->booked_blocks -= blocks_for(b, slots);
+    if (b->booked_blocks < 0) b->booked_blocks = 0;
+    pthread_mutex_unlock(&b->mu);
+}
+
+void sprig_batch_slots(sprig_batch *b, long long *total, long long *booked)
+{
+    pthread_mutex_lock(&b->mu);
+    if (total) *total = (long long)b->cfg.n_blocks * b->cfg.block_slots;
+    if (booked) *booked = b->booked_blocks * b->cfg.block_slots;
+    pthread_mutex_unlock(&b->mu);
+}
+
+void sprig_batch_get_counts(sprig_batch *b, struct sprig_batch_counts *out)
+{
+    pthread_mutex_lock(&b->mu);
+    *out = b->counts;
+    pthread_mutex_unlock(&b->mu);
+}

@@ -1,0 +1,77 @@
+/*
+ * spec/batch — continuous batching of verification: several sessions (a
+ * server's slots) share one model and one paged KV pool, and every round
+ * their verify blocks and trees run as ONE batched forward
+ * (sprig_forward_multi): each sequence's rows see only its own history and
+ * its own tree (a block-diagonal mask, never materialised: each sequence's
+ * attention runs on its own cache), while every weight is read once for all
+ * of them. Each session keeps its own round loop, drafter, accepted path and
+ * rollback; only the target's forward is shared.
+ *
+ * Protocol. A session's target calls sprig_batch_forward where it would call
+ * sprig_forward; the first call makes it a member. The call queues the
+ * request and blocks. When every member has a request queued (lockstep: the
+ * others are drafting, and their drafts are worth waiting for), or when the
+ * oldest request has waited wait_us (a member stalled elsewhere), the thread
+ * that notices leads: it runs the queued requests as one forward on its own
+ * thread pool, hands each its status, and wakes them all. A member leaves
+ * when its generation ends (sprig_batch_leave), so new requests join and
+ * finished ones drop out between steps. A prompt is prefilled outside the
+ * batch, on the session's own threads.
+ *
+ * Exactness: a row's bits never depend on the rows around it (the kernels'
+ * contract), so each session's tokens equal those of running it alone. A
+ * batched forward that fails its checks runs each request alone instead, so
+ * a bad request fails only its own session.
+ *
+ * Admission: sprig_batch_admit books KV slots against the pool before a
+ * request starts and sprig_batch_release returns them, so a server can make
+ * the newest request wait while the pool is spoken for, and a running
+ * sequence never finds the pool empty mid-generation.
+ */
+#ifndef SPRIG_SPEC_BATCH_H
+#define SPRIG_SPEC_BATCH_H
+
+#include "model/model.h"
+
+typedef struct sprig_batch sprig_batch;
+
+struct sprig_batch_config {
+    int n_seq;          /* members at most, 1..SPRIG_FORWARD_MAX_SEQS */
+    int max_rows;       /* the largest block or tree one member verifies, 1..SPRIG_TREE_MAX */
+    int n_ctx;          /* each member's context (sizes the default pool) */
+    int kv_mode;        /* the pool's KV mode (kv/kv.h) */
+    int block_slots;    /* the pool's block size, a power of two (0: 32) */
+    int n_blocks;       /* blocks in the pool (0: enough for n_seq full contexts) */
+    int wait_us;        /* the longest a queued request waits for the others (0: 20000) */
+};
+
+struct sprig_batch_counts {
+    long long forwards;     /* forwards run */
+    long long shared;       /* ... of which held two or more sequences */
+    long long seqs;         /* sequences summed over the forwards */
+    long long rows;         /* rows summed over the forwards */
+    int max_seqs;           /* the most sequences one forward held */
+    long long timeouts;     /* forwards started by the wait limit, not by every member being ready */
+};
+
+sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err);
+void sprig_batch_delete(sprig_batch *b);   /* every member's context must be freed first */
+struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b);
+int sprig_batch_max_rows(const sprig_batch *b);
+
+/* One forward of ctx (as sprig_forward), run together with the other members'. */
+sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sprig_fwd *f, sprig_error *err);
+/* ctx's generation ended: the others stop waiting for it. */
+void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx);
+
+/* Book `slots` KV slots (a prompt, its generation and a verify block); false
+ * when the pool cannot hold them beside what is booked. */
+bool sprig_batch_admit(sprig_batch *b, int slots);
+void sprig_batch_release(sprig_batch *b, int slots);
+/* Slots the pool holds in all, and those booked now. */
+void sprig_batch_slots(sprig_batch *b, long long *total, long long *booked);
+
+void sprig_batch_get_counts(sprig_batch *b, struct sprig_batch_counts *out);
+
+#endif
