@@ -308,7 +308,8 @@ struct sprig_batch_params {
     int kv_block_slots;              /* the pool's block size, a power of two (0: 32) */
     int kv_blocks;                   /* blocks in the pool (0: n_seq whole contexts) */
     int wait_us;                     /* the longest a ready session waits for the others to finish
-                                        drafting (0: 20000) */
+                                        drafting (0: 200000: with more threads than cores, a woken
+                                        session may wait tens of ms for a core) */
 };
 struct sprig_batch_params sprig_batch_default_params(void);
 sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_params *p, sprig_batch **out, sprig_error *err);

@@ -669,12 +669,13 @@ static void usage(FILE *f)
         "usage: sprig serve -m MODEL [--draft FILE | --mtp FILE | --draft-ngram] [--draft-max K]\n"
         "                   [--tree | --tree auto] [--tree-nodes M] [--tree-width W] [--host 127.0.0.1] [--port 8080]\n"
         "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--chat-template NAME] [--alias ID]\n"
-        "                   [--kv-pool SLOTS] [--kv-block N] [--no-batch]\n"
+        "                   [--kv-pool SLOTS] [--kv-block N] [--batch-wait MS] [--no-batch]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
         "  GET /v1/models, /health. Each of the --parallel slots (default 1) decodes one request at a\n"
         "  time with its own drafter; every step the generating slots' verify blocks and trees run as ONE\n"
         "  batched forward on a shared paged KV pool (--kv-pool slots, default --parallel whole contexts,\n"
         "  in blocks of --kv-block, default 32; a request waits until its prompt + max_tokens fit the pool).\n"
+        "  --batch-wait: the longest a slot ready to verify waits for the others (default 200).\n"
         "  --no-batch: each slot its own cache and forwards. --queue requests (default 16) may wait for a\n"
         "  busy slot, more get 503 with Retry-After.\n");
 }
@@ -686,7 +687,7 @@ int sprig_cmd_serve(int argc, char **argv)
     struct sprig_session_params p = sprig_session_default_params();
     const char *host = "127.0.0.1", *chat_name = NULL;
     long long port = 8080, v;
-    int tree_nodes = 0, kv_pool = 0, kv_block = 32;
+    int tree_nodes = 0, kv_pool = 0, kv_block = 32, batch_wait_ms = 0;
     bool depth_set = false, batching = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -701,6 +702,7 @@ int sprig_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 256, &v)) return 2; p.n_threads = (int)v; }
         else if (!strcmp(a, "--api-key")) { NEEDV(); sv.api_key = val; }
         else if (!strcmp(a, "--no-batch")) batching = false;
+        else if (!strcmp(a, "--batch-wait")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 10000, &v)) return 2; batch_wait_ms = (int)v; }
         else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
         else if (!strcmp(a, "--kv-block")) {
             NEEDV();
@@ -769,6 +771,7 @@ int sprig_cmd_serve(int argc, char **argv)
         bp.kv_type = p.kv_type;
         bp.kv_block_slots = kv_block;
         bp.kv_blocks = kv_pool ? (kv_pool + kv_block - 1) / kv_block : 0;
+        bp.wait_us = batch_wait_ms * 1000;
         if (sprig_batch_create(sv.m, &bp, &sv.batch, &err)) { fprintf(stderr, "sprig serve: %s\n", err.msg); rc = 1; }
         p.batch = sv.batch;
     }

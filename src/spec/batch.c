@@ -28,6 +28,8 @@ struct sprig_batch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     sprig_ctx **member;              /* [n_seq] sessions that verify through the batch */
+    int *m_rows;                     /* [n_seq] a member's last verify rows */
+    double *m_emit;                  /* [n_seq] its tokens emitted per round (moving average; 0: none yet) */
     int n_member;
     struct request **queue;          /* [n_seq] waiting to run */
     int n_queue;
@@ -47,6 +49,8 @@ void sprig_batch_delete(sprig_batch *b)
     sprig_kv_pool_free(b->kv_pool);
     sprig_free_aligned(b->logits);
     free(b->member);
+    free(b->m_rows);
+    free(b->m_emit);
     free(b->queue);
     free(b->run_ctx);
     free(b->run_f);
@@ -71,7 +75,7 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
         return NULL;
     }
     if (c.block_slots == 0) c.block_slots = 32;
-    if (c.wait_us <= 0) c.wait_us = 20000;
+    if (c.wait_us <= 0) c.wait_us = 200000;
     if (c.n_blocks < 0) { sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_blocks %d is negative", c.n_blocks); return NULL; }
     if (c.block_slots > 0 && c.n_blocks == 0) {   /* every member's whole context, a block spare each */
         const long long per = ((long long)c.n_ctx + c.block_slots - 1) / c.block_slots + 1;
@@ -93,10 +97,12 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
     if (sprig_ctx_create(m, NULL, &hpar, &b->host, err)) goto fail;
     b->logits = sprig_calloc_aligned((size_t)rows * (size_t)hp->n_vocab, sizeof(float));
     b->member = calloc((size_t)c.n_seq, sizeof *b->member);
+    b->m_rows = calloc((size_t)c.n_seq, sizeof *b->m_rows);
+    b->m_emit = calloc((size_t)c.n_seq, sizeof *b->m_emit);
     b->queue = calloc((size_t)c.n_seq, sizeof *b->queue);
     b->run_ctx = calloc((size_t)c.n_seq, sizeof *b->run_ctx);
     b->run_f = calloc((size_t)c.n_seq, sizeof *b->run_f);
-    if (!b->logits || !b->member || !b->queue || !b->run_ctx || !b->run_f) {
+    if (!b->logits || !b->member || !b->m_rows || !b->m_emit || !b->queue || !b->run_ctx || !b->run_f) {
         sprig_err(err, SPRIG_E_NOMEM, "batch: out of memory for %d sequences of %d rows", c.n_seq, c.max_rows);
         goto fail;
     }
@@ -139,19 +145,28 @@ static void run(sprig_batch *b, struct request **q, int n, sprig_ctx *leader)
     (void)rows;
 }
 
+static int find(const sprig_batch *b, const sprig_ctx *ctx)
+{
+    for (int i = 0; i < b->n_member; i++)
+        if (b->member[i] == ctx) return i;
+    return -1;
+}
+
 sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sprig_fwd *f, sprig_error *err)
 {
     struct request r = { .ctx = ctx, .f = f };
     pthread_mutex_lock(&b->mu);
-    bool member = false;
-    for (int i = 0; i < b->n_member; i++) member |= b->member[i] == ctx;
-    if (!member) {
+    int me = find(b, ctx);
+    if (me < 0) {
         if (b->n_member == b->cfg.n_seq) {
             pthread_mutex_unlock(&b->mu);
             return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: already %d members (n_seq)", b->cfg.n_seq);
         }
-        b->member[b->n_member++] = ctx;
+        me = b->n_member++;
+        b->member[me] = ctx;
+        b->m_emit[me] = 0;
     }
+    b->m_rows[me] = f->n;
     if (b->n_queue == 0) clock_gettime(CLOCK_REALTIME, &b->first);
     b->queue[b->n_queue++] = &r;
     pthread_cond_broadcast(&b->cv);   /* a waiter may now see everyone ready */
@@ -197,13 +212,37 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
 void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx)
 {
     pthread_mutex_lock(&b->mu);
-    for (int i = 0; i < b->n_member; i++)
-        if (b->member[i] == ctx) {
-            b->member[i] = b->member[--b->n_member];
-            break;
-        }
+    const int i = find(b, ctx);
+    if (i >= 0) {
+        const int last = --b->n_member;
+        b->member[i] = b->member[last];
+        b->m_rows[i] = b->m_rows[last];
+        b->m_emit[i] = b->m_emit[last];
+    }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
+}
+
+void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted)
+{
+    pthread_mutex_lock(&b->mu);
+    const int i = find(b, ctx);
+    if (i >= 0) b->m_emit[i] = b->m_emit[i] > 0 ? 0.75 * b->m_emit[i] + 0.25 * emitted : emitted;
+    pthread_mutex_unlock(&b->mu);
+}
+
+void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted)
+{
+    double r = 0, e = 0;
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < b->n_member; i++)
+        if (b->member[i] != ctx) {
+            r += b->m_rows[i];
+            e += b->m_emit[i] > 0 ? b->m_emit[i] : 1;
+        }
+    pthread_mutex_unlock(&b->mu);
+    *rows = r;
+    *emitted = e;
 }
 
 static long long blocks_for(const sprig_batch *b, int slots)

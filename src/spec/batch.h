@@ -43,7 +43,7 @@ struct sprig_batch_config {
     int kv_mode;        /* the pool's KV mode (kv/kv.h) */
     int block_slots;    /* the pool's block size, a power of two (0: 32) */
     int n_blocks;       /* blocks in the pool (0: enough for n_seq full contexts) */
-    int wait_us;        /* the longest a queued request waits for the others (0: 20000) */
+    int wait_us;        /* the longest a queued request waits for the others (0: 200000) */
 };
 
 struct sprig_batch_counts {
@@ -62,6 +62,13 @@ int sprig_batch_max_rows(const sprig_batch *b);
 
 /* One forward of ctx (as sprig_forward), run together with the other members'. */
 sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sprig_fwd *f, sprig_error *err);
+/* After ctx's round: how many tokens it emitted (the bonus and the accepted
+ * drafts), for the others' tree choice (sprig_batch_others). */
+void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted);
+/* What the other members put into a shared forward: their last verify rows
+ * and their tokens emitted per round (moving averages), summed; 0, 0 when
+ * ctx is alone. */
+void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted);
 /* ctx's generation ended: the others stop waiting for it. */
 void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx);
 

@@ -321,6 +321,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
 
     /* 1-2: gate and draft */
     bool use_tree = choose_tree(s);
+    if (s->shape) sprig_target_shared_load(t, &s->shape->others_rows, &s->shape->others_emit);
     if (s->use_q) sprig_draft_q_reset(&s->q);
     sprig_draft_ctx ctx = draft_ctx(s);
     if (!s->d) {
@@ -344,7 +345,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     if (st) return fail(s, st);
     const double verify_ms = ms_since(&t0);
     s->stats.ms_verify += verify_ms;
-    if (s->shape) sprig_shape_cost(s->shape, n, verify_ms, false);
+    if (s->shape && !(s->shape->others_rows > 0)) sprig_shape_cost(s->shape, n, verify_ms, false);   /* alone: T(n) itself */
 
     /* 4: walk */
     if (!s->p.sampling) {

@@ -36,7 +36,7 @@ void sprig_shape_draft_cost(sprig_shape *s, double ms)
 double sprig_shape_t(const sprig_shape *s, int n)
 {
     int lo = 0, hi = 0;   /* the nearest known sizes below / above n */
-    for (int i = n; i >= 1 && !lo; i--) if (s->known[i]) lo = i;
+    for (int i = n < SPRIG_TREE_MAX ? n : SPRIG_TREE_MAX; i >= 1 && !lo; i--) if (s->known[i]) lo = i;
     for (int i = n; i <= SPRIG_TREE_MAX && !hi; i++) if (s->known[i]) hi = i;
     if (lo && lo == hi) return s->t_ms[lo];
     if (lo && hi) return s->t_ms[lo] + (s->t_ms[hi] - s->t_ms[lo]) * (n - lo) / (hi - lo);
@@ -73,11 +73,12 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
      * this round whatever m is, so the bare bonus pays it too) */
-    double e = 1.0, best = 1.0 / (sprig_shape_t(s, 1) + s->draft_ms);
+    const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
+    double e = 1.0 + s->others_emit, best = e / (sprig_shape_t(s, others + 1) + s->draft_ms);
     int m = 1;
     for (int j = 1; j < n; j++) {
         e += exp((double)key[chosen[j]]);
-        const double rate = e / (sprig_shape_t(s, j + 1) + s->draft_ms);
+        const double rate = e / (sprig_shape_t(s, others + j + 1) + s->draft_ms);
         if (rate > best) { best = rate; m = j + 1; }
     }
     int map[SPRIG_TREE_MAX];

@@ -180,3 +180,10 @@ sprig_status sprig_target_verify_finalize_tree(sprig_target *t, const int *path,
                          st->n_past, before, n_path);
     return SPRIG_OK;
 }
+
+void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted)
+{
+    *rows = 0;
+    *emitted = 0;
+    if (t->vt->shared_load) t->vt->shared_load(t, rows, emitted);
+}

@@ -112,6 +112,7 @@ static sprig_status t_verify_finalize(sprig_target *t, int accepted, int n, spri
     model_target *mt = (model_target *)t;
     sprig_status s = sprig_ctx_trim(mt->ctx, n - accepted - 1, err);
     if (s) return s;
+    if (mt->batch) sprig_batch_observe(mt->batch, mt->ctx, accepted + 1);
     fill_state(mt, cap->hidden, accepted + 1, st);
     return SPRIG_OK;
 }
@@ -153,6 +154,7 @@ static sprig_status t_verify_finalize_tree(sprig_target *t, const int *path, int
     model_target *mt = (model_target *)t;
     sprig_status s = sprig_ctx_keep_path(mt->ctx, n, path, n_path, err);
     if (s) return s;
+    if (mt->batch) sprig_batch_observe(mt->batch, mt->ctx, n_path);
     const size_t dim = (size_t)mt->m->hp.dim;
     for (int i = 0; i < n_path; i++) memcpy(mt->kept + i * dim, cap->hidden + (size_t)path[i] * dim, dim * sizeof(float));
     fill_state(mt, mt->kept, n_path, st);
@@ -172,6 +174,12 @@ static double t_time_rows(sprig_target *t, int n)
     return sprig_ctx_trim(mt->ctx, n, &err) ? -1 : ms;
 }
 
+static void t_shared_load(sprig_target *t, double *rows, double *emitted)
+{
+    model_target *mt = (model_target *)t;
+    if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted);
+}
+
 static const struct sprig_target_vt model_target_vt = {
     .name = "model",
     .prefill = t_prefill,
@@ -181,6 +189,7 @@ static const struct sprig_target_vt model_target_vt = {
     .verify_forward_tree = t_verify_forward_tree,
     .verify_finalize_tree = t_verify_finalize_tree,
     .time_rows = t_time_rows,
+    .shared_load = t_shared_load,
 };
 
 void sprig_model_target_set_batch(sprig_target *t, sprig_batch *b) { ((model_target *)t)->batch = b; }
