@@ -12,7 +12,10 @@
 #      plain, chain, tree and tree+branches alternated;
 #   3. the same on a bandwidth-bound target: stories260K widened into the
 #      llama-1b shape (`mkmodel --widen`, same function, 1B-class cost), with
-#      the real draft model and the n-gram drafter;
+#      the real draft model and the n-gram drafter; then `sprig serve` on it
+#      under 4 and 8 concurrent clients (bench/serve-throughput.sh: plain,
+#      chains, trees and tree auto with continuous batching, per-slot
+#      forwards, and llama-server when $LLAMA_SERVER names one);
 #   4. tokenizer speed on 1 MiB of English and of mixed-script text, and,
 #      when llama.cpp's reference is installed (bench/ref, see its
 #      package.json), sprig against llama.cpp on every vocabulary in
@@ -72,6 +75,13 @@ if [ "${SPRIG_BENCH_QUICK:-0}" = 0 ]; then
         # shellcheck disable=SC2086
         "$SPRIG" bench spec -m "$f" $d -t "$T" --draft-max 6 --tree-branches 3 -n 256 --pairs 5
     done
+    echo; echo "== sprig serve under 4 and 8 concurrent greedy clients (continuous batching; the widened 1B target, $T threads)"
+    if command -v node >/dev/null 2>&1 && command -v curl >/dev/null 2>&1; then
+        [ -n "${LLAMA_SERVER:-}" ] || echo "(llama-server skipped: set LLAMA_SERVER to its binary, built as bench/llamacpp-compare.sh says)"
+        SPRIG="$SPRIG" T="$T" ROUNDS="${SPRIG_BENCH_SERVE_ROUNDS:-3}" sh bench/serve-throughput.sh "$f" "$M/stories-draft.gguf" || true
+    else
+        echo "skipped: node and curl are needed"
+    fi
 fi
 
 echo; echo "== tokenizer speed (llama-spm vocabulary, 1 MiB, 1 thread)"

@@ -405,7 +405,10 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sprig_detok_init(&s->detok, s->prompt[need - 1]);
     s->t_begin = sprig_time_ms();
     sprig_status st = sprig_spec_generate(s->spec, s->prompt, need, err);
-    if (s->p.batch) sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
+    if (s->p.batch) {
+        sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
+        sprig_kv_clear(sprig_ctx_kv(s->ctx));    /* and its blocks go back to the shared pool at once */
+    }
     if (keyed && sprig_spec_get_stats(s->spec)->ms_profile > 0) {
         if (sprig_profile_save(sp.shape, key, path, sizeof path)) SPRIG_LOGI("tree auto: verify times cached in %s", path);
         else SPRIG_LOGD("tree auto: verify times not cached (no writable cache directory)");

@@ -144,6 +144,26 @@ check "key accepted (got $CODE)" [ "$CODE" = 200 ]
 field "$TMP/t1" 'j.choices[0].text' >"$TMP/t1.txt"
 check "tree auto completion = sprig run" cmp -s "$TMP/t1.txt" "$TMP/want.txt"
 check "usage: tree path, drafts accepted" [ "$(field "$TMP/t1" 'j.usage.speculative.path + "/" + (j.usage.speculative.accepted > 10) + "/" + j.usage.speculative.drafter')" = "tree/true/draft-model" ]
+# streamed logprobs: each chunk carries its tokens' logprobs (from the verify rows of tree rounds);
+# together they equal the whole reply's, for completions and chat
+for ep in completions chat; do
+    if [ $ep = chat ]; then body='{"messages":[{"role":"user","content":"Tell a story."}],"max_tokens":40,"temperature":0,"logprobs":true,"top_logprobs":3'
+    else body='{"prompt":"Once upon a time","max_tokens":40,"temperature":0,"logprobs":3'; fi
+    [ $ep = chat ] && path=chat/completions || path=completions
+    post /v1/$path "$body,\"stream\":true}" "$TMP/lps-$ep" -H 'Authorization: Bearer sesame'
+    post /v1/$path "$body}" "$TMP/lp-$ep" -H 'Authorization: Bearer sesame'
+    check "streamed logprobs = the reply's ($ep)" [ "$(node -e "
+const f = require('fs'), j = JSON.parse(f.readFileSync('$TMP/lp-$ep', 'utf8'));
+const ev = f.readFileSync('$TMP/lps-$ep', 'utf8').split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+const lp = ev.map((e) => e.choices[0] && e.choices[0].logprobs).filter(Boolean);
+const whole = j.choices[0].logprobs;
+let got;
+if ('$ep' === 'chat') got = { content: lp.flatMap((l) => l.content) };
+else got = { tokens: lp.flatMap((l) => l.tokens), token_logprobs: lp.flatMap((l) => l.token_logprobs), top_logprobs: lp.flatMap((l) => l.top_logprobs) };
+const n = '$ep' === 'chat' ? whole.content.length : whole.tokens.length;
+process.stdout.write(String(n === 40 && lp.length > 1 && JSON.stringify(got) === JSON.stringify(whole)));
+")" = true ]
+done
 post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Tell a story."}],"max_tokens":12,"temperature":0.8,"seed":5,"stream":true}' "$TMP/ch1" -H 'Authorization: Bearer sesame'
 check "chat stream 200 (got $CODE)" [ "$CODE" = 200 ]
 check "chat stream: role, content deltas, [DONE]" sh -c "grep -q '\"role\":\"assistant\"' '$TMP/ch1' && grep -q 'chat.completion.chunk' '$TMP/ch1' && tail -c 20 '$TMP/ch1' | grep -q 'DONE'"
@@ -192,12 +212,14 @@ else
 fi
 
 # ---- continuous batching: concurrent requests, staggered, each = plain `sprig run`
-set -- "Once upon a time" 40 0 "Lily and Tom" 96 0.03 "The little dog" 24 0.01 "One day, a bird" 120 0.07 \
-       "Once upon a time" 72 0.02 "The sun was hot" 56 0.12 "Sam had a big red ball" 88 0.05 "The little dog" 64 0.09
+# (8 requests on 4 slots: the first four arrive within 30 ms, the rest queue for a slot)
+set -- "Once upon a time" 140 0 "Lily and Tom" 196 0.01 "The little dog" 60 0.02 "One day, a bird" 220 0.005 \
+       "Once upon a time" 72 0.015 "The sun was hot" 156 0.03 "Sam had a big red ball" 200 0.025 "The little dog" 104 0.02
 k=0
 while [ $# -ge 3 ]; do
     k=$((k + 1))
-    printf '%s\n%s\n%s\n' "$1" "$2" "$3" >"$TMP/bq$k"
+    printf '%s\n%s\n' "$2" "$3" >"$TMP/bq$k"
+    node -e "process.stdout.write(JSON.stringify({prompt: process.argv[1], max_tokens: +process.argv[2], temperature: 0}))" "$1" "$2" >"$TMP/bb$k"
     "$BIN" run -m "$M/stories260K.gguf" -p "$1" -n "$2" --temp 0 -q >"$TMP/bw$k.full" 2>/dev/null
     node -e "const f = require('fs'); const p = process.argv[1]; const t = f.readFileSync('$TMP/bw$k.full', 'utf8');
              f.writeFileSync('$TMP/bw$k', t.startsWith(p) ? t.slice(p.length) : 'PROMPT NOT ECHOED')" "$1"
@@ -206,16 +228,14 @@ done
 batch_round() { # batch_round TAG: the 8 requests at their delays, each compared with its plain run
     JOBS=""
     for i in 1 2 3 4 5 6 7 8; do
-        { p=$(sed -n 1p "$TMP/bq$i"); n=$(sed -n 2p "$TMP/bq$i"); d=$(sed -n 3p "$TMP/bq$i")
-          sleep "$d"
-          body=$(node -e "process.stdout.write(JSON.stringify({prompt: process.argv[1], max_tokens: +process.argv[2], temperature: 0}))" "$p" "$n")
-          curl -s -o "$TMP/$1-r$i" -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$PORT/v1/completions"; } &
+        { sleep "$(sed -n 2p "$TMP/bq$i")"
+          curl -s -o "$TMP/$1-r$i" -H 'Content-Type: application/json' -d @"$TMP/bb$i" "http://127.0.0.1:$PORT/v1/completions"; } &
         JOBS="$JOBS $!"
     done
     for p in $JOBS; do wait "$p"; done   # not the servers
     for i in 1 2 3 4 5 6 7 8; do
         field "$TMP/$1-r$i" 'j.choices[0].text' >"$TMP/$1-t$i" 2>/dev/null
-        check "$1: request $i ($(sed -n 1p "$TMP/bq$i"), $(sed -n 2p "$TMP/bq$i") tokens) = sprig run" cmp -s "$TMP/$1-t$i" "$TMP/bw$i"
+        check "$1: request $i ($(sed -n 1p "$TMP/bq$i") tokens) = sprig run" cmp -s "$TMP/$1-t$i" "$TMP/bw$i"
     done
 }
 start batch -m "$M/stories260K.gguf" -c 256 -t 1 --parallel 4 --draft "$M/stories-draft.gguf" --tree auto || exit 1
@@ -227,13 +247,12 @@ start batchng -m "$M/stories260K.gguf" -c 256 -t 1 --parallel 4 --draft-ngram --
 batch_round ngram
 curl -s -o "$TMP/bh2" "http://127.0.0.1:$PORT/health"
 check "ngram: verify forwards shared by slots ($(cat "$TMP/bh2"))" [ "$(field "$TMP/bh2" 'j.batch.shared_forwards > 0 && j.batch.max_sequences >= 2')" = true ]
-# a pool of one context: the second request waits for the first's slots, then runs; both exact
+# a pool of one context: requests 2 and 4 each book most of it (prompt + ~200 tokens), so the
+# second waits for the first's blocks, then runs; both exact, never two in one forward
 start pool -m "$M/stories260K.gguf" -c 256 -t 1 --parallel 2 --kv-pool 256 --kv-block 16 --draft "$M/stories-draft.gguf" --tree || exit 1
 JOBS=""
 for i in 2 4; do
-    { body=$(node -e "process.stdout.write(JSON.stringify({prompt: process.argv[1], max_tokens: +process.argv[2], temperature: 0}))" \
-        "$(sed -n 1p "$TMP/bq$i")" "$(sed -n 2p "$TMP/bq$i")")
-      curl -s -o "$TMP/pool-r$i" -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$PORT/v1/completions"; } &
+    curl -s -o "$TMP/pool-r$i" -H 'Content-Type: application/json' -d @"$TMP/bb$i" "http://127.0.0.1:$PORT/v1/completions" &
     JOBS="$JOBS $!"
 done
 for p in $JOBS; do wait "$p"; done

@@ -204,13 +204,16 @@ static const char *finish_reason(const struct job *j)
 }
 
 /* the chosen token's log-probabilities (from the verify rows, as plain decoding's) */
-static json_t *logprobs_obj(const struct job *j, sprig_session *s, const sprig_model *m)
+/* The logprobs of generated tokens [from, to) (to < 0: all so far) in the endpoint's format:
+ * the whole reply's, or a streamed chunk's (the tokens generated since the last chunk). */
+static json_t *logprobs_obj(const struct job *j, sprig_session *s, const sprig_model *m, int from, int to)
 {
     struct sprig_output o;
     sprig_session_get_output(s, &o);
     if (!o.top || o.top_n < 1) return json_null();
+    if (to < 0 || to > o.n_tokens) to = o.n_tokens;
     json_t *content = json_array(), *toks = json_array(), *lps = json_array(), *tops = json_array();
-    for (int i = 0; i < o.n_tokens; i++) {
+    for (int i = from < 0 ? 0 : from; i < to; i++) {
         const sprig_logprob *t = o.top + (size_t)i * (size_t)o.top_n;
         size_t pl = 0;
         const char *piece = sprig_model_token_piece(m, o.tokens[i], &pl);
@@ -255,11 +258,13 @@ static size_t max_stop_len(const struct job *j)
 }
 
 /* one SSE event with the text gen[from, to) (or the final one) appended to the job's stream */
-static void push_event(struct job *j, size_t from, size_t to, const char *finish, const struct server *sv, bool final_usage)
+/* lp: the chunk's logprobs (stolen), or NULL */
+static void push_event(struct job *j, size_t from, size_t to, const char *finish, const struct server *sv, bool final_usage, json_t *lp)
 {
-    json_t *choice = j->chat ? json_pack("{s:i, s:{}, s:o}", "index", 0, "delta", "finish_reason", finish ? json_string(finish) : json_null())
-                             : json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text", utf8_string(j->gen + from, to - from),
-                                         "finish_reason", finish ? json_string(finish) : json_null(), "logprobs");
+    json_t *choice = j->chat ? json_pack("{s:i, s:{}, s:o, s:o}", "index", 0, "delta", "finish_reason", finish ? json_string(finish) : json_null(),
+                                         "logprobs", lp ? lp : json_null())
+                             : json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", utf8_string(j->gen + from, to - from),
+                                         "finish_reason", finish ? json_string(finish) : json_null(), "logprobs", lp ? lp : json_null());
     if (j->chat && to > from) json_object_set_new(json_object_get(choice, "delta"), "content", utf8_string(j->gen + from, to - from));
     if (j->chat && !j->role_sent) {
         json_object_set_new(json_object_get(choice, "delta"), "role", json_string("assistant"));
@@ -282,7 +287,24 @@ static void push_event(struct job *j, size_t from, size_t to, const char *finish
     j->started = true;
 }
 
-struct gen_ctx { struct job *j; const struct server *sv; int64_t proposed, accepted; };
+struct gen_ctx {
+    struct job *j;
+    const struct server *sv;
+    sprig_session *s;
+    int64_t proposed, accepted;
+    int tok_sent;                 /* tokens whose logprobs were streamed */
+};
+
+/* A streamed chunk's logprobs: the tokens generated since the last chunk (NULL when not asked) */
+static json_t *chunk_logprobs(struct gen_ctx *g)
+{
+    if (!g->j->req.logprobs) return NULL;
+    struct sprig_output o;
+    sprig_session_get_output(g->s, &o);
+    json_t *lp = logprobs_obj(g->j, g->s, g->sv->m, g->tok_sent, o.n_tokens);
+    g->tok_sent = o.n_tokens;
+    return lp;
+}
 
 /* "sprig_trace": each verify round as an event of its own (no choices), before the text it emits:
  * the verified block's tokens (as pieces) and parents, the accepted path, the running acceptance */
@@ -348,7 +370,7 @@ static bool on_text(void *user, const char *text, size_t len)
             const size_t hold = j->stopped_by_string || !ms ? 0 : ms - 1;
             const size_t safe = j->gen_len > hold ? j->gen_len - hold : 0;
             if (safe > j->sent) {
-                push_event(j, j->sent, safe, NULL, g->sv, false);
+                push_event(j, j->sent, safe, NULL, g->sv, false, chunk_logprobs(g));
                 j->sent = safe;
                 pthread_cond_broadcast(&j->cv);
             }
@@ -363,7 +385,7 @@ static void run_job(struct server *sv, sprig_session *s, struct job *j)
     sprig_error err = { 0 };
     const struct serve_req *r = &j->req;
     int n_predict = r->max_tokens ? r->max_tokens : r->chat ? sv->n_ctx : 16;
-    struct gen_ctx g = { j, sv, 0, 0 };
+    struct gen_ctx g = { .j = j, .sv = sv, .s = s };
     sprig_status st = sprig_session_set_sampling(s, (float)r->temperature, r->top_k, (float)r->top_p, (float)r->min_p,
                                                  r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0, &err);
     if (!st) {
@@ -379,15 +401,18 @@ static void run_job(struct server *sv, sprig_session *s, struct job *j)
         snprintf(j->err, sizeof j->err, "%s", err.msg);
     }
     if (j->req.stream && !j->http_status) {
-        if (j->gen_len > j->sent) push_event(j, j->sent, j->gen_len, NULL, sv, false);
+        struct sprig_output o;
+        sprig_session_get_output(s, &o);
+        json_t *lp = o.n_tokens > g.tok_sent ? chunk_logprobs(&g) : NULL;   /* the tokens not yet reported */
+        if (j->gen_len > j->sent || lp) push_event(j, j->sent, j->gen_len, NULL, sv, false, lp);
         j->sent = j->gen_len;
-        push_event(j, j->gen_len, j->gen_len, finish_reason(j), sv, true);
+        push_event(j, j->gen_len, j->gen_len, finish_reason(j), sv, true, NULL);
     } else if (!j->http_status) {
         json_t *text = utf8_string(j->gen, j->gen_len);
         json_t *choice = j->chat ? json_pack("{s:i, s:{s:s, s:o}, s:s}", "index", 0, "message", "role", "assistant", "content", text,
                                              "finish_reason", finish_reason(j))
                                  : json_pack("{s:i, s:o, s:s}", "index", 0, "text", text, "finish_reason", finish_reason(j));
-        json_object_set_new(choice, "logprobs", r->logprobs ? logprobs_obj(j, s, sv->m) : json_null());
+        json_object_set_new(choice, "logprobs", r->logprobs ? logprobs_obj(j, s, sv->m, 0, -1) : json_null());
         j->result = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", j->id, "object", j->chat ? "chat.completion" : "text_completion",
                               "created", (json_int_t)j->created, "model", sv->model_id, "choices", choice, "usage", usage_obj(&j->st));
     }
