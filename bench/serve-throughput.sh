@@ -5,7 +5,9 @@
 # when $LLAMA_SERVER names a llama-server binary, for llama.cpp's server on
 # the same files with its own continuous batching and speculative decoding.
 # Configurations alternate within each round (a fresh server each, one
-# short warm-up request discarded); medians over $ROUNDS rounds.
+# short warm-up request discarded); medians over $ROUNDS rounds. Both
+# engines keep K and V in $KV (default f16, llama.cpp's default), so their
+# greedy texts can be compared.
 #
 #   sh bench/serve-throughput.sh TARGET DRAFT
 #   CS="4 8" ROUNDS=3 R=2 N=128 T=2 LLAMA_SERVER=/path/llama-server sh bench/serve-throughput.sh T.gguf D.gguf
@@ -23,10 +25,10 @@
 set -u
 SPRIG=${SPRIG:-./sprig}
 CS=${CS:-4 8}; ROUNDS=${ROUNDS:-3}; R=${R:-2}; N=${N:-128}; T=${T:-2}
-CTX=${CTX:-1024}
+CTX=${CTX:-1024}; KV=${KV:-f16}
 [ $# -eq 2 ] || { echo "usage: sh $0 TARGET DRAFT" >&2; exit 2; }
 TGT=$1; DR=$2
-PORT=${PORT:-$(( 31000 + $$ % 20000 ))}
+PORT0=${PORT:-$(( 31000 + $$ % 20000 ))}; NPORT=0
 OUT=${OUT:-build/serve-throughput}
 mkdir -p "$OUT" || exit 1
 SP=""
@@ -49,21 +51,22 @@ if [ -n "${LLAMA_SERVER:-}" ]; then
     CONFIGS="$CONFIGS ${LLAMA_CONFIGS:-llama/plain llama/draft:2 llama/draft:4}"
 fi
 
-start() { # start CONFIG C
+start() { # start CONFIG C (a fresh port each: a stopped server's port may linger in TIME_WAIT)
     cfg=$1; c=$2
+    NPORT=$((NPORT + 1)); PORT=$((PORT0 + NPORT % 1000))
     case $cfg in
         llama/*)
             extra=""
             case $cfg in llama/draft:*) extra="--spec-type draft-simple -md $DR --spec-draft-n-max ${cfg#llama/draft:} --spec-draft-n-min 0" ;; esac
             # shellcheck disable=SC2086
-            "$LLAMA_SERVER" -m "$TGT" $extra -np "$c" -c $((CTX * c)) -t "$T" -tb "$T" --port "$PORT" --host 127.0.0.1 \
+            "$LLAMA_SERVER" -m "$TGT" $extra -np "$c" -c $((CTX * c)) -t "$T" -tb "$T" -ctk "$KV" -ctv "$KV" --port "$PORT" --host 127.0.0.1 \
                 --no-ui >"$OUT/server.log" 2>&1 &
             ;;
         *)
             nb=""
             case $cfg in */nobatch) nb="--no-batch" ;; esac
             # shellcheck disable=SC2046,SC2086
-            "$SPRIG" serve -m "$TGT" $(sprig_args "$cfg") $nb --parallel "$c" -c "$CTX" -t "$T" --port "$PORT" \
+            "$SPRIG" serve -m "$TGT" $(sprig_args "$cfg") $nb --parallel "$c" -c "$CTX" -t "$T" --kv-type "$KV" --port "$PORT" \
                 >"$OUT/server.log" 2>&1 &
             ;;
     esac
@@ -122,6 +125,8 @@ for (const c of Object.keys(by)) {
     console.log(`C=${c} sprig best (${sprig}) / llama-server best (${llama}): ${(m[sprig] / m[llama]).toFixed(3)}x`);
     const f = require("fs"), rd = k => JSON.parse(f.readFileSync(process.argv[2] + "/texts-" + c + "-" + k.replace(/[/:]/g, "-"), "utf8"));
     const a = rd("plain"), b = rd("llama/plain");
-    console.log(`C=${c} texts: sprig plain and llama-server plain agree on ${a.filter((t, i) => t === b[i]).length} of ${a.length} requests`);
+    const pre = a.map((t, i) => { let k = 0; while (k < t.length && t[k] === b[i][k]) k++; return k; });
+    console.log(`C=${c} texts: sprig plain and llama-server plain agree on ${a.filter((t, i) => t === b[i]).length} of ${a.length} requests` +
+                ` (common prefix in characters: ${pre.map((k, i) => k + "/" + a[i].length).join(" ")})`);
   }
 }' "$OUT/results" "$OUT"

@@ -694,7 +694,7 @@ static void usage(FILE *f)
         "usage: sprig serve -m MODEL [--draft FILE | --mtp FILE | --draft-ngram] [--draft-max K]\n"
         "                   [--tree | --tree auto] [--tree-nodes M] [--tree-width W] [--host 127.0.0.1] [--port 8080]\n"
         "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--chat-template NAME] [--alias ID]\n"
-        "                   [--kv-pool SLOTS] [--kv-block N] [--batch-wait MS] [--no-batch]\n"
+        "                   [--kv-type T] [--kv-pool SLOTS] [--kv-block N] [--batch-wait MS] [--no-batch]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
         "  GET /v1/models, /health. Each of the --parallel slots (default 1) decodes one request at a\n"
         "  time with its own drafter; every step the generating slots' verify blocks and trees run as ONE\n"
@@ -727,6 +727,13 @@ int sprig_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 256, &v)) return 2; p.n_threads = (int)v; }
         else if (!strcmp(a, "--api-key")) { NEEDV(); sv.api_key = val; }
         else if (!strcmp(a, "--no-batch")) batching = false;
+        else if (!strcmp(a, "--kv-type")) {
+            NEEDV();
+            if (!sprig_kv_type_from_name(val, &p.kv_type)) {
+                fprintf(stderr, "sprig serve: --kv-type: '%s' is not a KV cache type (%s)\n", val, sprig_kv_type_list());
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--batch-wait")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 10000, &v)) return 2; batch_wait_ms = (int)v; }
         else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
         else if (!strcmp(a, "--kv-block")) {
@@ -818,7 +825,9 @@ int sprig_cmd_serve(int argc, char **argv)
             d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, (uint16_t)port,
                                  NULL, NULL, on_request, &sv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, &sv, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,   /* a restart binds past TIME_WAIT */
+                                 MHD_OPTION_END);
             if (!d) { fprintf(stderr, "sprig serve: cannot listen on %s:%lld\n", host, port); rc = 1; }
         }
     }

@@ -2,7 +2,9 @@
  * spec/batch — see batch.h.
  */
 #include "spec/batch.h"
+#include "base/log.h"
 #include "base/mem.h"
+#include "base/timer.h"
 #include "spec/tree.h"
 
 #include <errno.h>
@@ -39,6 +41,9 @@ struct sprig_batch {
     sprig_ctx **run_ctx;
     struct sprig_fwd *run_f;
     long long booked_blocks;
+    uint64_t last_end_ns;            /* when the last forward ended (0: none yet) */
+    double gap_ms;                   /* between one forward's end and the next one's start (moving average):
+                                        the members' drafting, walks and emission, and the lockstep */
     struct sprig_batch_counts counts;
 };
 
@@ -193,9 +198,16 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             b->counts.rows += rows;
             b->counts.timeouts += !all;
             if (n > b->counts.max_seqs) b->counts.max_seqs = n;
+            const uint64_t t0 = sprig_time_ns();
+            const double gap = b->last_end_ns ? (double)(t0 - b->last_end_ns) * 1e-6 : -1;
+            if (n > 1 && gap >= 0 && gap < 1000) {   /* not across an idle spell */
+                b->gap_ms = b->gap_ms > 0 ? 0.875 * b->gap_ms + 0.125 * gap : gap;
+            }
             pthread_mutex_unlock(&b->mu);
             run(b, q, n, ctx);
             pthread_mutex_lock(&b->mu);
+            b->last_end_ns = sprig_time_ns();
+            SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, (double)(b->last_end_ns - t0) * 1e-6, b->gap_ms);
             for (int i = 0; i < n; i++) q[i]->done = true;
             b->running = false;
             pthread_cond_broadcast(&b->cv);
@@ -231,10 +243,11 @@ void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted)
     pthread_mutex_unlock(&b->mu);
 }
 
-void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted)
+void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, double *gap_ms)
 {
     double r = 0, e = 0;
     pthread_mutex_lock(&b->mu);
+    *gap_ms = b->gap_ms;
     for (int i = 0; i < b->n_member; i++)
         if (b->member[i] != ctx) {
             r += b->m_rows[i];

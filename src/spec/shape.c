@@ -74,11 +74,12 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
      * this round whatever m is, so the bare bonus pays it too) */
     const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
-    double e = 1.0 + s->others_emit, best = e / (sprig_shape_t(s, others + 1) + s->draft_ms);
+    const double fixed = others > 0 && s->gap_ms > s->draft_ms ? s->gap_ms : s->draft_ms;
+    double e = 1.0 + s->others_emit, best = e / (sprig_shape_t(s, others + 1) + fixed);
     int m = 1;
     for (int j = 1; j < n; j++) {
         e += exp((double)key[chosen[j]]);
-        const double rate = e / (sprig_shape_t(s, others + j + 1) + s->draft_ms);
+        const double rate = e / (sprig_shape_t(s, others + j + 1) + fixed);
         if (rate > best) { best = rate; m = j + 1; }
     }
     int map[SPRIG_TREE_MAX];

@@ -19,7 +19,8 @@
  *             tokens per time, (1 + sum of the first m-1 v) / (T(m) + draft);
  *             m = 1 verifies the bonus alone (no draft pays this round).
  *             In a shared forward (spec/batch.h) the rate is everyone's:
- *             (E_others + 1 + sum) / (T(R_others + m) + draft), so a node
+ *             (E_others + 1 + sum) / (T(R_others + m) + max(draft, gap)),
+ *             gap = the measured time between shared forwards, so a node
  *             is verified only when it adds more tokens than the time its
  *             row adds costs all the sequences in the batch.
  * Deterministic given the same observations; it never changes what is
@@ -45,6 +46,7 @@ typedef struct sprig_shape {
     double prof_ms[SPRIG_TREE_MAX + 1];     /* that profile, before the rounds blend in (0: not profiled at n) */
     double others_rows, others_emit;        /* continuous batching: the other sequences' rows in the shared forward
                                                and their tokens per round (0, 0 alone; set before each choice) */
+    double gap_ms;                          /* and the time between shared forwards (each step's fixed cost) */
     uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
     int n_depths;
 } sprig_shape;

@@ -119,9 +119,9 @@ struct sprig_target_vt {
      * undone after (for tree auto's cost profile); negative when it cannot. */
     double (*time_rows)(sprig_target *t, int n);
     /* Optional (NULL = alone). The other sequences whose rows share this target's verify forwards
-     * (continuous batching, spec/batch.h): their rows per forward and tokens emitted per round, summed
-     * (tree auto weighs its own rows against everyone's tokens). */
-    void (*shared_load)(sprig_target *t, double *rows, double *emitted);
+     * (continuous batching, spec/batch.h): their rows per forward and tokens emitted per round, summed,
+     * and the time between shared forwards (tree auto weighs its own rows against everyone's tokens). */
+    void (*shared_load)(sprig_target *t, double *rows, double *emitted, double *gap_ms);
 };
 
 /* Common header every target embeds first. */
@@ -150,8 +150,8 @@ sprig_status sprig_target_verify_forward(sprig_target *t, const int32_t *block, 
 sprig_status sprig_target_verify_finalize(sprig_target *t, int accepted, int n, sprig_capture *cap,
                                           sprig_target_state *st, sprig_error *err);
 bool sprig_target_tree_round_is_available(sprig_target *t, char *reason, size_t cap);
-/* shared_load, or 0 and 0 for a target that verifies alone */
-void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted);
+/* shared_load, or zeros for a target that verifies alone */
+void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, double *gap_ms);
 sprig_status sprig_target_verify_forward_tree(sprig_target *t, const sprig_tree *tree, sprig_rows *rows,
                                               sprig_capture *cap, sprig_error *err);
 sprig_status sprig_target_verify_finalize_tree(sprig_target *t, const int *path, int n_path, int n,

@@ -174,10 +174,10 @@ static double t_time_rows(sprig_target *t, int n)
     return sprig_ctx_trim(mt->ctx, n, &err) ? -1 : ms;
 }
 
-static void t_shared_load(sprig_target *t, double *rows, double *emitted)
+static void t_shared_load(sprig_target *t, double *rows, double *emitted, double *gap_ms)
 {
     model_target *mt = (model_target *)t;
-    if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted);
+    if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted, gap_ms);
 }
 
 static const struct sprig_target_vt model_target_vt = {
