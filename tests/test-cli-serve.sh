@@ -265,6 +265,12 @@ check "pool: one request at a time in the pool ($(cat "$TMP/bh3"))" [ "$(field "
 "$BIN" serve -m "$M/stories260K.gguf" --port 18082 -c 256 --kv-pool 128 >/dev/null 2>"$TMP/bad"; rc=$?
 check "a pool smaller than a context exits 2 (rc $rc)" [ $rc -eq 2 ]
 check "... naming --kv-pool" has "--kv-pool" "$TMP/bad"
+"$BIN" serve -m "$M/stories260K.gguf" --port 18082 --kv-block 24 >/dev/null 2>"$TMP/bad"; rc=$?
+check "a block size that is not a power of two exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "... naming --kv-block" has "--kv-block" "$TMP/bad"
+"$BIN" serve -m "$M/stories260K.gguf" --port 18082 --kv-type f8 >/dev/null 2>"$TMP/bad"; rc=$?
+check "an unknown KV type exits 2 (rc $rc)" [ $rc -eq 2 ]
+check "... naming --kv-type" has "--kv-type" "$TMP/bad"
 
 # ---- the page in a real headless browser (Debian's Chromium through puppeteer-core): send a
 # message, read the streamed reply (= the API's greedy reply) and the drawn speculation tree
