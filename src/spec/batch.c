@@ -37,6 +37,7 @@ struct sprig_batch {
     int n_queue;
     struct timespec first;           /* when the oldest queued request arrived */
     bool running;                    /* a forward is in progress */
+    bool warned;                     /* a refused shared forward was reported */
     /* the leader's copy of a run (no allocation per round) */
     sprig_ctx **run_ctx;
     struct sprig_fwd *run_f;
@@ -145,9 +146,14 @@ static void run(sprig_batch *b, struct request **q, int n, sprig_ctx *leader)
         for (int i = 0; i < n; i++) q[i]->st = SPRIG_OK;
         return;
     }
-    /* a request failed the checks (or the pool is short): each alone, each with its own answer */
+    /* a request failed the checks (or the pool is short, or the architecture runs one sequence per
+     * forward): each alone, each with its own answer; said once (only the leader is here) */
+    if (!b->warned) {
+        SPRIG_LOGW("batch: a shared forward of %d sequences (%d rows) was refused (%s); its requests ran one at a time",
+                   n, rows, e.msg);
+        b->warned = true;
+    }
     for (int i = 0; i < n; i++) q[i]->st = sprig_forward(q[i]->ctx, q[i]->f, &q[i]->err);
-    (void)rows;
 }
 
 static int find(const sprig_batch *b, const sprig_ctx *ctx)
