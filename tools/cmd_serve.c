@@ -432,9 +432,7 @@ static bool admit(struct server *sv, struct job *j)
     pthread_mutex_lock(&j->mu);
     const bool cancelled = j->cancelled;
     pthread_mutex_unlock(&j->mu);
-    if (cancelled) return true;
-    if (!sprig_batch_admit(sv->batch, j->need)) return false;
-    return true;
+    return cancelled || sprig_batch_admit(sv->batch, j->need);
 }
 
 static void *worker(void *arg)

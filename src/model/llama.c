@@ -167,6 +167,21 @@ static void per_layer_block(sprig_ctx *c, const struct sprig_layer *L, int l, in
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
 }
 
+/* logits[n][n_vocab] = the output projection of the final-norm rows hid[n]
+ * (soft-capped where the model says: gemma's c * tanh(x / c), as llama.cpp's
+ * scale, tanh, scale) */
+static void output_head(sprig_ctx *c, const float *hid, int n, float *logits)
+{
+    const sprig_model *m = c->m;
+    const sprig_weight *wout[1] = { &m->output };
+    float *lo[1] = { logits };
+    sprig_matmul_rows(c->pool, hid, n, m->hp.dim, c->act, c->act_bytes, 1, wout, lo);
+    if (m->hp.final_softcap > 0) {
+        const float c_ = m->hp.final_softcap, inv = 1.0f / c_;
+        for (int64_t i = 0; i < (int64_t)n * m->hp.n_vocab; i++) logits[i] = tanhf(logits[i] * inv) * c_;
+    }
+}
+
 void sprig_forward_head(sprig_ctx *c, const struct sprig_fwd *f)
 {
     const sprig_model *m = c->m;
@@ -182,13 +197,7 @@ void sprig_forward_head(sprig_ctx *c, const struct sprig_fwd *f)
     if (f->hidden) memcpy(f->hidden, c->hid, (size_t)f->n_out * dim * sizeof(float));
     if (f->logits) {
         const int nl = f->n_logits > 0 && f->n_logits < f->n_out ? f->n_logits : f->n_out;
-        const sprig_weight *wout[1] = { &m->output };
-        float *lo[1] = { f->logits };
-        sprig_matmul_rows(c->pool, c->hid + (size_t)(f->n_out - nl) * dim, nl, dim, c->act, c->act_bytes, 1, wout, lo);
-        if (hp->final_softcap > 0) {   /* gemma: c * tanh(x / c), as llama.cpp's scale, tanh, scale */
-            const float c_ = hp->final_softcap, inv = 1.0f / c_;
-            for (int64_t i = 0; i < (int64_t)nl * hp->n_vocab; i++) f->logits[i] = tanhf(f->logits[i] * inv) * c_;
-        }
+        output_head(c, c->hid + (size_t)(f->n_out - nl) * dim, nl, f->logits);
     }
 }
 
@@ -390,15 +399,7 @@ sprig_status sprig_llama_forward_multi(sprig_ctx *h, int n_seq, sprig_ctx *const
         }
     if (o == 0) return SPRIG_OK;
     sprig_rmsnorm(h->hid, h->hid, m->out_norm, o, dim, m->hp.eps);
-    if (want_logits) {
-        const sprig_weight *wout[1] = { &m->output };
-        float *lo[1] = { logits };
-        sprig_matmul_rows(h->pool, h->hid, o, dim, h->act, h->act_bytes, 1, wout, lo);
-        if (m->hp.final_softcap > 0) {   /* as sprig_forward_head */
-            const float c_ = m->hp.final_softcap, inv = 1.0f / c_;
-            for (int64_t i = 0; i < (int64_t)o * (int64_t)V; i++) logits[i] = tanhf(logits[i] * inv) * c_;
-        }
-    }
+    if (want_logits) output_head(h, h->hid, o, logits);
     o = 0;
     for (int s = 0; s < n_seq; o += f[s].n_out, s++) {
         if (f[s].hidden) memcpy(f[s].hidden, h->hid + (size_t)o * dim, (size_t)f[s].n_out * dim * sizeof(float));
