@@ -17,7 +17,8 @@
  * at most four generating at once; each one's greedy tokens equal the same
  * request run alone with its own dense cache. The batch's counts prove the
  * forwards were shared (two or more sequences in one forward) and each
- * tree request's statistics that its tree path ran. Admission books and
+ * tree request's statistics that its tree path ran; across them the rounds
+ * accepted none, part and all of their drafts. Admission books and
  * returns the pool's slots.
  */
 #include "test.h"
@@ -320,6 +321,7 @@ static void test_sessions(void)
     for (int i = 0; i < nr; i++) CHECK(pthread_create(&th[i], NULL, req_thread, &reqs[i]) == 0);
     for (int i = 0; i < nr; i++) pthread_join(th[i], NULL);
     int trees = 0;
+    long long zero = 0, partial = 0, full = 0;
     for (int i = 0; i < nr; i++) {
         struct req *r = &reqs[i];
         CHECKF(r->ok, "request %d failed", i);
@@ -333,7 +335,12 @@ static void test_sessions(void)
             trees += !strcmp(r->batched.st.path, "tree");
         }
         if (r->drafter != SPRIG_DRAFTER_NONE) CHECKF(r->batched.st.accepted > 0, "request %d accepted no draft", i);
+        zero += r->batched.st.zero_accept_rounds;
+        partial += r->batched.st.partial_accept_rounds;
+        full += r->batched.st.full_accept_rounds;
     }
+    /* the batched rounds rolled back every way: nothing kept, part kept, all kept */
+    CHECKF(zero > 0 && partial > 0 && full > 0, "accept kinds: zero %lld, partial %lld, full %lld", zero, partial, full);
     struct sprig_batch_stats bs;
     sprig_batch_get_stats(g_batch, &bs);
     fprintf(stderr, "  %d requests equal alone (%d trees); %lld forwards, %lld shared, %.2f sessions and %.1f rows per forward, "
@@ -356,6 +363,25 @@ static void test_sessions(void)
     sprig_batch_release(g_batch, (int)bs.kv_slots - 16);
     sprig_batch_get_stats(g_batch, &bs);
     CHECK_EQ_INT(bs.kv_booked, 0);
+
+    /* bad batch parameters are refused by name */
+    sprig_batch *bad = NULL;
+    struct sprig_batch_params bb = sprig_batch_default_params();
+    bb.n_seq = 0;
+    CHECK(sprig_batch_create(g_m, &bb, &bad, &err) == SPRIG_E_INVALID_ARG && !bad);
+    CHECKF(strstr(err.msg, "n_seq") != NULL, "%s", err.msg);
+    bb = sprig_batch_default_params();
+    bb.max_rows = 65;
+    CHECK(sprig_batch_create(g_m, &bb, &bad, &err) == SPRIG_E_INVALID_ARG && !bad);
+    CHECKF(strstr(err.msg, "max_rows") != NULL, "%s", err.msg);
+    bb = sprig_batch_default_params();
+    bb.kv_block_slots = 24;
+    CHECK(sprig_batch_create(g_m, &bb, &bad, &err) == SPRIG_E_INVALID_ARG && !bad);
+    CHECKF(strstr(err.msg, "block_slots") != NULL, "%s", err.msg);
+    bb = sprig_batch_default_params();
+    bb.wait_us = -1;
+    CHECK(sprig_batch_create(g_m, &bb, &bad, &err) == SPRIG_E_INVALID_ARG && !bad);
+    CHECKF(strstr(err.msg, "wait_us") != NULL, "%s", err.msg);
 
     /* a session whose verify block does not fit the batch is refused by name */
     struct sprig_session_params p = req_params(&reqs[5]);
