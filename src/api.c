@@ -190,7 +190,7 @@ void sprig_session_free(sprig_session *s)
     sprig_ctx_free(s->ctx);
     sprig_pool_free(s->pool);
     if (s->shape) {   /* what tree auto chose, for the log */
-        char line[768];
+        char line[1280];
         sprig_shape_summary(s->shape, line, sizeof line);
         SPRIG_LOGI("tree auto: %s", line);
         free(s->shape);

@@ -468,9 +468,75 @@ static void test_shape_choice(void)
     CHECK(s.trials[14] == before + 3 && s.hits[14] == 180 + 2);
 }
 
+/* the depth and sibling-rank corrections: a runner-up the target never
+ * takes stops being verified though its q alone would earn it a row, and
+ * observe counts each verified node under its depth and rank */
+static void test_shape_rank_depth(void)
+{
+    enum { V = 8, D = 5 };
+    static sprig_dyntree t;
+    float logits[V];
+    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
+    sprig_dyntree_init(&t, 1);
+    sprig_dyntree_expand(&t, 0, logits, V, 2);
+    for (int depth = 1; depth < D; depth++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        CHECK(sprig_dyntree_frontier(&t, depth, 1, batch) == 1);
+        t.slot[batch[0]] = 0;
+        CHECK(sprig_dyntree_expand(&t, batch[0], logits, V, 2) == 2);
+    }
+    sprig_shape s;
+    sprig_shape_init(&s);
+    for (int i = 0; i < 1000; i++) {   /* the q buckets are honest: 0.6 accepted 6 in 10, 0.3 3 in 10 */
+        s.trials[9] += 1; s.hits[9] += i % 10 < 6;
+        s.trials[4] += 1; s.hits[4] += i % 10 < 3;
+    }
+    CHECK(fabs(sprig_shape_accept_at(&s, 0.6, 1, 0) - sprig_shape_accept(&s, 0.6)) < 1e-12);   /* nothing seen: no correction */
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 50.0 * (n - 4), true);
+    sprig_tree out;
+    int map[SPRIG_TREE_MAX];
+    sprig_shape_select(&s, &t, 8, D, &out, map);
+    /* four rows: the root, the 0.6 draft (0.6), its 0.6 child (0.36) and the 0.3 runner-up (0.3) beat depth 3 (0.216) */
+    CHECK_EQ_INT(out.n, 4);
+    CHECK(!sprig_tree_is_linear(&out));
+    CHECK(s.qr[3] == 1 && s.qd[3] == 1 && s.qr[2] == 0 && s.qd[2] == 2);
+    /* observe: the target took the runner-up (node 3, a child of the root) */
+    sprig_walk w = { .accepted = 1, .n_path = 2, .path = { 0, 3 }, .n_emit = 2 };
+    sprig_shape_observe(&s, &out, &w);
+    CHECK(s.r_trials[0] == 1 && s.r_hits[0] == 0 && s.r_trials[1] == 1 && s.r_hits[1] == 1);
+    CHECK(s.d_trials[0] == 2 && s.d_hits[0] == 1 && s.d_trials[1] == 0);
+    CHECK(fabs(s.r_exp[1] - sprig_shape_accept(&s, 0.3)) < 0.01);
+    /* runner-ups never taken since: 0 of 100 where 30 were expected */
+    s.r_hits[1] = 0; s.r_exp[1] = 30.0; s.r_trials[1] = 100;
+    const double a1 = sprig_shape_accept_at(&s, 0.3, 1, 1), a0 = sprig_shape_accept_at(&s, 0.3, 1, 0);
+    const double dcorr = (s.d_hits[0] + 4.0) / (s.d_exp[0] + 4.0);
+    CHECK(fabs(a1 - sprig_shape_accept(&s, 0.3) * 4.0 / 34.0 * dcorr) < 1e-12);
+    CHECK(fabs(a0 - sprig_shape_accept(&s, 0.3) * 4.0 / (4.0 + s.r_exp[0]) * dcorr) < 1e-12);
+    CHECK(a1 < 0.05);
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    CHECK_EQ_INT(out.n, 4);
+    CHECK(sprig_tree_is_linear(&out));   /* the chain's third draft instead */
+    /* deep drafts overconfident: depth 2 taken 0 times where 40 were expected; depth 1 as expected */
+    sprig_shape_init(&s);
+    for (int i = 0; i < 1000; i++) { s.trials[9] += 1; s.hits[9] += i % 10 < 6; s.trials[4] += 1; s.hits[4] += i % 10 < 3; }
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 50.0 * (n - 4), true);
+    s.d_hits[0] = 60; s.d_exp[0] = 60; s.d_trials[0] = 100;
+    s.d_hits[1] = 0; s.d_exp[1] = 40; s.d_trials[1] = 100;
+    CHECK(fabs(sprig_shape_accept_at(&s, 0.6, 1, 0) - sprig_shape_accept(&s, 0.6)) < 1e-12);
+    CHECK(sprig_shape_accept_at(&s, 0.6, 2, 0) < 0.07);
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    /* depth 2 is now worth 0.6 x 0.055: the root's two children and nothing below them */
+    CHECK_EQ_INT(out.n, 3);
+    CHECK(sprig_tree_max_depth(&out) == 1);
+    char line[1280];
+    sprig_shape_summary(&s, line, sizeof line);
+    CHECK(strstr(line, "by depth: 1 60/100 (x1.00) 2 0/100 (x0.09)") != NULL);
+}
+
 int main(void)
 {
     RUN(test_linear_mask_is_causal);
+    RUN(test_shape_rank_depth);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);
     RUN(test_depths);

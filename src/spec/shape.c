@@ -61,13 +61,40 @@ double sprig_shape_accept(const sprig_shape *s, double q)
     return (s->hits[b] + 2.0 * prior) / (s->trials[b] + 2.0);
 }
 
+static int depth_class(int depth)
+{
+    return depth < 1 ? 0 : depth > SPRIG_SHAPE_DEPTHS ? SPRIG_SHAPE_DEPTHS - 1 : depth - 1;
+}
+
+static int rank_class(int rank)
+{
+    return rank < 0 ? 0 : rank >= SPRIG_SHAPE_RANKS ? SPRIG_SHAPE_RANKS - 1 : rank;
+}
+
+/* accepted / expected, with a prior of 1 at weight 4 */
+static double correction(double hits, double expected)
+{
+    return (hits + 4.0) / (expected + 4.0);
+}
+
+double sprig_shape_accept_at(const sprig_shape *s, double q, int depth, int rank)
+{
+    const int d = depth_class(depth), r = rank_class(rank);
+    const double a = sprig_shape_accept(s, q) * correction(s->d_hits[d], s->d_exp[d]) * correction(s->r_hits[r], s->r_exp[r]);
+    return a < 1.0 ? a : 1.0;
+}
+
 void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map_out)
 {
     static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
+    static _Thread_local uint8_t rank[SPRIG_DYNTREE_CAP];   /* among its parent's children, the drafter's order */
     key[0] = 0.0f;
-    for (int i = 1; i < t->n; i++) {
+    rank[0] = 0;
+    for (int i = 1; i < t->n; i++) {   /* a node's children are added together, best (or first drawn) first */
         const double q = exp((double)t->score[i] - (double)t->real[t->parent[i]]);
-        key[i] = key[t->parent[i]] + (float)log(sprig_shape_accept(s, q));
+        const int r = i > 1 && t->parent[i - 1] == t->parent[i] ? rank[i - 1] + 1 : 0;
+        rank[i] = (uint8_t)(r < 255 ? r : 255);
+        key[i] = key[t->parent[i]] + (float)log(sprig_shape_accept_at(s, q, t->depth[i], r));
     }
     int chosen[SPRIG_TREE_MAX];
     const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
@@ -85,8 +112,11 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     int map[SPRIG_TREE_MAX];
     sprig_dyntree_select_by(t, key, m, max_depth, out, map);
     s->last_n = out->n;
-    for (int i = 0; i < out->n; i++)
+    for (int i = 0; i < out->n; i++) {
         s->q[i] = i ? (float)exp((double)t->score[map[i]] - (double)t->real[t->parent[map[i]]]) : 1.0f;
+        s->qd[i] = (uint8_t)(t->depth[map[i]] < 255 ? t->depth[map[i]] : 255);
+        s->qr[i] = rank[map[i]];
+    }
     if (map_out) memcpy(map_out, map, (size_t)out->n * sizeof *map);
     s->chosen[out->n]++;
     const int d = sprig_tree_max_depth(out);
@@ -115,6 +145,17 @@ void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
         if (s->trials[b] > 0)
             o += (size_t)snprintf(buf + o, cap - o, " %.2f-%.2f %.0f/%.0f", (double)b / SPRIG_SHAPE_BINS, (double)(b + 1) / SPRIG_SHAPE_BINS,
                                   s->hits[b], s->trials[b]);
+    /* accepted/verified (x the correction: accepted against what the q buckets expected) */
+    if (o + 32 < cap) o += (size_t)snprintf(buf + o, cap - o, "; by depth:");
+    for (int d = 0; d < SPRIG_SHAPE_DEPTHS && o + 48 < cap; d++)
+        if (s->d_trials[d] > 0)
+            o += (size_t)snprintf(buf + o, cap - o, " %d%s %.0f/%.0f (x%.2f)", d + 1, d + 1 == SPRIG_SHAPE_DEPTHS ? "+" : "",
+                                  s->d_hits[d], s->d_trials[d], correction(s->d_hits[d], s->d_exp[d]));
+    if (o + 32 < cap) o += (size_t)snprintf(buf + o, cap - o, "; by sibling rank:");
+    for (int r = 0; r < SPRIG_SHAPE_RANKS && o + 48 < cap; r++)
+        if (s->r_trials[r] > 0)
+            o += (size_t)snprintf(buf + o, cap - o, " %d%s %.0f/%.0f (x%.2f)", r + 1, r + 1 == SPRIG_SHAPE_RANKS ? "+" : "",
+                                  s->r_hits[r], s->r_trials[r], correction(s->r_hits[r], s->r_exp[r]));
 }
 
 void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w)
@@ -126,9 +167,12 @@ void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *
         if (next < 0 && !whole) break;
         for (int c = v + 1; c < t->n; c++)
             if (t->parents[c] == v) {
-                const int b = bin_of(s->q[c]);
+                const int b = bin_of(s->q[c]), d = depth_class(s->qd[c]), r = rank_class(s->qr[c]);
+                const double expect = sprig_shape_accept(s, s->q[c]), hit = c == next;
+                s->d_hits[d] += hit; s->d_exp[d] += expect; s->d_trials[d] += 1;
+                s->r_hits[r] += hit; s->r_exp[r] += expect; s->r_trials[r] += 1;
                 s->trials[b] += 1;
-                s->hits[b] += c == next;
+                s->hits[b] += hit;
             }
     }
     s->last_n = 0;

@@ -12,7 +12,16 @@
  *   accept:   the drafter's conditional probability q of a node's token is
  *             mapped to the chance the target accepts it given its parent
  *             was accepted, by counting, per bucket of q, the verified
- *             children of accepted nodes (a prior of q itself, weight 2).
+ *             children of accepted nodes (a prior of q itself, weight 2);
+ *             then corrected by the node's depth and its sibling rank (the
+ *             drafter's first, second, third-or-later child of its parent):
+ *             per depth and per rank, accepted / expected, where expected
+ *             sums the q-calibrated chance of each node counted there when
+ *             it was verified (a prior of 1, weight 4). A drafter whose
+ *             runner-ups are accepted less often than their q says (the
+ *             target agrees with its top choice on other grounds), or whose
+ *             deep drafts are overconfident (a head fed its own hidden
+ *             states), is believed accordingly.
  *   choice:   candidates best first by their path's calibrated acceptance
  *             v (a child's v never exceeds its parent's, so every prefix is
  *             a tree); the number of nodes m maximises expected emitted
@@ -33,13 +42,20 @@
 #include "spec/walk.h"
 
 #define SPRIG_SHAPE_BINS 16
+#define SPRIG_SHAPE_DEPTHS 8   /* depth classes 1..7, then 8 and deeper */
+#define SPRIG_SHAPE_RANKS 3    /* sibling ranks: first, second, third or later */
 
 typedef struct sprig_shape {
     double t_ms[SPRIG_TREE_MAX + 1];        /* T(n) estimate, n = 1..SPRIG_TREE_MAX; 0 = unknown */
     bool known[SPRIG_TREE_MAX + 1];
     double draft_ms;                        /* the drafter's time per round (moving average) */
     double hits[SPRIG_SHAPE_BINS], trials[SPRIG_SHAPE_BINS];
+    /* the corrections: accepted, expected (sum of the q-calibrated chances) and verified, per depth class and
+       per sibling rank */
+    double d_hits[SPRIG_SHAPE_DEPTHS], d_exp[SPRIG_SHAPE_DEPTHS], d_trials[SPRIG_SHAPE_DEPTHS];
+    double r_hits[SPRIG_SHAPE_RANKS], r_exp[SPRIG_SHAPE_RANKS], r_trials[SPRIG_SHAPE_RANKS];
     float q[SPRIG_TREE_MAX];                /* the last tree's nodes' drafter probabilities (root: 1) */
+    uint8_t qd[SPRIG_TREE_MAX], qr[SPRIG_TREE_MAX];   /* and their depths and sibling ranks */
     int last_n;
     int64_t chosen[SPRIG_TREE_MAX + 1];     /* rounds that verified n nodes */
     bool profiled;                          /* the target's T(n) was measured (or loaded: spec/profile.h) */
@@ -65,8 +81,13 @@ void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile);
 void sprig_shape_draft_cost(sprig_shape *s, double ms);
 /* T(n) from what is known (linear between measured sizes, the last slope past them). */
 double sprig_shape_t(const sprig_shape *s, int n);
-/* The calibrated chance of a token the drafter gave probability q. */
+/* The calibrated chance of a token the drafter gave probability q (the q
+ * buckets alone). */
 double sprig_shape_accept(const sprig_shape *s, double q);
+/* The same for a node at `depth` (>= 1) that is its parent's rank-th child
+ * in the drafter's order (0 = its top choice), with the depth and rank
+ * corrections; at most 1. */
+double sprig_shape_accept_at(const sprig_shape *s, double q, int depth, int rank);
 /* Choose the tree from the candidates (at most max_nodes nodes, depth <=
  * max_depth) and remember its nodes' q for observe; map[i] (may be NULL) =
  * the candidate of tree node i. A node's q is exp(score - parent's real):
