@@ -499,9 +499,10 @@ static void test_shape_rank_depth(void)
     /* four rows: the root, the 0.6 draft (0.6), its 0.6 child (0.36) and the 0.3 runner-up (0.3) beat depth 3 (0.216) */
     CHECK_EQ_INT(out.n, 4);
     CHECK(!sprig_tree_is_linear(&out));
-    CHECK(s.qr[3] == 1 && s.qd[3] == 1 && s.qr[2] == 0 && s.qd[2] == 2);
-    /* observe: the target took the runner-up (node 3, a child of the root) */
-    sprig_walk w = { .accepted = 1, .n_path = 2, .path = { 0, 3 }, .n_emit = 2 };
+    /* nodes by depth, children best first: 1 = the 0.6 draft, 2 = the runner-up, 3 = the 0.6 draft's child */
+    CHECK(s.qr[1] == 0 && s.qd[1] == 1 && s.qr[2] == 1 && s.qd[2] == 1 && s.qr[3] == 0 && s.qd[3] == 2);
+    /* observe: the target took the runner-up (node 2, a child of the root) */
+    sprig_walk w = { .accepted = 1, .n_path = 2, .path = { 0, 2 }, .n_emit = 2 };
     sprig_shape_observe(&s, &out, &w);
     CHECK(s.r_trials[0] == 1 && s.r_hits[0] == 0 && s.r_trials[1] == 1 && s.r_hits[1] == 1);
     CHECK(s.d_trials[0] == 2 && s.d_hits[0] == 1 && s.d_trials[1] == 0);
@@ -519,13 +520,16 @@ static void test_shape_rank_depth(void)
     /* deep drafts overconfident: depth 2 taken 0 times where 40 were expected; depth 1 as expected */
     sprig_shape_init(&s);
     for (int i = 0; i < 1000; i++) { s.trials[9] += 1; s.hits[9] += i % 10 < 6; s.trials[4] += 1; s.hits[4] += i % 10 < 3; }
-    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 50.0 * (n - 4), true);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 3 ? 10.0 : 10.0 + 50.0 * (n - 3), true);
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    CHECK_EQ_INT(out.n, 3);
+    CHECK(sprig_tree_is_linear(&out));   /* uncorrected: the 0.6 draft and its child (0.36) beat the runner-up (0.3) */
     s.d_hits[0] = 60; s.d_exp[0] = 60; s.d_trials[0] = 100;
     s.d_hits[1] = 0; s.d_exp[1] = 40; s.d_trials[1] = 100;
     CHECK(fabs(sprig_shape_accept_at(&s, 0.6, 1, 0) - sprig_shape_accept(&s, 0.6)) < 1e-12);
     CHECK(sprig_shape_accept_at(&s, 0.6, 2, 0) < 0.07);
     sprig_shape_select(&s, &t, 8, D, &out, NULL);
-    /* depth 2 is now worth 0.6 x 0.055: the root's two children and nothing below them */
+    /* depth 2 is now worth 0.6 x 0.055: the root's two children instead */
     CHECK_EQ_INT(out.n, 3);
     CHECK(sprig_tree_max_depth(&out) == 1);
     char line[1280];
@@ -533,10 +537,61 @@ static void test_shape_rank_depth(void)
     CHECK(strstr(line, "by depth: 1 60/100 (x1.00) 2 0/100 (x0.09)") != NULL);
 }
 
+/* the shared forward's cost line, and tree auto pricing a shared step's
+ * rows by it rather than by the lone profile */
+static void test_cost_line(void)
+{
+    sprig_cost_line l = { 0 };
+    double a = -1, b = -1;
+    for (int i = 0; i < 7; i++) sprig_cost_line_add(&l, 12 + (i % 3) * 4, 30.0 + 2.0 * (12 + (i % 3) * 4));
+    CHECK(!sprig_cost_line_get(&l, &a, &b) && a == -1 && b == -1);   /* fewer than 8 forwards */
+    sprig_cost_line_add(&l, 16, 62.0);
+    CHECK(sprig_cost_line_get(&l, &a, &b));
+    CHECK(fabs(b - 2.0) < 1e-9 && fabs(a - 30.0) < 1e-6);
+    for (int i = 0; i < 400; i++) sprig_cost_line_add(&l, 10 + i % 9, 10.0 + 1.0 * (10 + i % 9));   /* the cost changed */
+    CHECK(sprig_cost_line_get(&l, &a, &b) && fabs(b - 1.0) < 1e-3 && fabs(a - 10.0) < 2e-2);
+    sprig_cost_line same = { 0 };
+    for (int i = 0; i < 40; i++) sprig_cost_line_add(&same, 12, 50.0);
+    CHECK(!sprig_cost_line_get(&same, &a, &b));   /* one row count: no slope to fit */
+    sprig_cost_line_add(&same, -1, 5.0);
+    sprig_cost_line_add(&same, 3, NAN);
+    CHECK(same.n == 40);
+
+    enum { V = 8, D = 6 };
+    static sprig_dyntree t;
+    float logits[V];
+    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
+    sprig_dyntree_init(&t, 1);
+    sprig_dyntree_expand(&t, 0, logits, V, 2);
+    for (int depth = 1; depth < D; depth++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        CHECK(sprig_dyntree_frontier(&t, depth, 1, batch) == 1);
+        t.slot[batch[0]] = 0;
+        sprig_dyntree_expand(&t, batch[0], logits, V, 2);
+    }
+    sprig_shape s;
+    sprig_shape_init(&s);
+    for (int i = 0; i < 1000; i++) { s.trials[9] += 1; s.hits[9] += i % 10 < 6; s.trials[4] += 1; s.hits[4] += i % 10 < 3; }
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 40.0 + 0.5 * n, true);   /* alone: 0.5 ms a row */
+    s.others_rows = 12; s.others_emit = 8; s.shared.gap_ms = 5;
+    sprig_tree out;
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    CHECK_EQ_INT(out.n, 8);   /* at 0.5 ms a row every candidate pays */
+    s.shared.base_ms = 30; s.shared.row_ms = 2.15;   /* the shared forwards measured 2.15 ms a row */
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    /* worth a row now: v > rate x 2.15 ms ~ 0.32 tokens: the 0.6 draft and its 0.6 child (0.36) only */
+    CHECK_EQ_INT(out.n, 3);
+    CHECK(sprig_tree_is_linear(&out));
+    s.others_rows = 0; s.others_emit = 0;   /* alone again: the profile */
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    CHECK_EQ_INT(out.n, 8);
+}
+
 int main(void)
 {
     RUN(test_linear_mask_is_causal);
     RUN(test_shape_rank_depth);
+    RUN(test_cost_line);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);
     RUN(test_depths);

@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timer.h"
+#include "spec/shape.h"
 #include "spec/tree.h"
 
 #include <errno.h>
@@ -45,6 +46,7 @@ struct sprig_batch {
     uint64_t last_end_ns;            /* when the last forward ended (0: none yet) */
     double gap_ms;                   /* between one forward's end and the next one's start (moving average):
                                         the members' drafting, walks and emission, and the lockstep */
+    sprig_cost_line line;            /* shared forwards: ms against all sequences' rows */
     struct sprig_batch_counts counts;
 };
 
@@ -213,6 +215,7 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             run(b, q, n, ctx);
             pthread_mutex_lock(&b->mu);
             b->last_end_ns = sprig_time_ns();
+            if (n > 1) sprig_cost_line_add(&b->line, rows, (double)(b->last_end_ns - t0) * 1e-6);
             SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, (double)(b->last_end_ns - t0) * 1e-6, b->gap_ms);
             for (int i = 0; i < n; i++) q[i]->done = true;
             b->running = false;
@@ -249,11 +252,12 @@ void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted)
     pthread_mutex_unlock(&b->mu);
 }
 
-void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, double *gap_ms)
+void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, sprig_shared_cost *cost)
 {
     double r = 0, e = 0;
     pthread_mutex_lock(&b->mu);
-    *gap_ms = b->gap_ms;
+    cost->gap_ms = b->gap_ms;
+    if (!sprig_cost_line_get(&b->line, &cost->base_ms, &cost->row_ms)) cost->base_ms = cost->row_ms = 0;
     for (int i = 0; i < b->n_member; i++)
         if (b->member[i] != ctx) {
             r += b->m_rows[i];

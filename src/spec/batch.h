@@ -33,6 +33,7 @@
 #define SPRIG_SPEC_BATCH_H
 
 #include "model/model.h"
+#include "spec/target.h"
 
 typedef struct sprig_batch sprig_batch;
 
@@ -67,10 +68,11 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
 void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted);
 /* What the other members put into a shared forward: their last verify rows
  * and their tokens emitted per round (moving averages), summed; 0, 0 when
- * ctx is alone. gap_ms: the time between two shared forwards (everyone's
+ * ctx is alone. cost: the time between two shared forwards (everyone's
  * drafting, walks, emission and the lockstep), a cost each step pays
- * whatever its rows. */
-void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, double *gap_ms);
+ * whatever its rows, and the shared forward's own time against its rows
+ * (a line fitted to the forwards run so far, spec/shape.h). */
+void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, sprig_shared_cost *cost);
 /* ctx's generation ended: the others stop waiting for it. */
 void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx);
 

@@ -7,6 +7,28 @@
 #include <stdio.h>
 #include <string.h>
 
+void sprig_cost_line_add(sprig_cost_line *l, double rows, double ms)
+{
+    if (!(ms >= 0) || !(rows > 0)) return;
+    const double w = l->n < 32 ? 1.0 / (l->n + 1) : 1.0 / 32;
+    l->n += 1;
+    l->r += w * (rows - l->r);
+    l->m += w * (ms - l->m);
+    l->rr += w * (rows * rows - l->rr);
+    l->rm += w * (rows * ms - l->rm);
+}
+
+bool sprig_cost_line_get(const sprig_cost_line *l, double *a, double *b)
+{
+    const double var = l->rr - l->r * l->r;
+    if (l->n < 8 || !(var >= 1.0)) return false;
+    double slope = (l->rm - l->r * l->m) / var;
+    if (!(slope > 0)) slope = 0;
+    *b = slope;
+    *a = l->m - slope * l->r;
+    return true;
+}
+
 void sprig_shape_init(sprig_shape *s)
 {
     memset(s, 0, sizeof *s);
@@ -101,14 +123,19 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
      * this round whatever m is, so the bare bonus pays it too) */
     const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
-    const double fixed = others > 0 && s->gap_ms > s->draft_ms ? s->gap_ms : s->draft_ms;
-    double e = 1.0 + s->others_emit, best = e / (sprig_shape_t(s, others + 1) + fixed);
+    const sprig_shared_cost *sc = &s->shared;
+    const double fixed = others > 0 && sc->gap_ms > s->draft_ms ? sc->gap_ms : s->draft_ms;
+    /* a shared forward's time: the line the batch measured, once it has one; else this machine's profile */
+    const bool line = others > 0 && sc->row_ms > 0;
+#define SHARED_T(rows) (line ? sc->base_ms + sc->row_ms * (rows) : sprig_shape_t(s, (rows)))
+    double e = 1.0 + s->others_emit, best = e / (SHARED_T(others + 1) + fixed);
     int m = 1;
     for (int j = 1; j < n; j++) {
         e += exp((double)key[chosen[j]]);
-        const double rate = e / (sprig_shape_t(s, others + j + 1) + fixed);
+        const double rate = e / (SHARED_T(others + j + 1) + fixed);
         if (rate > best) { best = rate; m = j + 1; }
     }
+#undef SHARED_T
     int map[SPRIG_TREE_MAX];
     sprig_dyntree_select_by(t, key, m, max_depth, out, map);
     s->last_n = out->n;

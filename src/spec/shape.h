@@ -29,9 +29,12 @@
  *             m = 1 verifies the bonus alone (no draft pays this round).
  *             In a shared forward (spec/batch.h) the rate is everyone's:
  *             (E_others + 1 + sum) / (T(R_others + m) + max(draft, gap)),
- *             gap = the measured time between shared forwards, so a node
- *             is verified only when it adds more tokens than the time its
- *             row adds costs all the sequences in the batch.
+ *             gap = the measured time between shared forwards and T the
+ *             line fitted to the shared forwards' own times (their rows are
+ *             compute-bound: each costs more than a lone forward's profile
+ *             says), so a node is verified only when it adds more tokens
+ *             than the time its row adds costs all the sequences in the
+ *             batch.
  * Deterministic given the same observations; it never changes what is
  * emitted, only how many nodes are verified.
  */
@@ -39,6 +42,7 @@
 #define SPRIG_SPEC_SHAPE_H
 
 #include "spec/dyntree.h"
+#include "spec/target.h"
 #include "spec/walk.h"
 
 #define SPRIG_SHAPE_BINS 16
@@ -62,10 +66,22 @@ typedef struct sprig_shape {
     double prof_ms[SPRIG_TREE_MAX + 1];     /* that profile, before the rounds blend in (0: not profiled at n) */
     double others_rows, others_emit;        /* continuous batching: the other sequences' rows in the shared forward
                                                and their tokens per round (0, 0 alone; set before each choice) */
-    double gap_ms;                          /* and the time between shared forwards (each step's fixed cost) */
+    sprig_shared_cost shared;               /* and what a shared step costs (spec/target.h) */
     uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
     int n_depths;
 } sprig_shape;
+
+/* A line ms = a + b * rows fitted to timed forwards (moving averages over
+ * about the last 32): what a shared forward of all sequences' rows costs,
+ * measured where it runs rather than taken from a single sequence's profile
+ * (a shared forward's rows are compute-bound and cost more each). */
+typedef struct sprig_cost_line {
+    double n, r, m, rr, rm;   /* samples; moving means of rows, ms, rows^2, rows * ms */
+} sprig_cost_line;
+void sprig_cost_line_add(sprig_cost_line *l, double rows, double ms);
+/* The line once at least 8 forwards with row counts spread by >= 1 row (sd)
+ * were seen; false before (and *a, *b untouched). b >= 0. */
+bool sprig_cost_line_get(const sprig_cost_line *l, double *a, double *b);
 
 /* The sizes a profile measures: each of these up to the largest block a session verifies. */
 #define SPRIG_SHAPE_PROFILE_SIZES { 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 }

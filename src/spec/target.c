@@ -181,10 +181,10 @@ sprig_status sprig_target_verify_finalize_tree(sprig_target *t, const int *path,
     return SPRIG_OK;
 }
 
-void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, double *gap_ms)
+void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost)
 {
     *rows = 0;
     *emitted = 0;
-    *gap_ms = 0;
-    if (t->vt->shared_load) t->vt->shared_load(t, rows, emitted, gap_ms);
+    *cost = (sprig_shared_cost){ 0 };
+    if (t->vt->shared_load) t->vt->shared_load(t, rows, emitted, cost);
 }

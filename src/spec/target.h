@@ -54,6 +54,15 @@
 #include "sample/sample.h"
 #include "spec/tree.h"
 
+/* What one step of a shared verify forward costs (continuous batching): the
+ * time between two shared forwards (everyone's drafting, walks, emission and
+ * the lockstep), and the forward itself as measured, ms = base_ms + row_ms *
+ * (all sequences' rows); row_ms 0 until the batch has seen enough different
+ * row counts to fit it. */
+typedef struct sprig_shared_cost {
+    double gap_ms, base_ms, row_ms;
+} sprig_shared_cost;
+
 #define SPRIG_TARGET_MAX_EOS 16
 
 /* Per-row outputs of a forward; buffers are session-owned, sized at
@@ -120,8 +129,8 @@ struct sprig_target_vt {
     double (*time_rows)(sprig_target *t, int n);
     /* Optional (NULL = alone). The other sequences whose rows share this target's verify forwards
      * (continuous batching, spec/batch.h): their rows per forward and tokens emitted per round, summed,
-     * and the time between shared forwards (tree auto weighs its own rows against everyone's tokens). */
-    void (*shared_load)(sprig_target *t, double *rows, double *emitted, double *gap_ms);
+     * and what a shared step costs (tree auto weighs its own rows against everyone's tokens). */
+    void (*shared_load)(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost);
 };
 
 /* Common header every target embeds first. */
@@ -151,7 +160,7 @@ sprig_status sprig_target_verify_finalize(sprig_target *t, int accepted, int n, 
                                           sprig_target_state *st, sprig_error *err);
 bool sprig_target_tree_round_is_available(sprig_target *t, char *reason, size_t cap);
 /* shared_load, or zeros for a target that verifies alone */
-void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, double *gap_ms);
+void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost);
 sprig_status sprig_target_verify_forward_tree(sprig_target *t, const sprig_tree *tree, sprig_rows *rows,
                                               sprig_capture *cap, sprig_error *err);
 sprig_status sprig_target_verify_finalize_tree(sprig_target *t, const int *path, int n_path, int n,

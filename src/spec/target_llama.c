@@ -174,10 +174,10 @@ static double t_time_rows(sprig_target *t, int n)
     return sprig_ctx_trim(mt->ctx, n, &err) ? -1 : ms;
 }
 
-static void t_shared_load(sprig_target *t, double *rows, double *emitted, double *gap_ms)
+static void t_shared_load(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost)
 {
     model_target *mt = (model_target *)t;
-    if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted, gap_ms);
+    if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted, cost);
 }
 
 static const struct sprig_target_vt model_target_vt = {
