@@ -468,29 +468,43 @@ static void test_shape_choice(void)
     CHECK(s.trials[14] == before + 3 && s.hits[14] == 180 + 2);
 }
 
+/* Candidates for the shape tests: every node's children are a 0.6 and a 0.3
+ * draft; the 0.6 one is expanded, depth after depth, to `depth`. */
+static void chain_06_03(sprig_dyntree *t, int depth)
+{
+    enum { V = 8 };
+    float logits[V];
+    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
+    sprig_dyntree_init(t, 1);
+    sprig_dyntree_expand(t, 0, logits, V, 2);
+    for (int d = 1; d < depth; d++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        CHECK(sprig_dyntree_frontier(t, d, 1, batch) == 1);
+        t->slot[batch[0]] = 0;
+        CHECK(sprig_dyntree_expand(t, batch[0], logits, V, 2) == 2);
+    }
+}
+
+/* A fresh shape whose q buckets are honest: 0.6 accepted 6 in 10, 0.3 3 in 10. */
+static void honest_06_03(sprig_shape *s)
+{
+    sprig_shape_init(s);
+    for (int i = 0; i < 1000; i++) {
+        s->trials[9] += 1; s->hits[9] += i % 10 < 6;
+        s->trials[4] += 1; s->hits[4] += i % 10 < 3;
+    }
+}
+
 /* the depth and sibling-rank corrections: a runner-up the target never
  * takes stops being verified though its q alone would earn it a row, and
  * observe counts each verified node under its depth and rank */
 static void test_shape_rank_depth(void)
 {
-    enum { V = 8, D = 5 };
+    enum { D = 5 };
     static sprig_dyntree t;
-    float logits[V];
-    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
-    sprig_dyntree_init(&t, 1);
-    sprig_dyntree_expand(&t, 0, logits, V, 2);
-    for (int depth = 1; depth < D; depth++) {
-        int batch[SPRIG_DYNTREE_MAX_WIDTH];
-        CHECK(sprig_dyntree_frontier(&t, depth, 1, batch) == 1);
-        t.slot[batch[0]] = 0;
-        CHECK(sprig_dyntree_expand(&t, batch[0], logits, V, 2) == 2);
-    }
+    chain_06_03(&t, D);
     sprig_shape s;
-    sprig_shape_init(&s);
-    for (int i = 0; i < 1000; i++) {   /* the q buckets are honest: 0.6 accepted 6 in 10, 0.3 3 in 10 */
-        s.trials[9] += 1; s.hits[9] += i % 10 < 6;
-        s.trials[4] += 1; s.hits[4] += i % 10 < 3;
-    }
+    honest_06_03(&s);
     CHECK(fabs(sprig_shape_accept_at(&s, 0.6, 1, 0) - sprig_shape_accept(&s, 0.6)) < 1e-12);   /* nothing seen: no correction */
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 50.0 * (n - 4), true);
     sprig_tree out;
@@ -518,8 +532,7 @@ static void test_shape_rank_depth(void)
     CHECK_EQ_INT(out.n, 4);
     CHECK(sprig_tree_is_linear(&out));   /* the chain's third draft instead */
     /* deep drafts overconfident: depth 2 taken 0 times where 40 were expected; depth 1 as expected */
-    sprig_shape_init(&s);
-    for (int i = 0; i < 1000; i++) { s.trials[9] += 1; s.hits[9] += i % 10 < 6; s.trials[4] += 1; s.hits[4] += i % 10 < 3; }
+    honest_06_03(&s);
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 3 ? 10.0 : 10.0 + 50.0 * (n - 3), true);
     sprig_shape_select(&s, &t, 8, D, &out, NULL);
     CHECK_EQ_INT(out.n, 3);
@@ -557,21 +570,11 @@ static void test_cost_line(void)
     sprig_cost_line_add(&same, 3, NAN);
     CHECK(same.n == 40);
 
-    enum { V = 8, D = 6 };
+    enum { D = 6 };
     static sprig_dyntree t;
-    float logits[V];
-    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
-    sprig_dyntree_init(&t, 1);
-    sprig_dyntree_expand(&t, 0, logits, V, 2);
-    for (int depth = 1; depth < D; depth++) {
-        int batch[SPRIG_DYNTREE_MAX_WIDTH];
-        CHECK(sprig_dyntree_frontier(&t, depth, 1, batch) == 1);
-        t.slot[batch[0]] = 0;
-        sprig_dyntree_expand(&t, batch[0], logits, V, 2);
-    }
+    chain_06_03(&t, D);
     sprig_shape s;
-    sprig_shape_init(&s);
-    for (int i = 0; i < 1000; i++) { s.trials[9] += 1; s.hits[9] += i % 10 < 6; s.trials[4] += 1; s.hits[4] += i % 10 < 3; }
+    honest_06_03(&s);
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 40.0 + 0.5 * n, true);   /* alone: 0.5 ms a row */
     s.others_rows = 12; s.others_emit = 8; s.shared.gap_ms = 5;
     sprig_tree out;

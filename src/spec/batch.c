@@ -215,8 +215,9 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             run(b, q, n, ctx);
             pthread_mutex_lock(&b->mu);
             b->last_end_ns = sprig_time_ns();
-            if (n > 1) sprig_cost_line_add(&b->line, rows, (double)(b->last_end_ns - t0) * 1e-6);
-            SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, (double)(b->last_end_ns - t0) * 1e-6, b->gap_ms);
+            const double fwd_ms = (double)(b->last_end_ns - t0) * 1e-6;
+            if (n > 1) sprig_cost_line_add(&b->line, rows, fwd_ms);
+            SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, fwd_ms, b->gap_ms);
             for (int i = 0; i < n; i++) q[i]->done = true;
             b->running = false;
             pthread_cond_broadcast(&b->cv);

@@ -106,6 +106,14 @@ double sprig_shape_accept_at(const sprig_shape *s, double q, int depth, int rank
     return a < 1.0 ? a : 1.0;
 }
 
+/* The verify forward of `rows` rows: in a shared forward (others > 0) the
+ * line the batch measured, once it has one; else this machine's profile. */
+static double step_t(const sprig_shape *s, int others, int rows)
+{
+    const sprig_shared_cost *sc = &s->shared;
+    return others > 0 && sc->row_ms > 0 ? sc->base_ms + sc->row_ms * rows : sprig_shape_t(s, rows);
+}
+
 void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map_out)
 {
     static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
@@ -123,19 +131,14 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
      * this round whatever m is, so the bare bonus pays it too) */
     const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
-    const sprig_shared_cost *sc = &s->shared;
-    const double fixed = others > 0 && sc->gap_ms > s->draft_ms ? sc->gap_ms : s->draft_ms;
-    /* a shared forward's time: the line the batch measured, once it has one; else this machine's profile */
-    const bool line = others > 0 && sc->row_ms > 0;
-#define SHARED_T(rows) (line ? sc->base_ms + sc->row_ms * (rows) : sprig_shape_t(s, (rows)))
-    double e = 1.0 + s->others_emit, best = e / (SHARED_T(others + 1) + fixed);
+    const double fixed = others > 0 && s->shared.gap_ms > s->draft_ms ? s->shared.gap_ms : s->draft_ms;
+    double e = 1.0 + s->others_emit, best = e / (step_t(s, others, others + 1) + fixed);
     int m = 1;
     for (int j = 1; j < n; j++) {
         e += exp((double)key[chosen[j]]);
-        const double rate = e / (SHARED_T(others + j + 1) + fixed);
+        const double rate = e / (step_t(s, others, others + j + 1) + fixed);
         if (rate > best) { best = rate; m = j + 1; }
     }
-#undef SHARED_T
     int map[SPRIG_TREE_MAX];
     sprig_dyntree_select_by(t, key, m, max_depth, out, map);
     s->last_n = out->n;
