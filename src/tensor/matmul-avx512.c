@@ -29,12 +29,12 @@
  * at 0 (Q6_K: at -32 * bsum), then I += S * sc (vpmulld by the 16 columns'
  * scales); Q4_K/Q5_K's -M is 4 vpdpwssd of the negated min pairs against the
  * bsum32 pairs. acc = fma(I, d * da, acc), acc = fma(-M, dmin * da, acc): the
- * reference's roundings. Tiles: 1 and 5-8 rows on one panel, rows outer
- * (a sub-block's 8 weight vectors stay in registers, each row's S is a
- * renamed temporary: nothing spills); 2-4 rows on 4 or 2 panels, weights
- * outer (Q2_K/Q3_K: one panel for every row count; -4 * bsum starts and,
- * for Q2_K, 8 vpdpwssd of the min pairs); more rows in chunks of up to 8
- * with k in ranges, like Q8_0.
+ * reference's roundings. Tiles: 1-8 rows on one panel, rows outer (a
+ * sub-block's 8 weight vectors stay in registers, each row's S is a renamed
+ * temporary: nothing spills; G-panel tiles, weights outer, stay for -DKG2/
+ * -DKG34 measurements; Q2_K/Q3_K: -4 * bsum starts and, for Q2_K, 8
+ * vpdpwssd of the min pairs); more rows in chunks of up to 8 with k in
+ * ranges, like Q8_0.
  * Measured (1 thread, 2048 x 8192, Zen 5 under load, so +-10%): n=1 Q4_K
  * ~310 us (Q4_0 ~330), Q6_K ~485, Q2_K ~290; n=16 Q4_K ~1200 us (Q4_0
  * ~1050), Q6_K ~1550, Q2_K ~1090.
@@ -70,7 +70,7 @@
 #define Q_ONE_MIN 5 /* fewest rows that run one-panel tiles */
 
 /* Software prefetch (into L2), PF_DIST bytes of a panel ahead: float tiles
- * of at least PF_MIN_ROWS / 2 rows, quantized G-panel tiles of one row
+ * of at least PF_MIN_ROWS / 2 rows, Q8_0/Q4_0 G-panel tiles of one row
  * (PF_DIST_1: decode gains a few percent at high bandwidth; longer distances
  * lose) or of PF_MIN_ROWS rows (2..5 rows measured best without). */
 #ifndef PF_MIN_ROWS
@@ -81,6 +81,18 @@
 #endif
 #ifndef PF_DIST_1
 #define PF_DIST_1 2048
+#endif
+/* K-quant tiles prefetch for every row count from K_PF_MIN_ROWS up (and for
+ * one row), with the NTA hint. Measured as below (Q4_K and Q6_K, 2048 x
+ * 16384 and 8192 x 2048): without a prefetch 2-5 rows ran 1.2-3x slower
+ * than with one (a 5-row Q4_K call took longer than a 6-row one, and than
+ * two 8-row ones); NTA gained ~4% over T1 at 4-16 rows, also where chunks
+ * of rows re-read a k range (T1 or T0 there: 1-13% slower). */
+#ifndef K_PF_MIN_ROWS
+#define K_PF_MIN_ROWS 2
+#endif
+#ifndef K_PF_HINT
+#define K_PF_HINT _MM_HINT_NTA
 #endif
 /* One-panel quantized tiles: bytes of quants ahead (34 Q8_0 blocks), the
  * scales as many blocks ahead; one line per row of the tile (the rest after
@@ -226,7 +238,7 @@ AI void qtile_g(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
 
     for (int64_t b = b0; b < b1; b++) {
         const uint8_t *qb = base + (size_t)b * qsb;
-        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
+        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead */
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
             UNROLL for (int g = 0; g < G; g++) {
                 UNROLL for (size_t l = 0; l < qsb; l += 64)
@@ -325,11 +337,11 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        if (R == 1 || R >= PF_MIN_ROWS) {   /* start DRAM reads ahead, into L2 */
+        if (R == 1 || R >= K_PF_MIN_ROWS) {   /* start DRAM reads ahead */
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
             UNROLL for (int g = 0; g < G; g++) {
-                for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + g * ps + dist + l, _MM_HINT_T1);
-                _mm_prefetch((const char *)dsb + g * ps + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+                for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + g * ps + dist + l, K_PF_HINT);
+                _mm_prefetch((const char *)dsb + g * ps + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
             }
         }
         const sprig_mm_kblock *a = &ak[s * n];
@@ -483,10 +495,10 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        if (R == 1 || R >= PF_MIN_ROWS) {
+        if (R == 1 || R >= K_PF_MIN_ROWS) {
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, _MM_HINT_T1);
-            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
+            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
         }
         const sprig_mm_kblock *a = &ak[s * n];
         __m512i I[KRMAX];
@@ -595,10 +607,10 @@ AI void ktile_r23(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        if (R == 1 || R >= PF_MIN_ROWS) {
+        if (R == 1 || R >= K_PF_MIN_ROWS) {
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, _MM_HINT_T1);
-            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, _MM_HINT_T1);
+            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
+            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
         }
         const sprig_mm_kblock *a = &ak[s * n];
         _Alignas(64) int32_t c[KRMAX][16];   /* Q3_K: -4 * bsum[j] */
@@ -774,16 +786,19 @@ static const int f_g[RMAX + 1] = { 0, 4, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2, 2 };
 /* K-quant tiles of R rows: G panels (R*G <= 8 keeps 3*R*G accumulators in registers). */
 /* Panels per K tile for 1, 2, 3-4 rows (-D to measure others). Measured, 1
  * thread, Q4_K 2048 x 8192: n=1 one-panel rows-outer ~360 us against ~565 for
- * 4 panels; n=2 ~610 us on 4 panels against ~690 on one; n=4 ~810 on 2
- * panels against ~1100 on one. */
+ * 4 panels. Before the one-panel tiles of 2-5 rows prefetched, 2 rows ran
+ * better on 4 panels and 3-4 on 2; with the prefetch (NTA, above) one panel
+ * takes 0.51-0.54x the time of 4 panels at 2 rows and 0.51-0.69x that of 2
+ * panels at 3-4 (Q4_K and Q6_K, 2048 x 16384 and 8192 x 2048, 2 threads,
+ * in-process A/B). */
 #ifndef KG1
 #define KG1 1
 #endif
 #ifndef KG2
-#define KG2 4
+#define KG2 1
 #endif
 #ifndef KG34
-#define KG34 2
+#define KG34 1
 #endif
 static const int kg_g[KRMAX + 1] = { 0, KG1, KG2, KG34, KG34, 1, 1, 1, 1 };
 
