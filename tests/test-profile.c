@@ -9,6 +9,7 @@
 #include "test.h"
 #include "sprig.h"
 #include "spec/profile.h"
+#include "tensor/matmul.h"
 
 #include <stdlib.h>
 #include <fcntl.h>
@@ -65,6 +66,9 @@ static void test_key_follows_the_file(void)
     CHECK_STR(k1, k2);
     CHECK(sprig_profile_key(f, "avx512", 2, k2, sizeof k2) && strcmp(k1, k2));   /* another kernel family */
     CHECK(sprig_profile_key(f, "avx2", 1, k2, sizeof k2) && strcmp(k1, k2));     /* another thread count */
+    char rev[32];                                                                  /* another kernels' revision */
+    snprintf(rev, sizeof rev, " rev=%d ", SPRIG_MM_SPEED_REV);
+    CHECK(strstr(k1, rev) != NULL);
     struct timespec ts[2] = { { 1000000, 0 }, { 1000000, 0 } };
     CHECK(utimensat(AT_FDCWD, f, ts, 0) == 0);                                     /* the file changed */
     CHECK(sprig_profile_key(f, "avx2", 2, k3, sizeof k3) && strcmp(k1, k3));

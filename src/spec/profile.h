@@ -5,9 +5,10 @@
  *
  * The key names everything T(n) depends on: the model file (real path,
  * size, modification time), the CPU (/proc/cpuinfo's model name, family,
- * model and stepping), the kernel family that runs and the thread count. A
- * changed file or machine gives another key, hence a miss and a fresh
- * profile. One small text file per key in the cache directory
+ * model and stepping), the kernel family that runs, the kernels' speed
+ * revision (SPRIG_MM_SPEED_REV, bumped when a kernel gets faster or slower)
+ * and the thread count. A changed file, machine or engine gives another
+ * key, hence a miss and a fresh profile. One small text file per key in the cache directory
  * ($SPRIG_CACHE_DIR; else $XDG_CACHE_HOME/sprig; else $HOME/.cache/sprig;
  * SPRIG_CACHE_DIR=off disables it):
  *

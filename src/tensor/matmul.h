@@ -65,6 +65,12 @@
 #include "base/pool.h"
 #include "tensor/types.h"
 
+/* The kernels' speed revision: bump it when a change alters how fast some
+ * kernel runs (tile shapes, prefetch), so that costs measured with the
+ * earlier kernels (tree auto's cached T(n) profiles, spec/profile) are
+ * measured again instead of reused. */
+#define SPRIG_MM_SPEED_REV 2
+
 /* A weight matrix prepared for the kernels. */
 typedef struct sprig_weight {
     int      type;         /* storage type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K */
