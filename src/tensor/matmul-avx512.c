@@ -885,13 +885,25 @@ static void drive(const sprig_mm_job *J, const tile_fn (*tab)[4], const int *gta
 
 /* Quantized weights: up to 4 rows in one G-panel tile; 5 to QRMAX rows in
  * one-panel tiles, one panel at a time (a thread's panels are one sequential
- * stream); more rows in chunks of up to QGRMAX on G-panel tiles with k in
- * ranges (measured: the one-panel tile loses ~4% to them when it must keep
- * partial sums in y). */
+ * stream); QRMAX + 1 to 2 * QRMAX rows (trees of 17-32 nodes) in two
+ * one-panel passes over each panel, the second reading it from cache
+ * (measured, 2 threads, in-process A/B: 0.84-0.97x the time of the chunks
+ * below at 2048 x 16384, 0.95-0.99x at 8192 x 4096); more rows in chunks of
+ * up to QGRMAX on G-panel tiles with k in ranges (measured: the one-panel
+ * tile loses ~4% to them when it must keep partial sums in y). The threads'
+ * split grain stays the G-panel one: a one-panel tile takes any range. */
 static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_fn *rtab, int64_t kstep)
 {
     const int n = J->n;
     const int64_t nb = J->n_in / SPRIG_QK;
+    if (n > QRMAX && n <= 2 * QRMAX) {   /* two one-panel passes per panel, the second from cache */
+        const int c0 = (n + 1) / 2;
+        for (int64_t p = J->p0; p < J->p1; p++) {
+            rtab[c0](J, p, 0, 0, nb, Q_PF_DIST);
+            rtab[n - c0](J, p, c0, 0, nb, 0);
+        }
+        return;
+    }
     if (n < Q_ONE_MIN || n > QRMAX) {
         drive(J, gtab, qg_g, QGRMAX, nb, kstep);
         return;
