@@ -66,7 +66,7 @@ static void test_key_follows_the_file(void)
     CHECK_STR(k1, k2);
     CHECK(sprig_profile_key(f, "avx512", 2, k2, sizeof k2) && strcmp(k1, k2));   /* another kernel family */
     CHECK(sprig_profile_key(f, "avx2", 1, k2, sizeof k2) && strcmp(k1, k2));     /* another thread count */
-    char rev[32];                                                                  /* another kernels' revision */
+    char rev[32];                                                                  /* the kernels' revision */
     snprintf(rev, sizeof rev, " rev=%d ", SPRIG_MM_SPEED_REV);
     CHECK(strstr(k1, rev) != NULL);
     struct timespec ts[2] = { { 1000000, 0 }, { 1000000, 0 } };

@@ -223,8 +223,8 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
         const uint8_t *qb = base + (size_t)b * qsb;
         const sprig_mm_qblock *ab = aq + b * n;
         __m256i ia[QHMAX];
+        const char *nx = (const char *)pbase + (size_t)(b + pdist) * qsb;   /* the block ahead */
         if (pp) {
-            const char *nx = (const char *)pbase + (size_t)(b + pdist) * qsb;
             if (q4) for (int l = pq; l < (int)(qsb / 64); l += pp) _mm_prefetch(nx + 64 * l, _MM_HINT_T0);
             if (pq == 0 && !(b & 1)) {
                 int64_t bb = b + pdist;
@@ -239,7 +239,7 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
                  * measured 3-5% slower at 4-8 rows, in-process A/B) */
                 if (pp && (j & 1) == 0) {
                     const int l = pq + pp * (j / 2);
-                    if (l < 8) _mm_prefetch((const char *)pbase + (size_t)(b + pdist) * qsb + 64 * l, _MM_HINT_T0);
+                    if (l < 8) _mm_prefetch(nx + 64 * l, _MM_HINT_T0);
                 }
                 const __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64));
                 const __m256i aw = _mm256_abs_epi8(w);

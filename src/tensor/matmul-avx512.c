@@ -82,15 +82,12 @@
 #ifndef PF_DIST_1
 #define PF_DIST_1 2048
 #endif
-/* K-quant tiles prefetch for every row count from K_PF_MIN_ROWS up (and for
- * one row), with the NTA hint. Measured as below (Q4_K and Q6_K, 2048 x
- * 16384 and 8192 x 2048): without a prefetch 2-5 rows ran 1.2-3x slower
- * than with one (a 5-row Q4_K call took longer than a 6-row one, and than
- * two 8-row ones); NTA gained ~4% over T1 at 4-16 rows, also where chunks
- * of rows re-read a k range (T1 or T0 there: 1-13% slower). */
-#ifndef K_PF_MIN_ROWS
-#define K_PF_MIN_ROWS 2
-#endif
+/* K-quant tiles prefetch at every row count (PF_DIST_1 ahead for one row,
+ * PF_DIST for more), with the NTA hint. Measured as below (Q4_K and Q6_K,
+ * 2048 x 16384 and 8192 x 2048): without a prefetch 2-5 rows ran 1.2-3x
+ * slower than with one (a 5-row Q4_K call took longer than a 6-row one, and
+ * than two 8-row ones); NTA gained ~4% over T1 at 4-16 rows, also where
+ * chunks of rows re-read a k range (T1 or T0 there: 1-13% slower). */
 #ifndef K_PF_HINT
 #define K_PF_HINT _MM_HINT_NTA
 #endif
@@ -178,9 +175,9 @@ AI void qtile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = b0 == 0 ? _mm512_setzero_ps() : load16(J->y + (size_t)(r0 + r) * J->n_out, p * SPRIG_MM_PANEL, J->n_out);
 
+    const int npf = (int)(qsb / 64);   /* lines per block */
     for (int64_t b = b0; b < b1; b++) {
         const uint8_t *qb = base + (size_t)b * qsb, *db = wd + (size_t)b * 32;
-        const int npf = (int)(qsb / 64);
         if (dist) {
             if (!(b & 1)) {   /* scales: this panel's, dist/16 ahead, then the next panel's */
                 int64_t bb = b + (int64_t)(dist / qsb);
@@ -337,7 +334,7 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        if (R == 1 || R >= K_PF_MIN_ROWS) {   /* start DRAM reads ahead */
+        {   /* start DRAM reads ahead */
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
             UNROLL for (int g = 0; g < G; g++) {
                 for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + g * ps + dist + l, K_PF_HINT);
@@ -495,7 +492,7 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        if (R == 1 || R >= K_PF_MIN_ROWS) {
+        {
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
             for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
             _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
@@ -607,7 +604,7 @@ AI void ktile_r23(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        if (R == 1 || R >= K_PF_MIN_ROWS) {
+        {
             const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
             for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
             _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
