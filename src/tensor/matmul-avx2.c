@@ -72,7 +72,6 @@
 #ifndef FRUN
 #define FRUN 6
 #endif
-#define QRMAX 1   /* qtile: the one-row tile */
 #define GMAX 4
 #ifndef QRUN
 #define QRUN 6
@@ -81,16 +80,24 @@
 #ifndef Q_RANGE
 #define Q_RANGE 8192
 #endif
-/* One-row Q8_0/Q4_0 tiles (decode): the weight stream prefetched this many
- * bytes ahead. Measured (Zen 5, AVX2 forced, 2 threads, `bench decode`,
- * alternated): 1024 -> 4096 took qwen3-1.7b Q8_0 from 18.8 to 20.8 tok/s and
- * llama-1b Q8_0 from 31.4 to 34.7; 2048 gains half of that, 8192 loses
- * some again; an L2 hint (T1) measured the same as T0. */
+/* One-row Q8_0/Q4_0 tiles (decode): Q1_G panels at a time, each panel's
+ * stream prefetched Q1_PF_DIST bytes ahead with the NTA hint. Measured (Zen
+ * 5, AVX2 forced, 2 threads, `bench decode`, 4 alternated rounds): four
+ * panels (four quant and four scale streams per thread, as the AVX-512
+ * decode tile) took llama-1b Q8_0 from 28-32 to 21-23 ms/token (76-83% ->
+ * 96-107% of the paired read) and Q4_0 from 18.1-18.9 to 15.2-15.9; two
+ * panels gained half of that; at four panels 1024 bytes ahead beat 512,
+ * 2048, 4096 (the best distance for one panel) and 8192, and NTA beat T0 by
+ * ~3%; spreading the lines between the block's steps did not gain. */
 #ifndef Q1_PF_DIST
-#define Q1_PF_DIST 4096
+#define Q1_PF_DIST 1024
 #endif
+#ifndef Q1_G
+#define Q1_G 4
+#endif
+#define Q1_GMAX 4
 #ifndef Q1_PF_HINT
-#define Q1_PF_HINT _MM_HINT_T0
+#define Q1_PF_HINT _MM_HINT_NTA
 #endif
 #ifndef Q_PF
 #define Q_PF 1
@@ -132,67 +139,61 @@ AI void store8(float *y, int64_t col, int64_t n_out, __m256 v)
 
 /* ---------------------------------------------------------------- quantized tile (one panel) */
 
-AI void qtile(const sprig_mm_job *J, int64_t p, int r0, const int R, const bool q4)
+AI void qtile(const sprig_mm_job *J, int64_t p, const int G, const bool q4)
 {
     const int64_t nb = J->n_in / SPRIG_QK;
     const size_t qsb = q4 ? 256 : 512;
-    const uint8_t *base = J->packed + (size_t)p * J->pstride;
-    const uint8_t *wd = base + (size_t)nb * qsb;
-    const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
-    const int64_t n = J->n;
+    const sprig_mm_qblock *aq = J->aq;   /* one row: aq[b] */
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(15);
-
-    __m256 acc[QRMAX][2];
-    UNROLL for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    const uint8_t *base[Q1_GMAX], *wd[Q1_GMAX];
+    __m256 acc[Q1_GMAX][2];
+    UNROLL for (int g = 0; g < G; g++) {
+        base[g] = J->packed + (size_t)(p + g) * J->pstride;
+        wd[g] = base[g] + (size_t)nb * qsb;
+        acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+    }
 
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *qb = base + (size_t)b * qsb;
-        if (Q1_PF_DIST) {   /* the weight stream Q1_PF_DIST bytes ahead, its scales as far */
-            UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + Q1_PF_DIST + l, Q1_PF_HINT);
-            if (!(b & 1)) {
-                int64_t bb = b + (int64_t)(Q1_PF_DIST / qsb);
-                _mm_prefetch(bb < nb ? (const char *)wd + bb * 32 : (const char *)wd + J->pstride + (bb - nb) * 32, _MM_HINT_T0);
-            }
-        }
-        UNROLL for (int h = 0; h < 2; h++) {
-            __m256i ia[QRMAX];
-            if (!q4) {
-                UNROLL for (int r = 0; r < R; r++) ia[r] = _mm256_setzero_si256();
-                UNROLL for (int j = 0; j < 8; j++) {
-                    __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64 + h * 32));
-                    __m256i aw = _mm256_abs_epi8(w);
-                    UNROLL for (int r = 0; r < R; r++) {
-                        __m256i t = _mm256_sign_epi8(bcast4(aq[b * n + r].q + j * 4), w);
-                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, t), ones);
-                        ia[r] = _mm256_add_epi32(ia[r], t);
-                    }
+        const __m256 da = _mm256_set1_ps(aq[b].d);
+        UNROLL for (int g = 0; g < G; g++) {
+            const uint8_t *qb = base[g] + (size_t)b * qsb;
+            if (Q1_PF_DIST) {   /* each panel's stream Q1_PF_DIST bytes ahead, its scales as far */
+                UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + Q1_PF_DIST + l, Q1_PF_HINT);
+                if (!(b & 1)) {
+                    int64_t bb = b + (int64_t)(Q1_PF_DIST / qsb);
+                    _mm_prefetch(bb < nb ? (const char *)wd[g] + bb * 32 : (const char *)wd[g] + J->pstride + (bb - nb) * 32,
+                                 _MM_HINT_T0);
                 }
-            } else {
-                __m256i s16[QRMAX];
-                UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
-                UNROLL for (int t = 0; t < 4; t++) {
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(qb + t * 64 + h * 32));
-                    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                    UNROLL for (int r = 0; r < R; r++) {
-                        const int8_t *a = aq[b * n + r].q + t * 4;
-                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(lo, bcast4(a)));
-                        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(hi, bcast4(a + 16)));
-                    }
-                }
-                UNROLL for (int r = 0; r < R; r++)
-                    ia[r] = _mm256_add_epi32(_mm256_madd_epi16(s16[r], ones), _mm256_set1_epi32(aq[b * n + r].c4));
             }
-            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + b * 32 + h * 16)));
-            UNROLL for (int r = 0; r < R; r++) {
-                __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(aq[b * n + r].d));
-                acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r]), s, acc[r][h]);
+            UNROLL for (int h = 0; h < 2; h++) {
+                __m256i ia;
+                if (!q4) {
+                    ia = _mm256_setzero_si256();
+                    UNROLL for (int j = 0; j < 8; j++) {
+                        __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64 + h * 32));
+                        __m256i t = _mm256_sign_epi8(bcast4(aq[b].q + j * 4), w);
+                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), t), ones);
+                        ia = _mm256_add_epi32(ia, t);
+                    }
+                } else {
+                    __m256i s16 = _mm256_setzero_si256();
+                    UNROLL for (int t = 0; t < 4; t++) {
+                        __m256i v = _mm256_loadu_si256((const __m256i *)(qb + t * 64 + h * 32));
+                        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                        const int8_t *a = aq[b].q + t * 4;
+                        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, bcast4(a)));
+                        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, bcast4(a + 16)));
+                    }
+                    ia = _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(aq[b].c4));
+                }
+                __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd[g] + b * 32 + h * 16)));
+                acc[g][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia), _mm256_mul_ps(dw, da), acc[g][h]);
             }
         }
     }
-    UNROLL for (int r = 0; r < R; r++) {
-        float *yr = J->y + (size_t)(r0 + r) * J->n_out;
-        store8(yr, p * SPRIG_MM_PANEL, J->n_out, acc[r][0]);
-        store8(yr, p * SPRIG_MM_PANEL + 8, J->n_out, acc[r][1]);
+    UNROLL for (int g = 0; g < G; g++) {
+        store8(J->y, (p + g) * SPRIG_MM_PANEL, J->n_out, acc[g][0]);
+        store8(J->y, (p + g) * SPRIG_MM_PANEL + 8, J->n_out, acc[g][1]);
     }
 }
 
@@ -603,13 +604,15 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
 
 typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
 
-#define QT(NAME, R, Q4) \
-    static void NAME##_r##R(const sprig_mm_job *J, int64_t p, int r0) { qtile(J, p, r0, R, Q4); }
+#define QT(NAME, G, Q4) \
+    static void NAME##_r1_g##G(const sprig_mm_job *J, int64_t p, int r0) { (void)r0; qtile(J, p, G, Q4); }
 #define FT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { ftile(J, p, r0, R, G, TY); }
 
 QT(q8, 1, false)
 QT(q4, 1, true)
+QT(q8, Q1_G, false)
+QT(q4, Q1_G, true)
 /* Ranged tiles: blocks [b0, b1) of one panel, both halves. */
 typedef void (*rtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, int pq, int pp, int64_t pdist);
 #define QH(NAME, R, Q4) \
@@ -689,12 +692,17 @@ static int tile_panels(int type, int n)
 /* Q8_0/Q4_0: one row on whole panels; more rows in chunks of up to QRUN,
  * k walked in ranges of Q_RANGE bytes of panel, every chunk and half over a
  * range while its weights are in L1 (partial sums wait in y). */
-static void drive_q(const sprig_mm_job *J, tile_fn one, const rtile_fn *tab, int64_t qsb)
+static void drive_q(const sprig_mm_job *J, tile_fn one, tile_fn one_g, const rtile_fn *tab, int64_t qsb)
 {
     const int n = J->n, chunks = (n + QRUN - 1) / QRUN;
     const int64_t nb = J->n_in / SPRIG_QK, kb = Q_RANGE / qsb > 0 ? Q_RANGE / qsb : 1;
+    if (n == 1) {
+        int64_t p = J->p0;
+        for (; p + Q1_G <= J->p1; p += Q1_G) one_g(J, p, 0);
+        for (; p < J->p1; p++) one(J, p, 0);
+        return;
+    }
     for (int64_t p = J->p0; p < J->p1; p++) {
-        if (n == 1) { one(J, p, 0); continue; }
         for (int64_t b0 = 0; b0 < nb; b0 += kb) {
             int64_t b1 = b0 + kb < nb ? b0 + kb : nb;
             for (int c = 0; c < chunks; c++) {
@@ -705,8 +713,8 @@ static void drive_q(const sprig_mm_job *J, tile_fn one, const rtile_fn *tab, int
         }
     }
 }
-static void k_q8(const sprig_mm_job *J) { drive_q(J, q8_r1, q8_tab, 512); }
-static void k_q4(const sprig_mm_job *J) { drive_q(J, q4_r1, q4_tab, 256); }
+static void k_q8(const sprig_mm_job *J) { drive_q(J, q8_r1_g1, q8_r1_gQ1_G, q8_tab, 512); }
+static void k_q4(const sprig_mm_job *J) { drive_q(J, q4_r1_g1, q4_r1_gQ1_G, q4_tab, 256); }
 static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, q2k_tab, k_g, KRUN); }
 static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRUN); }
 static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, q4k_tab, k_g, KRUN); }
