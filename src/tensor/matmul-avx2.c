@@ -20,7 +20,9 @@
  *
  * Tiles (16 ymm registers; shapes chosen by measurement, Zen 5 with AVX2
  * forced, 2048 x 8192, 2 threads):
- *  - one row (decode): whole panels, both halves per activation broadcast.
+ *  - one row (decode): whole panels, both halves per activation broadcast;
+ *    Q8_0/Q4_0 four panels at a time (four weight streams per thread),
+ *    K-quants one panel, both halves in one pass except Q3_K.
  *  - Q8_0/Q4_0, 2..6 rows: half a panel (8 columns) x R rows, R float sums
  *    + R int sums + weight, |w|, a temporary and ones = 2R + 4 <= 16; more
  *    rows in chunks of up to 6; k walked in 8 KB ranges of panel so every
@@ -96,6 +98,7 @@
 #define Q1_G 4
 #endif
 #define Q1_GMAX 4
+_Static_assert(Q1_G >= 1 && Q1_G <= Q1_GMAX, "one-row Q8_0/Q4_0 tile: 1..Q1_GMAX panels");
 #ifndef Q1_PF_HINT
 #define Q1_PF_HINT _MM_HINT_NTA
 #endif
@@ -606,15 +609,15 @@ AI void ftile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int G
 
 typedef void (*tile_fn)(const sprig_mm_job *J, int64_t p, int r0);
 
-#define QT(NAME, G, Q4) \
-    static void NAME##_r1_g##G(const sprig_mm_job *J, int64_t p, int r0) { (void)r0; qtile(J, p, G, Q4); }
+/* one row: one panel (NAME_r1) or Q1_G panels (NAME_r1_g) */
+#define QT(NAME, Q4) \
+    static void NAME##_r1(const sprig_mm_job *J, int64_t p, int r0) { (void)r0; qtile(J, p, 1, Q4); } \
+    static void NAME##_r1_g(const sprig_mm_job *J, int64_t p, int r0) { (void)r0; qtile(J, p, Q1_G, Q4); }
 #define FT(NAME, R, G, TY) \
     static void NAME##_r##R##_g##G(const sprig_mm_job *J, int64_t p, int r0) { ftile(J, p, r0, R, G, TY); }
 
-QT(q8, 1, false)
-QT(q4, 1, true)
-QT(q8, Q1_G, false)
-QT(q4, Q1_G, true)
+QT(q8, false)
+QT(q4, true)
 /* Ranged tiles: blocks [b0, b1) of one panel, both halves. */
 typedef void (*rtile_fn)(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1, int pq, int pp, int64_t pdist);
 #define QH(NAME, R, Q4) \
@@ -691,9 +694,10 @@ static int tile_panels(int type, int n)
     return gstep_of(f_g, FRUN, n);
 }
 
-/* Q8_0/Q4_0: one row on whole panels; more rows in chunks of up to QRUN,
- * k walked in ranges of Q_RANGE bytes of panel, every chunk and half over a
- * range while its weights are in L1 (partial sums wait in y). */
+/* Q8_0/Q4_0: one row on Q1_G whole panels at a time (the rest one by one;
+ * a panel's bits do not depend on its neighbours); more rows in chunks of
+ * up to QRUN, k walked in ranges of Q_RANGE bytes of panel, every chunk and
+ * half over a range while its weights are in L1 (partial sums wait in y). */
 static void drive_q(const sprig_mm_job *J, tile_fn one, tile_fn one_g, const rtile_fn *tab, int64_t qsb)
 {
     const int n = J->n, chunks = (n + QRUN - 1) / QRUN;
@@ -715,8 +719,8 @@ static void drive_q(const sprig_mm_job *J, tile_fn one, tile_fn one_g, const rti
         }
     }
 }
-static void k_q8(const sprig_mm_job *J) { drive_q(J, q8_r1_g1, q8_r1_gQ1_G, q8_tab, 512); }
-static void k_q4(const sprig_mm_job *J) { drive_q(J, q4_r1_g1, q4_r1_gQ1_G, q4_tab, 256); }
+static void k_q8(const sprig_mm_job *J) { drive_q(J, q8_r1, q8_r1_g, q8_tab, 512); }
+static void k_q4(const sprig_mm_job *J) { drive_q(J, q4_r1, q4_r1_g, q4_tab, 256); }
 static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, q2k_tab, k_g, KRUN); }
 static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRUN); }
 static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, q4k_tab, k_g, KRUN); }
