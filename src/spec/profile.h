@@ -8,8 +8,8 @@
  * model and stepping), the kernel family that runs, the kernels' speed
  * revision (SPRIG_MM_SPEED_REV, bumped when a kernel gets faster or slower)
  * and the thread count. A changed file, machine or engine gives another
- * key, hence a miss and a fresh profile. One small text file per key in the cache directory
- * ($SPRIG_CACHE_DIR; else $XDG_CACHE_HOME/sprig; else $HOME/.cache/sprig;
+ * key, hence a miss and a fresh profile. One small text file per key in
+ * the cache directory ($SPRIG_CACHE_DIR; else $XDG_CACHE_HOME/sprig; else $HOME/.cache/sprig;
  * SPRIG_CACHE_DIR=off disables it):
  *
  *   sprig-profile 1

@@ -91,6 +91,16 @@
 #ifndef K_PF_HINT
 #define K_PF_HINT _MM_HINT_NTA
 #endif
+
+/* A K-quant tile's prefetch at super-block s of one panel: its record
+ * stream (PF_DIST_1 ahead for one row, PF_DIST for more) and the f16
+ * scales as far ahead. */
+AI void k_prefetch(const uint8_t *rb, const uint8_t *dsb, int64_t s, size_t rec, int nd, int R)
+{
+    const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
+    for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
+    _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
+}
 /* One-panel quantized tiles: bytes of quants ahead (34 Q8_0 blocks), the
  * scales as many blocks ahead; one line per row of the tile (the rest after
  * the last row) instead of a block's lines back to back, with the NTA hint
@@ -334,13 +344,7 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        {   /* start DRAM reads ahead */
-            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-            UNROLL for (int g = 0; g < G; g++) {
-                for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + g * ps + dist + l, K_PF_HINT);
-                _mm_prefetch((const char *)dsb + g * ps + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
-            }
-        }
+        UNROLL for (int g = 0; g < G; g++) k_prefetch(rb + g * ps, dsb + g * ps, s, rec, nd, R);   /* start DRAM reads ahead */
         const sprig_mm_kblock *a = &ak[s * n];
         __m512i I[KRMAX][4], S[KRMAX][4];
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) I[r][g] = _mm512_setzero_si512();
@@ -492,11 +496,7 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        {
-            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
-            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
-        }
+        k_prefetch(rb, dsb, s, rec, nd, R);
         const sprig_mm_kblock *a = &ak[s * n];
         __m512i I[KRMAX];
         UNROLL for (int r = 0; r < R; r++) I[r] = _mm512_setzero_si512();
@@ -604,11 +604,7 @@ AI void ktile_r23(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        {
-            const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-            for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
-            _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
-        }
+        k_prefetch(rb, dsb, s, rec, nd, R);
         const sprig_mm_kblock *a = &ak[s * n];
         _Alignas(64) int32_t c[KRMAX][16];   /* Q3_K: -4 * bsum[j] */
         if (!q2)
