@@ -441,6 +441,10 @@ static void check_kernels(int type, struct shape sh, bool quick)
             for (int i = 0; i < nn; i++) {
                 int n = ns[i];
                 if (f == 0 && n > 17) continue;
+                /* both prefetch schemes, alternating over threads and row
+                 * counts (only speed may depend on them) */
+                const int pf = (th + i) & 1 ? SPRIG_PF_FAR : SPRIG_PF_NEAR;
+                sprig_prefetch_force(pf);
                 sprig_act a;
                 sprig_act_init(&a, x, n, K, scratch, sb);
                 const sprig_weight *ws[1] = { &w };
@@ -448,8 +452,8 @@ static void check_kernels(int type, struct shape sh, bool quick)
                 float *ys[1] = { y };
                 sprig_matmul(pools[th], &a, 1, ws, ys);
                 CHECKF(memcmp(y, ref, (size_t)n * N * sizeof(float)) == 0,
-                       "%s %s [%lld x %lld] n=%d threads=%d differs from the reference", families[f],
-                       sprig_type_name(type), (long long)K, (long long)N, n, th);
+                       "%s %s [%lld x %lld] n=%d threads=%d prefetch %s differs from the reference", families[f],
+                       sprig_type_name(type), (long long)K, (long long)N, n, th, pf == SPRIG_PF_FAR ? "far" : "near");
                 if (memcmp(y, ref, (size_t)n * N * sizeof(float)) != 0) {
                     for (size_t j = 0; j < (size_t)n * N; j++)
                         if (memcmp(&y[j], &ref[j], 4)) {
@@ -463,6 +467,7 @@ static void check_kernels(int type, struct shape sh, bool quick)
         sprig_weight_free(&w);
         CHECK(w.packed == NULL);
     }
+    sprig_prefetch_force(-1);
     sprig_kernels_force("auto");
     free(y);
     sprig_free_aligned(scratch);
@@ -1070,12 +1075,37 @@ static void test_bad_input(void)
     free(raw);
 }
 
+/* The prefetch scheme: forced either way and back to the CPU's choice (the
+ * table's, or SPRIG_PREFETCH's), which names what chose it. */
+static void test_prefetch_scheme(void)
+{
+    const int chosen = sprig_prefetch_scheme();
+    CHECK(chosen == SPRIG_PF_NEAR || chosen == SPRIG_PF_FAR);
+    CHECK_STR(sprig_prefetch_name(), chosen == SPRIG_PF_FAR ? "far" : "near");
+    const char *why = sprig_prefetch_why(), *env = getenv("SPRIG_PREFETCH");
+    if (env && (!strcmp(env, "near") || !strcmp(env, "far"))) {
+        CHECK_STR(why, "SPRIG_PREFETCH");
+        CHECK_STR(sprig_prefetch_name(), env);
+    } else {
+        CHECK(!strcmp(why, "default") || !strncmp(why, "cpu table: ", 11));
+    }
+    sprig_prefetch_force(SPRIG_PF_NEAR);
+    CHECK(sprig_prefetch_scheme() == SPRIG_PF_NEAR);
+    sprig_prefetch_force(SPRIG_PF_FAR);
+    CHECK(sprig_prefetch_scheme() == SPRIG_PF_FAR);
+    CHECK_STR(sprig_prefetch_name(), "far");
+    sprig_prefetch_force(-1);
+    CHECK(sprig_prefetch_scheme() == chosen);
+    printf("  prefetch: %s (%s)\n", sprig_prefetch_name(), why);
+}
+
 int main(void)
 {
     for (int t = 1; t <= 3; t++) {
         pools[t] = sprig_pool_create(t, NULL);
         if (!pools[t]) { fprintf(stderr, "no pool\n"); return 1; }
     }
+    RUN(test_prefetch_scheme);
     RUN(test_quant_block);
     RUN(test_kquant_golden);
     RUN(test_kquant_hand);

@@ -69,6 +69,9 @@ static void test_key_follows_the_file(void)
     char rev[32];                                                                  /* the kernels' revision */
     snprintf(rev, sizeof rev, " rev=%d ", SPRIG_MM_SPEED_REV);
     CHECK(strstr(k1, rev) != NULL);
+    char pfs[32];                                                                  /* the prefetch scheme */
+    snprintf(pfs, sizeof pfs, " prefetch=%s ", sprig_prefetch_name());
+    CHECK(strstr(k1, pfs) != NULL);
     struct timespec ts[2] = { { 1000000, 0 }, { 1000000, 0 } };
     CHECK(utimensat(AT_FDCWD, f, ts, 0) == 0);                                     /* the file changed */
     CHECK(sprig_profile_key(f, "avx2", 2, k3, sizeof k3) && strcmp(k1, k3));

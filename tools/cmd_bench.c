@@ -264,15 +264,16 @@ static int bench_decode(int argc, char **argv)
         struct sprig_model_info mi;
         sprig_model_get_info(m, &mi);
         if (c.json) {
-            printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
+            printf("{\"bench\":\"decode\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"prefetch\":\"%s\","
                    "\"kv_type\":\"%s\",\"context\":%lld,\"tokens\":%d,\"ms_per_token_median\":%.4f,\"ms_per_token_mean\":%.4f,\"tok_s\":%.3f,\"weight_bytes_per_token\":%.0f,"
                    "\"achieved_gb_s\":%.3f,\"measured_read_gb_s\":%.3f,\"bound_tok_s\":%.3f,\"fraction_of_bound\":%.4f}\n",
-                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_kv_mode_name(c.kv_mode), depth, n_ms, med, n_ms ? sum_ms / n_ms : 0,
+                   c.model, sprig_type_name(weight_type_of(m)), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_prefetch_name(), sprig_kv_mode_name(c.kv_mode), depth, n_ms, med, n_ms ? sum_ms / n_ms : 0,
                    tok_s, bytes, achieved, med_bw, bound, med_ratio);
         } else {
             printf("model            %s (%s, %.1fM params, %s weights)\n", c.model, mi.arch, (double)mi.n_params / 1e6,
                    sprig_type_name(weight_type_of(m)));
-            printf("threads          %d (kernels %s)\n", sprig_pool_size(pool), mi.kernels);
+            printf("threads          %d (kernels %s, prefetch %s: %s)\n", sprig_pool_size(pool), mi.kernels, sprig_prefetch_name(),
+                   sprig_prefetch_why());
             printf("decode           %.3f ms/token median over %d tokens after %lld of context = %.2f tok/s\n", med, n_ms,
                    depth, tok_s);
             printf("weight bytes     %.1f MB per token\n", bytes / 1e6);
@@ -388,10 +389,10 @@ static int bench_forward(int argc, char **argv)
     double bytes = (double)m->weight_bytes;
     if (!rc) {
         if (c.json) {
-            printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\","
+            printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"prefetch\":\"%s\","
                    "\"ctx\":%lld,\"logits\":\"%s\",\"kv_type\":\"%s\",\"reps\":%d,\"peak_gops\":%.2f,\"ceiling_gops\":%.2f,\"ceiling_mix\":\"%s\","
                    "\"measured_read_gb_s\":%.3f,\"rows\":[",
-                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, ctx_len,
+                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_prefetch_name(), ctx_len,
                    last_only ? "last" : "all", sprig_kv_mode_name(c.kv_mode), c.reps, peak, ceil, cmix, bw);
             for (int j = 0; j < n_ns; j++) {
                 double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
@@ -401,8 +402,9 @@ static int bench_forward(int argc, char **argv)
             }
             printf("]}\n");
         } else {
-            printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s\n", c.model, mi.arch,
-                   (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels);
+            printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s, prefetch %s (%s)\n", c.model, mi.arch,
+                   (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels, sprig_prefetch_name(),
+                   sprig_prefetch_why());
             printf("context    %lld tokens of history (%s KV); logits of %s; medians of %d alternated reps after a warm-up\n",
                    ctx_len, sprig_kv_mode_name(c.kv_mode), last_only ? "the last row only" : "every row", c.reps);
             printf("peak       %.1f G ops/s measured (%s); read bandwidth %.2f GB/s measured\n", peak,
@@ -681,17 +683,17 @@ static int bench_matmul(int argc, char **argv)
     double t1 = out[0].sec_median / ns[0];
     for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = out[j].sec_median;
     if (c.json) {
-        printf("{\"bench\":\"matmul\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"peak_gops\":%.2f,"
+        printf("{\"bench\":\"matmul\",\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"prefetch\":\"%s\",\"peak_gops\":%.2f,"
                "\"ceiling_gops\":%.2f,\"ceiling_rows\":%d,\"paired_read_gb_s\":%.3f,\"weight_bytes\":%zu,\"rows\":[", sprig_type_name(type), k, n,
-               sprig_pool_size(pool), sprig_kernels_name(), peak, ceil, crows, bw, wbytes);
+               sprig_pool_size(pool), sprig_kernels_name(), sprig_prefetch_name(), peak, ceil, crows, bw, wbytes);
         for (int j = 0; j < n_ns; j++)
             printf("%s{\"n\":%d,\"us\":%.3f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
                    j ? "," : "", out[j].n, out[j].sec_median * 1e6, out[j].sec_median / t1, out[j].gops, peak > 0 ? out[j].gops / peak : 0,
                    ceil > 0 ? out[j].gops / ceil : 0, out[j].gbs);
         printf("]}\n");
     } else {
-        printf("matmul %s %lldx%lld (n_in x n_out), %d threads, kernels %s; peak %.1f G ops/s, paired DRAM read %.2f GB/s\n", sprig_type_name(type),
-               k, n, sprig_pool_size(pool), sprig_kernels_name(), peak, bw);
+        printf("matmul %s %lldx%lld (n_in x n_out), %d threads, kernels %s, prefetch %s; peak %.1f G ops/s, paired DRAM read %.2f GB/s\n",
+               sprig_type_name(type), k, n, sprig_pool_size(pool), sprig_kernels_name(), sprig_prefetch_name(), peak, bw);
         print_ceiling(type, ceil, crows, peak);
         printf("%6s %10s %9s %10s %8s %8s %8s\n", "n", "us", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s");
         for (int j = 0; j < n_ns; j++)

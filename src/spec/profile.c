@@ -48,9 +48,9 @@ bool sprig_profile_key(const char *model_path, const char *kernels, int n_thread
     if (!model_path || stat(model_path, &st) || !realpath(model_path, real)) return false;
     char cpu[600];
     cpu_identity(cpu, sizeof cpu);
-    int n = snprintf(key, cap, "model=%s size=%lld mtime=%lld.%09ld cpu=%s kernels=%s rev=%d threads=%d", real,
-                     (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, cpu,
-                     kernels ? kernels : "?", SPRIG_MM_SPEED_REV, n_threads);
+    int n = snprintf(key, cap, "model=%s size=%lld mtime=%lld.%09ld cpu=%s kernels=%s prefetch=%s rev=%d threads=%d",
+                     real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, cpu,
+                     kernels ? kernels : "?", sprig_prefetch_name(), SPRIG_MM_SPEED_REV, n_threads);
     if (n < 0 || (size_t)n >= cap) return false;
     for (char *c = key; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';   /* one line in the file */

@@ -105,6 +105,24 @@ _Static_assert(Q1_G >= 1 && Q1_G <= Q1_GMAX, "one-row Q8_0/Q4_0 tile: 1..Q1_GMAX
 #ifndef Q_PF
 #define Q_PF 1
 #endif
+/* The far prefetch scheme (matmul.h; Zen 4 and CPUs the table does not
+ * name): the T1 hint, and for Q8_0/Q4_0 one row Q1_PF_DIST_FAR ahead, more
+ * rows in Q_RANGE_FAR ranges (a range ahead). Measured on Zen 4 (EPYC
+ * 9004, 2 threads, in-process A/B over 16 DRAM-resident ffn_gate tensors
+ * of llama-1b, 2048 x 8192, medians of 40 paired calls, against near):
+ * one-row Q8_0 0.75-0.82x the time (1 KB NTA -> 4 KB T1), Q4_0 0.90x;
+ * 4-16 rows of Q8_0 0.81x / 0.91x / 0.95x at n = 4 / 8 / 16 (T0 over 8 KB
+ * ranges -> T1 over 16 KB). */
+#ifndef Q1_PF_DIST_FAR
+#define Q1_PF_DIST_FAR 4096
+#endif
+#ifndef Q_RANGE_FAR
+#define Q_RANGE_FAR 16384
+#endif
+/* One prefetch of a weight line under the job's scheme: far with T1 (into
+ * L2), near with the tile's own hint. */
+#define PF(p, far, NEAR_HINT) \
+    ((far) ? _mm_prefetch((const char *)(p), _MM_HINT_T1) : _mm_prefetch((const char *)(p), NEAR_HINT))
 /* Pins a running sum in a register at this point: without it GCC
  * reassociates the integer sums of a block into a tree and spills the
  * partial products (measured: every tile of 3+ rows spilled). */
@@ -148,6 +166,8 @@ AI void qtile(const sprig_mm_job *J, int64_t p, const int G, const bool q4)
     const size_t qsb = q4 ? 256 : 512;
     const sprig_mm_qblock *aq = J->aq;   /* one row: aq[b] */
     const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(15);
+    const bool far = J->pf_far;
+    const size_t pfd = far ? Q1_PF_DIST_FAR : Q1_PF_DIST;
     const uint8_t *base[Q1_GMAX], *wd[Q1_GMAX];
     __m256 acc[Q1_GMAX][2];
     UNROLL for (int g = 0; g < G; g++) {
@@ -160,10 +180,10 @@ AI void qtile(const sprig_mm_job *J, int64_t p, const int G, const bool q4)
         const __m256 da = _mm256_set1_ps(aq[b].d);
         UNROLL for (int g = 0; g < G; g++) {
             const uint8_t *qb = base[g] + (size_t)b * qsb;
-            if (Q1_PF_DIST) {   /* each panel's stream Q1_PF_DIST bytes ahead, its scales as far */
-                UNROLL for (size_t l = 0; l < qsb; l += 64) _mm_prefetch((const char *)qb + Q1_PF_DIST + l, Q1_PF_HINT);
+            if (Q1_PF_DIST) {   /* each panel's stream pfd bytes ahead, its scales as far */
+                UNROLL for (size_t l = 0; l < qsb; l += 64) PF(qb + pfd + l, far, Q1_PF_HINT);
                 if (!(b & 1)) {
-                    int64_t bb = b + (int64_t)(Q1_PF_DIST / qsb);
+                    int64_t bb = b + (int64_t)(pfd / qsb);
                     _mm_prefetch(bb < nb ? (const char *)wd[g] + bb * 32 : (const char *)wd[g] + J->pstride + (bb - nb) * 32,
                                  _MM_HINT_T0);
                 }
@@ -212,6 +232,7 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
     const sprig_mm_qblock *aq = J->aq + r0;
     const int64_t n = J->n;
     const __m256i ones = _mm256_set1_epi16(1);
+    const bool far = J->pf_far;
 
     __m256 acc[QHMAX];   /* zero, or the partial sums an earlier k range left in y */
     UNROLL for (int r = 0; r < R; r++)
@@ -229,11 +250,11 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
         __m256i ia[QHMAX];
         const char *nx = (const char *)pbase + (size_t)(b + pdist) * qsb;   /* the block ahead */
         if (pp) {
-            if (q4) for (int l = pq; l < (int)(qsb / 64); l += pp) _mm_prefetch(nx + 64 * l, _MM_HINT_T0);
+            if (q4) for (int l = pq; l < (int)(qsb / 64); l += pp) PF(nx + 64 * l, far, _MM_HINT_T0);
             if (pq == 0 && !(b & 1)) {
                 int64_t bb = b + pdist;
-                _mm_prefetch(bb < nb ? (const char *)pbase + (size_t)nb * qsb + bb * 32
-                                     : (const char *)pbase + J->pstride + (size_t)nb * qsb + (bb - nb) * 32, _MM_HINT_T0);
+                PF(bb < nb ? (const char *)pbase + (size_t)nb * qsb + bb * 32
+                           : (const char *)pbase + J->pstride + (size_t)nb * qsb + (bb - nb) * 32, far, _MM_HINT_T0);
             }
         }
         if (!q4) {
@@ -243,7 +264,7 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
                  * measured 3-5% slower at 4-8 rows, in-process A/B) */
                 if (pp && (j & 1) == 0) {
                     const int l = pq + pp * (j / 2);
-                    if (l < 8) _mm_prefetch(nx + 64 * l, _MM_HINT_T0);
+                    if (l < 8) PF(nx + 64 * l, far, _MM_HINT_T0);
                 }
                 const __m256i w = _mm256_loadu_si256((const __m256i *)(qb + j * 64));
                 const __m256i aw = _mm256_abs_epi8(w);
@@ -315,6 +336,15 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
  * (Q8_0's one-row and batched tiles measured no gain from it.) */
 #ifndef K_PF_HINT
 #define K_PF_HINT _MM_HINT_NTA
+#endif
+/* The far scheme (matmul.h): T1, K_PF_DIST_FAR ahead. Measured on Zen 4
+ * (EPYC 9004, 2 threads, in-process A/B over 16 DRAM-resident tensors of
+ * llama-1b Q4_K_M / Q5_K_M, medians of 30-40 paired calls) against 4 KB
+ * NTA: one row Q4_K 0.47-0.49x the time, Q5_K 0.62x, Q6_K 0.53x; Q4_K
+ * 4 / 8 / 16 rows 0.64x / 0.73x / 0.87x; 16 KB measured 5-10% behind 32 KB
+ * at one row, 64 KB no better. */
+#ifndef K_PF_DIST_FAR
+#define K_PF_DIST_FAR 32768
 #endif
 #ifndef KRUN
 #define KRUN 4
@@ -473,6 +503,8 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
     const int64_t ns = J->n_in / SPRIG_MM_QK_K, n = J->n;
     const uint8_t *base = J->packed + (size_t)p * J->pstride;
     const uint8_t *wd = base + (size_t)ns * rec;
+    const bool far = J->pf_far;
+    const size_t kd = far ? K_PF_DIST_FAR : K_PF_DIST;
     /* the float sums are touched once per super-block and half: in memory
      * (L1), so the sub-block loop has the registers for its int sums */
     float am[KRMAX][16] __attribute__((aligned(32)));
@@ -493,12 +525,12 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
             const sprig_mm_kblock *as = J->ak + s * n + r0;   /* row r: as[r] */
             if (h0 == 0 && r0 == 0 && K_PF_DIST) {
                 /* the first pass over a panel prefetches the record stream
-                 * K_PF_DIST bytes ahead (into the next panel at the end)
+                 * kd bytes ahead (into the next panel at the end)
                  * and the f16 scales as far ahead (spreading the next
                  * panel's lines over every pass, as Q8_0 does, measured
                  * Q6_K -10-15% at 4-8 rows, Q4_K no better) */
-                for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)w + K_PF_DIST + l, K_PF_HINT);
-                _mm_prefetch((const char *)wd + (s + (int64_t)(K_PF_DIST / rec)) * nd * 32, K_PF_HINT);
+                for (size_t l = 0; l < rec; l += 64) PF(w + kd + l, far, K_PF_HINT);
+                PF(wd + (s + (int64_t)(kd / rec)) * nd * 32, far, K_PF_HINT);
             }
             __m256i I[KRMAX][2];
             UNROLL for (int r = 0; r < R; r++) I[r][0] = I[r][1] = _mm256_setzero_si256();
@@ -701,7 +733,8 @@ static int tile_panels(int type, int n)
 static void drive_q(const sprig_mm_job *J, tile_fn one, tile_fn one_g, const rtile_fn *tab, int64_t qsb)
 {
     const int n = J->n, chunks = (n + QRUN - 1) / QRUN;
-    const int64_t nb = J->n_in / SPRIG_QK, kb = Q_RANGE / qsb > 0 ? Q_RANGE / qsb : 1;
+    const int64_t range = J->pf_far ? Q_RANGE_FAR : Q_RANGE;
+    const int64_t nb = J->n_in / SPRIG_QK, kb = range / qsb > 0 ? range / qsb : 1;
     if (n == 1) {
         int64_t p = J->p0;
         for (; p + Q1_G <= J->p1; p += Q1_G) one_g(J, p, 0);

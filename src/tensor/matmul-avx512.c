@@ -92,14 +92,33 @@
 #define K_PF_HINT _MM_HINT_NTA
 #endif
 
+/* The far prefetch scheme (matmul.h; Zen 4 and CPUs the table does not
+ * name): the T1 hint where near uses NTA, one-row K-quant tiles
+ * K_PF_DIST_1_FAR ahead, one-panel Q8_0/Q4_0 tiles Q_PF_DIST_FAR. Measured
+ * on Zen 4 (EPYC 9004, 2 threads, in-process A/B over 16 DRAM-resident
+ * tensors of llama-1b, medians of 30 paired calls) against near: Q4_K one
+ * row 0.68x the time, 8 rows 0.63-0.72x (ffn_gate 2048 x 8192, and Q6_K
+ * ffn_down 8192 x 2048: 0.76x and 0.63x); Q8_0 8 rows 0.69x, 16 rows
+ * 0.93x. */
+#ifndef K_PF_DIST_1_FAR
+#define K_PF_DIST_1_FAR 16384
+#endif
+#ifndef Q_PF_DIST_FAR
+#define Q_PF_DIST_FAR 34816
+#endif
+/* One prefetch of a weight line under the job's scheme: far with T1 (into
+ * L2), near with the tile's own hint. */
+#define PF(p, far, NEAR_HINT) \
+    ((far) ? _mm_prefetch((const char *)(p), _MM_HINT_T1) : _mm_prefetch((const char *)(p), NEAR_HINT))
+
 /* A K-quant tile's prefetch at super-block s of one panel: its record
- * stream (PF_DIST_1 ahead for one row, PF_DIST for more) and the f16
- * scales as far ahead. */
-AI void k_prefetch(const uint8_t *rb, const uint8_t *dsb, int64_t s, size_t rec, int nd, int R)
+ * stream (PF_DIST_1, or K_PF_DIST_1_FAR, ahead for one row, PF_DIST for
+ * more) and the f16 scales as far ahead. */
+AI void k_prefetch(const uint8_t *rb, const uint8_t *dsb, int64_t s, size_t rec, int nd, int R, bool far)
 {
-    const size_t dist = R == 1 ? PF_DIST_1 : PF_DIST;
-    for (size_t l = 0; l < rec; l += 64) _mm_prefetch((const char *)rb + dist + l, K_PF_HINT);
-    _mm_prefetch((const char *)dsb + (s + (int64_t)(dist / rec)) * nd * 32, K_PF_HINT);
+    const size_t dist = R == 1 ? (far ? K_PF_DIST_1_FAR : PF_DIST_1) : PF_DIST;
+    for (size_t l = 0; l < rec; l += 64) PF(rb + dist + l, far, K_PF_HINT);
+    PF(dsb + (s + (int64_t)(dist / rec)) * nd * 32, far, K_PF_HINT);
 }
 /* One-panel quantized tiles: bytes of quants ahead (34 Q8_0 blocks), the
  * scales as many blocks ahead; one line per row of the tile (the rest after
@@ -180,6 +199,7 @@ AI void qtile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
     const sprig_mm_qblock *aq = J->aq + r0;   /* row r of block b: aq[b * n + r] */
     const int64_t n = J->n;
     const __m512i m4 = _mm512_set1_epi8(15);
+    const bool far = J->pf_far;
 
     __m512 acc[QRMAX];   /* zero, or the partial sums an earlier k range left in y */
     UNROLL for (int r = 0; r < R; r++)
@@ -192,7 +212,7 @@ AI void qtile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
             if (!(b & 1)) {   /* scales: this panel's, dist/16 ahead, then the next panel's */
                 int64_t bb = b + (int64_t)(dist / qsb);
                 const char *sp = bb < nb ? (const char *)wd + bb * 32 : (const char *)wd + J->pstride + (bb - nb) * 32;
-                _mm_prefetch(sp, Q_PF_HINT);
+                PF(sp, far, Q_PF_HINT);
             }
         }
         __m512i wv[8];
@@ -208,8 +228,8 @@ AI void qtile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t b0, int64_t b1
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)db));
         UNROLL for (int r = 0; r < R; r++) {
             if (dist) {   /* the block dist ahead, a line per row (the rest after the last) */
-                if (r < npf) _mm_prefetch((const char *)qb + dist + 64 * r, Q_PF_HINT);
-                if (r == R - 1) UNROLL for (int l = R; l < npf; l++) _mm_prefetch((const char *)qb + dist + 64 * l, Q_PF_HINT);
+                if (r < npf) PF(qb + dist + 64 * r, far, Q_PF_HINT);
+                if (r == R - 1) UNROLL for (int l = R; l < npf; l++) PF(qb + dist + 64 * l, far, Q_PF_HINT);
             }
             const sprig_mm_qblock *a = &aq[b * n + r];
             __m512i ia = _mm512_set1_epi32(q4 ? a->c4 : a->c8);
@@ -344,7 +364,7 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1, 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        UNROLL for (int g = 0; g < G; g++) k_prefetch(rb + g * ps, dsb + g * ps, s, rec, nd, R);   /* start DRAM reads ahead */
+        UNROLL for (int g = 0; g < G; g++) k_prefetch(rb + g * ps, dsb + g * ps, s, rec, nd, R, J->pf_far);   /* start DRAM reads ahead */
         const sprig_mm_kblock *a = &ak[s * n];
         __m512i I[KRMAX][4], S[KRMAX][4];
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int g = 0; g < G; g++) I[r][g] = _mm512_setzero_si512();
@@ -496,7 +516,7 @@ AI void ktile_r(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t s1
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        k_prefetch(rb, dsb, s, rec, nd, R);
+        k_prefetch(rb, dsb, s, rec, nd, R, J->pf_far);
         const sprig_mm_kblock *a = &ak[s * n];
         __m512i I[KRMAX];
         UNROLL for (int r = 0; r < R; r++) I[r] = _mm512_setzero_si512();
@@ -604,7 +624,7 @@ AI void ktile_r23(const sprig_mm_job *J, int64_t p, int r0, int64_t s0, int64_t 
 
     for (int64_t s = s0; s < s1; s++) {
         const uint8_t *rb = base + (size_t)s * rec;
-        k_prefetch(rb, dsb, s, rec, nd, R);
+        k_prefetch(rb, dsb, s, rec, nd, R, J->pf_far);
         const sprig_mm_kblock *a = &ak[s * n];
         _Alignas(64) int32_t c[KRMAX][16];   /* Q3_K: -4 * bsum[j] */
         if (!q2)
@@ -892,7 +912,7 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
     if (n > QRMAX && n <= 2 * QRMAX) {   /* two one-panel passes per panel, the second from cache */
         const int c0 = (n + 1) / 2;
         for (int64_t p = J->p0; p < J->p1; p++) {
-            rtab[c0](J, p, 0, 0, nb, Q_PF_DIST);
+            rtab[c0](J, p, 0, 0, nb, J->pf_far ? Q_PF_DIST_FAR : Q_PF_DIST);
             rtab[n - c0](J, p, c0, 0, nb, 0);
         }
         return;
@@ -901,7 +921,7 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
         drive(J, gtab, qg_g, QGRMAX, nb, kstep);
         return;
     }
-    for (int64_t p = J->p0; p < J->p1; p++) rtab[n](J, p, 0, 0, nb, Q_PF_DIST);
+    for (int64_t p = J->p0; p < J->p1; p++) rtab[n](J, p, 0, 0, nb, J->pf_far ? Q_PF_DIST_FAR : Q_PF_DIST);
 }
 
 static int tile_panels(int type, int n)

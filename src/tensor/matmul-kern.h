@@ -138,6 +138,7 @@ typedef struct sprig_mm_job {
     const sprig_mm_kblock *ak; /* [ns][n] 256-element quantized activations (K types) */
     float         *y;          /* [n][n_out] */
     int64_t        p0, p1;     /* panel range */
+    bool           pf_far;     /* prefetch scheme (matmul.h): far (T1, into L2) or near (NTA) */
 } sprig_mm_job;
 
 typedef void (*sprig_mm_kernel_fn)(const sprig_mm_job *job);

@@ -948,6 +948,7 @@ static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
             .type = w->type, .n_in = w->n_in, .n_out = w->n_out, .packed = w->packed,
             .pstride = sprig_mm_panel_bytes(w->type, w->n_in), .n = c->a->n, .x = c->a->x,
             .aq = c->aq, .ak = c->ak, .y = c->y[i], .p0 = p0, .p1 = p1,
+            .pf_far = sprig_prefetch_scheme() == SPRIG_PF_FAR,
         };
         fam_kernel(f, w->type)(&job);
     }

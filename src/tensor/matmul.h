@@ -69,7 +69,7 @@
  * kernel runs (tile shapes, prefetch), so that costs measured with the
  * earlier kernels (tree auto's cached T(n) profiles, spec/profile) are
  * measured again instead of reused. */
-#define SPRIG_MM_SPEED_REV 3
+#define SPRIG_MM_SPEED_REV 4
 
 /* A weight matrix prepared for the kernels. */
 typedef struct sprig_weight {
@@ -144,8 +144,33 @@ int sprig_kernels_cap(void);
  * "avx512"/"avx512-vnni"); -1 when unknown. */
 int sprig_kernels_level(const char *name);
 
-/* CPU features found by CPUID. */
-struct sprig_cpu_features { bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16; };
+/* CPU features found by CPUID (family and model as Intel's and AMD's
+ * manuals combine the base and extended fields; 0 where CPUID is absent). */
+struct sprig_cpu_features {
+    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16;
+    char vendor[13];       /* "AuthenticAMD", "GenuineIntel", ...; "" if unknown */
+    unsigned family, model;
+};
 const struct sprig_cpu_features *sprig_cpu_features(void);
+
+/* How the SIMD kernels prefetch their weight streams from DRAM, chosen per
+ * CPU by a table in cpu.c (SPRIG_PREFETCH=near|far|auto overrides it, for
+ * comparing the two on one machine). Only speed depends on it, never a bit
+ * of any result.
+ *  - near: a few KB ahead with the NTA hint (into L1); measured best on
+ *    Zen 5, whose cores keep enough L1 misses open for that to stream;
+ *  - far: 16-34 KB ahead with the T1 hint (into L2); measured on Zen 4
+ *    (AMD family 19h), where near left decode at half the DRAM bandwidth:
+ *    one L1 holds too few lines in flight while the kernel computes. The
+ *    default for CPUs the table does not name (Zen 3's L1 is Zen 4's;
+ *    Intel's guides prefetch into L2). */
+enum { SPRIG_PF_NEAR = 0, SPRIG_PF_FAR = 1 };
+int         sprig_prefetch_scheme(void);
+const char *sprig_prefetch_name(void);     /* "near" or "far" */
+/* What chose it: "cpu table: ...", "default", or "SPRIG_PREFETCH". */
+const char *sprig_prefetch_why(void);
+/* Use `scheme` from now on (tests run every tile under both); -1: back to
+ * the CPU's (or SPRIG_PREFETCH's) choice. */
+void        sprig_prefetch_force(int scheme);
 
 #endif

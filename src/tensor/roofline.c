@@ -296,7 +296,7 @@ double sprig_measure_ceiling_gops(sprig_pool *pool, int type, int *rows)
         c->fn = fn;
         c->job = (sprig_mm_job){ .type = type, .n_in = n_in, .n_out = n_out, .packed = w.packed,
                                  .pstride = sprig_mm_panel_bytes(type, n_in), .x = x, .aq = aq, .ak = ak,
-                                 .p0 = 0, .p1 = CEIL_PANELS };
+                                 .p0 = 0, .p1 = CEIL_PANELS, .pf_far = sprig_prefetch_scheme() == SPRIG_PF_FAR };
         /* every row count a tile takes, 1..CEIL_ROWS: the best one is the
          * ceiling; ~0.05 s per count after a calibration on one thread */
         for (int n = 1; n <= CEIL_ROWS; n++) {
