@@ -26,10 +26,22 @@ check "bench forward reports kv_type f16" has '"kv_type":"f16"' "$TMP/f.json"
 "$BIN" bench forward -m "$MODEL" -t 1 --ns 1 --reps 1 --json >"$TMP/f2.json" 2>"$TMP/err"; rc=$?
 check "bench forward defaults to every row's logits and an f32 cache (rc $rc)" \
     sh -c "[ $rc -eq 0 ] && grep -q '\"logits\":\"all\",\"kv_type\":\"f32\"' '$TMP/f2.json'"
+# --prefetch both: each n timed under both schemes in one process, far/near per n
+"$BIN" bench forward -m "$MODEL" -t 1 --ns 1,2 --reps 2 --prefetch both --json >"$TMP/fp.json" 2>"$TMP/err"; rc=$?
+check "bench forward --prefetch both exits 0 (rc $rc: $(head -c 200 "$TMP/err"))" [ $rc -eq 0 ]
+check "bench forward --prefetch both reports rows of both schemes and their ratio" \
+    sh -c "grep -q '\"prefetch\":\"both\"' '$TMP/fp.json' && [ \$(grep -o '\"prefetch\":\"near\"' '$TMP/fp.json' | wc -l) -eq 2 ] \
+           && [ \$(grep -o '\"prefetch\":\"far\",\"far_over_near\":[0-9]' '$TMP/fp.json' | wc -l) -eq 2 ]"
+"$BIN" bench forward -m "$MODEL" -t 1 --ns 1 --reps 1 --prefetch near --json >"$TMP/fn.json" 2>"$TMP/err"; rc=$?
+check "bench forward --prefetch near runs and says so (rc $rc)" sh -c "[ $rc -eq 0 ] && grep -q '\"prefetch\":\"near\"' '$TMP/fn.json'"
+SPRIG_PREFETCH=far "$BIN" bench forward -m "$MODEL" -t 1 --ns 1 --reps 1 --json >"$TMP/fe.json" 2>"$TMP/err"; rc=$?
+check "SPRIG_PREFETCH=far reaches the kernels' scheme (rc $rc)" sh -c "[ $rc -eq 0 ] && grep -q '\"prefetch\":\"far\"' '$TMP/fe.json'"
+SPRIG_PREFETCH=sideways "$BIN" bench forward -m "$MODEL" -t 1 --ns 1 --reps 1 >/dev/null 2>"$TMP/err"; rc=$?
+check "SPRIG_PREFETCH=sideways is ignored with a warning naming it (rc $rc)" sh -c "[ $rc -eq 0 ] && grep -q SPRIG_PREFETCH '$TMP/err'"
 "$BIN" bench decode -m "$MODEL" -t 1 -n 8 --kv-type f16 --json >"$TMP/d.json" 2>"$TMP/err"; rc=$?
 check "bench decode --kv-type f16 exits 0 (rc $rc: $(head -c 200 "$TMP/err"))" [ $rc -eq 0 ]
 check "bench decode reports kv_type and the mean" sh -c "grep -q '\"kv_type\":\"f16\"' '$TMP/d.json' && grep -q ms_per_token_mean '$TMP/d.json'"
-for bad in "forward --logits some" "forward --kv-type q8_0" "decode --kv-type" "spec --kv-type f16" \
+for bad in "forward --logits some" "forward --kv-type q8_0" "forward --prefetch" "forward --prefetch l3" "decode --kv-type" "spec --kv-type f16" \
            "spec --draft-ngram --cfg dyn:4:3:2" "spec --draft-ngram --cfg chain:x" "spec --draft-ngram --cfg auto:6:12:9"; do
     # shellcheck disable=SC2086
     "$BIN" bench $bad -m "$MODEL" >/dev/null 2>"$TMP/bad"; rc=$?

@@ -302,13 +302,23 @@ static int bench_forward(int argc, char **argv)
     int ns[MAX_NS] = { 1, 2, 4, 8, 16, 32, 64 }, n_ns = 7;
     long long ctx_len = 64, v;
     bool last_only = false;
+    /* --prefetch near|far|both: the kernels' prefetch scheme; both
+     * alternates the two rep by rep in this process (rows for each, and
+     * far/near per n as the median of the reps' paired ratios) */
+    int schemes[2] = { -1, -1 }, n_sch = 1;
     for (int i = 1; i < argc; i++) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int r = common_flag(C, &c, argv[i], val);
         if (r == -1) r = kv_flag(C, &c, argv[i], val);
         if (r == -2) return 2;
         if (r >= 0) { i += r; continue; }
-        if (!strcmp(argv[i], "--ctx")) {
+        if (!strcmp(argv[i], "--prefetch")) {
+            if (val && !strcmp(val, "near")) schemes[0] = SPRIG_PF_NEAR;
+            else if (val && !strcmp(val, "far")) schemes[0] = SPRIG_PF_FAR;
+            else if (val && !strcmp(val, "both")) { schemes[0] = SPRIG_PF_NEAR; schemes[1] = SPRIG_PF_FAR; n_sch = 2; }
+            else { fprintf(stderr, "sprig %s: --prefetch: want near, far or both\n", C); return 2; }
+            i++;
+        } else if (!strcmp(argv[i], "--ctx")) {
             if (!val || !cli_parse_int(C, "--ctx", val, 1, 1 << 20, &v)) return 2;
             ctx_len = v;
             i++;
@@ -321,7 +331,7 @@ static int bench_forward(int argc, char **argv)
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             printf("usage: sprig bench forward -m FILE [-t N] [--ctx 64] [--ns 1,2,4,8,16,32,64] [--logits all|last]\n"
-                   "                           [--kv-type MODE] [--reps R] [--json]\n");
+                   "                           [--kv-type MODE] [--prefetch near|far|both] [--reps R] [--json]\n");
             return 0;
         } else {
             fprintf(stderr, "sprig %s: unknown option '%s'\n", C, argv[i]);
@@ -352,19 +362,25 @@ static int bench_forward(int argc, char **argv)
         if (sprig_forward(ctx, &f, &err)) rc = 1;
         done += chunk;
     }
-    double *t = calloc((size_t)n_ns * (size_t)c.reps, sizeof(double));
+    /* t[(s * n_ns + j) * reps + rep]: scheme s, batch ns[j] */
+    double *t = calloc((size_t)n_sch * (size_t)n_ns * (size_t)c.reps, sizeof(double));
     for (int rep = -1; rep < c.reps && !rc; rep++) {        /* rep -1 is the warm-up */
-        for (int j = 0; j < n_ns && !rc; j++) {
-            int n = ns[(j + (rep < 0 ? 0 : rep)) % n_ns];      /* rotate the order each rep */
-            int jj = (j + (rep < 0 ? 0 : rep)) % n_ns;
-            double t0 = sprig_time_ms();
-            struct sprig_fwd f = { .n = n, .tokens = toks + ctx_len, .n_out = last_only ? 1 : n, .logits = logits };
-            if (sprig_forward(ctx, &f, &err) || sprig_ctx_trim(ctx, n, &err)) { rc = 1; break; }
-            double dt = sprig_time_ms() - t0;
-            if (rep >= 0) t[(size_t)jj * c.reps + rep] = dt;
+        for (int si = 0; si < n_sch && !rc; si++) {
+            const int s = (si + (rep < 0 ? 0 : rep)) % n_sch;  /* the schemes' order alternates too */
+            if (schemes[s] >= 0) sprig_prefetch_force(schemes[s]);
+            for (int j = 0; j < n_ns && !rc; j++) {
+                int n = ns[(j + (rep < 0 ? 0 : rep)) % n_ns];      /* rotate the order each rep */
+                int jj = (j + (rep < 0 ? 0 : rep)) % n_ns;
+                double t0 = sprig_time_ms();
+                struct sprig_fwd f = { .n = n, .tokens = toks + ctx_len, .n_out = last_only ? 1 : n, .logits = logits };
+                if (sprig_forward(ctx, &f, &err) || sprig_ctx_trim(ctx, n, &err)) { rc = 1; break; }
+                double dt = sprig_time_ms() - t0;
+                if (rep >= 0) t[((size_t)s * n_ns + jj) * c.reps + rep] = dt;
+            }
         }
     }
     if (rc) fprintf(stderr, "sprig %s: %s\n", C, err.msg);
+    if (schemes[0] >= 0) sprig_prefetch_force(schemes[n_sch - 1]);   /* the ceiling below: the last scheme's */
     int wt = weight_type_of(m);
     double peak = rc ? 0 : sprig_measure_peak_gops(pool, wt);
     char cmix[160] = "";
@@ -379,11 +395,20 @@ static int bench_forward(int argc, char **argv)
                 + 2.0 * hp->dim * hp->n_vocab;
         ops_head = 2.0 * hp->dim * hp->n_vocab;
     }
-    double med[MAX_NS] = { 0 };
-    for (int j = 0; j < n_ns && !rc; j++) med[j] = cli_median(t + (size_t)j * c.reps, c.reps);
-    double t1 = 0;
-    for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1 = med[j];
-    if (t1 <= 0 && n_ns) t1 = med[0] / ns[0];
+    double meds[2][MAX_NS] = { { 0 } }, t1s[2] = { 0 }, pair[MAX_NS] = { 0 };
+    for (int s = 0; s < n_sch && !rc; s++) {
+        for (int j = 0; j < n_ns; j++) meds[s][j] = cli_median(t + ((size_t)s * n_ns + j) * c.reps, c.reps);
+        for (int j = 0; j < n_ns; j++) if (ns[j] == 1) t1s[s] = meds[s][j];
+        if (t1s[s] <= 0 && n_ns) t1s[s] = meds[s][0] / ns[0];
+    }
+    if (n_sch == 2 && !rc) {   /* far / near per n: the median of the reps' ratios (each rep ran both) */
+        double *q = malloc(sizeof(double) * (size_t)c.reps);
+        for (int j = 0; q && j < n_ns; j++) {
+            for (int r = 0; r < c.reps; r++) q[r] = t[((size_t)n_ns + j) * c.reps + r] / t[(size_t)j * c.reps + r];
+            pair[j] = cli_median(q, c.reps);
+        }
+        free(q);
+    }
     struct sprig_model_info mi;
     sprig_model_get_info(m, &mi);
     double bytes = (double)m->weight_bytes;
@@ -392,19 +417,29 @@ static int bench_forward(int argc, char **argv)
             printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"prefetch\":\"%s\","
                    "\"ctx\":%lld,\"logits\":\"%s\",\"kv_type\":\"%s\",\"reps\":%d,\"peak_gops\":%.2f,\"ceiling_gops\":%.2f,\"ceiling_mix\":\"%s\","
                    "\"measured_read_gb_s\":%.3f,\"rows\":[",
-                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels, sprig_prefetch_name(), ctx_len,
+                   c.model, sprig_type_name(wt), (long long)mi.n_params, sprig_pool_size(pool), mi.kernels,
+                   n_sch == 2 ? "both" : sprig_prefetch_name(), ctx_len,
                    last_only ? "last" : "all", sprig_kv_mode_name(c.kv_mode), c.reps, peak, ceil, cmix, bw);
-            for (int j = 0; j < n_ns; j++) {
-                double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
-                printf("%s{\"n\":%d,\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
-                       j ? "," : "", ns[j], med[j], med[j] / t1, gops, peak > 0 ? gops / peak : 0, ceil > 0 ? gops / ceil : 0,
-                       bytes / (med[j] * 1e-3) / 1e9);
-            }
+            for (int s = 0; s < n_sch; s++)
+                for (int j = 0; j < n_ns; j++) {
+                    const double *med = meds[s];
+                    double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
+                    printf("%s{\"n\":%d,", s || j ? "," : "", ns[j]);
+                    if (n_sch == 2) printf("\"prefetch\":\"%s\",", s ? "far" : "near");
+                    if (n_sch == 2 && s) printf("\"far_over_near\":%.4f,", pair[j]);
+                    printf("\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
+                           med[j], med[j] / t1s[s], gops, peak > 0 ? gops / peak : 0, ceil > 0 ? gops / ceil : 0,
+                           bytes / (med[j] * 1e-3) / 1e9);
+                }
             printf("]}\n");
         } else {
-            printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s, prefetch %s (%s)\n", c.model, mi.arch,
-                   (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels, sprig_prefetch_name(),
-                   sprig_prefetch_why());
+            if (n_sch == 2)
+                printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s, prefetch near and far alternated\n",
+                       c.model, mi.arch, (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels);
+            else
+                printf("model      %s (%s, %.1fM params, %s weights), %d threads, kernels %s, prefetch %s (%s)\n", c.model,
+                       mi.arch, (double)mi.n_params / 1e6, sprig_type_name(wt), sprig_pool_size(pool), mi.kernels,
+                       sprig_prefetch_name(), schemes[0] >= 0 ? "--prefetch" : sprig_prefetch_why());
             printf("context    %lld tokens of history (%s KV); logits of %s; medians of %d alternated reps after a warm-up\n",
                    ctx_len, sprig_kv_mode_name(c.kv_mode), last_only ? "the last row only" : "every row", c.reps);
             printf("peak       %.1f G ops/s measured (%s); read bandwidth %.2f GB/s measured\n", peak,
@@ -412,12 +447,17 @@ static int bench_forward(int argc, char **argv)
             if (ceil > 0)
                 printf("ceiling    %.1f G ops/s measured: the exact kernels from L1, weighted by their share of the work (%s), %.0f%% of peak\n",
                        ceil, cmix, peak > 0 ? 100 * ceil / peak : 0);
-            printf("%6s %10s %8s %10s %8s %8s %8s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s");
-            for (int j = 0; j < n_ns; j++) {
-                double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
-                printf("%6d %10.3f %8.3f %10.1f %7.1f%% %7.1f%% %8.2f\n", ns[j], med[j], med[j] / t1, gops,
-                       peak > 0 ? 100 * gops / peak : 0, ceil > 0 ? 100 * gops / ceil : 0, bytes / (med[j] * 1e-3) / 1e9);
-            }
+            printf("%6s %10s %8s %10s %8s %8s %8s%s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s",
+                   n_sch == 2 ? " prefetch far/near" : "");
+            for (int s = 0; s < n_sch; s++)
+                for (int j = 0; j < n_ns; j++) {
+                    const double *med = meds[s];
+                    double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
+                    printf("%6d %10.3f %8.3f %10.1f %7.1f%% %7.1f%% %8.2f", ns[j], med[j], med[j] / t1s[s], gops,
+                           peak > 0 ? 100 * gops / peak : 0, ceil > 0 ? 100 * gops / ceil : 0, bytes / (med[j] * 1e-3) / 1e9);
+                    if (n_sch == 2) printf(" %8s %8.3f", s ? "far" : "near", s ? pair[j] : 1.0);
+                    printf("\n");
+                }
         }
     }
     free(t);
