@@ -56,6 +56,11 @@
  *  - Q6_K: 6-bit units allow two groups per int16 sum, plus the high-bit
  *    merge: 165 per core, 37%.
  *  - F16: vcvtph2ps + vfmadd: 92 G ops/s per core = 83% of the FMA peak.
+ * On Zen 4 (EPYC 9004, the same instructions at 256 bits; 459 G ops/s of
+ * vpmaddubsw per core) the same ceilings read, per core: Q8_0 125-131 G
+ * ops/s (27-28%), Q4_0 230 (50%), Q4_K 238 (52%), Q6_K 163 (35%).
+ * Prefetch: the scheme of the job (matmul.h: near, as measured on Zen 5,
+ * or far, T1 into L2, for Zen 4 and unnamed CPUs); distances below.
  * The goals of `sprig bench forward` are shares of these (the forward of a
  * mixed file such as Q4_K_M against its types' ceilings weighted by work).
  */
