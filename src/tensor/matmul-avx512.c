@@ -909,10 +909,11 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
 {
     const int n = J->n;
     const int64_t nb = J->n_in / SPRIG_QK;
+    const size_t dist = J->pf_far ? Q_PF_DIST_FAR : Q_PF_DIST;   /* one-panel tiles' prefetch */
     if (n > QRMAX && n <= 2 * QRMAX) {   /* two one-panel passes per panel, the second from cache */
         const int c0 = (n + 1) / 2;
         for (int64_t p = J->p0; p < J->p1; p++) {
-            rtab[c0](J, p, 0, 0, nb, J->pf_far ? Q_PF_DIST_FAR : Q_PF_DIST);
+            rtab[c0](J, p, 0, 0, nb, dist);
             rtab[n - c0](J, p, c0, 0, nb, 0);
         }
         return;
@@ -921,7 +922,7 @@ static void qdrive(const sprig_mm_job *J, const tile_fn (*gtab)[4], const qtile_
         drive(J, gtab, qg_g, QGRMAX, nb, kstep);
         return;
     }
-    for (int64_t p = J->p0; p < J->p1; p++) rtab[n](J, p, 0, 0, nb, J->pf_far ? Q_PF_DIST_FAR : Q_PF_DIST);
+    for (int64_t p = J->p0; p < J->p1; p++) rtab[n](J, p, 0, 0, nb, dist);
 }
 
 static int tile_panels(int type, int n)

@@ -927,6 +927,7 @@ struct mm_ctx {
     const sprig_mm_kblock *ak;
     int64_t start[MM_MAX_W + 1];   /* first panel of weight i in the concatenation */
     int64_t grain;                 /* panels of one tile */
+    bool pf_far;                   /* the prefetch scheme, read once per dispatch */
     struct mm_own own[MM_MAX_TH];  /* [nth] what each thread has left */
 };
 
@@ -948,7 +949,7 @@ static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
             .type = w->type, .n_in = w->n_in, .n_out = w->n_out, .packed = w->packed,
             .pstride = sprig_mm_panel_bytes(w->type, w->n_in), .n = c->a->n, .x = c->a->x,
             .aq = c->aq, .ak = c->ak, .y = c->y[i], .p0 = p0, .p1 = p1,
-            .pf_far = sprig_prefetch_scheme() == SPRIG_PF_FAR,
+            .pf_far = c->pf_far,
         };
         fam_kernel(f, w->type)(&job);
     }
@@ -1071,7 +1072,8 @@ void sprig_matmul_then(sprig_pool *pool, sprig_act *a, int m, const sprig_weight
         }
         nx.nth = mm_threads(pool, macs * a->n, nx.start[m_next]);
     }
-    struct mm_ctx c = { .next = m_next ? &nx : NULL, .a = a, .m = m, .w = w, .y = y, .grain = 1 };
+    struct mm_ctx c = { .next = m_next ? &nx : NULL, .a = a, .m = m, .w = w, .y = y, .grain = 1,
+                        .pf_far = sprig_prefetch_scheme() == SPRIG_PF_FAR };
     bool quant = false, kquant = false;
     int64_t macs = 0;
     const char *x0 = (const char *)a->x, *x1 = x0 + (size_t)a->n * (size_t)a->k * sizeof(float);
