@@ -3,7 +3,7 @@
  * for bit, and the reference against a double-precision dot product.
  *
  * Every type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) x every kernel family this CPU has
- * (reference, avx2, avx512) x batch sizes 1..64 x thread counts 1, 2, 3, on
+ * (reference, avx2, avx512) x batch sizes 1..77 (the AVX2 unpacked K tiles take 64 rows at a time) x thread counts 1, 2, 3, on
  * shapes whose n_out is not a multiple of the 16-column panel and (for float
  * types) whose n_in is not a multiple of 16. Activations include all-zero,
  * huge, tiny (subnormal) and non-finite blocks. Also: fused multi-weight
@@ -31,9 +31,9 @@ static const int types[] = { SPRIG_TYPE_F32, SPRIG_TYPE_F16, SPRIG_TYPE_BF16, SP
 #define N_TYPES ((int)(sizeof types / sizeof types[0]))
 static const char *const families[] = { "reference", "avx2", "avx512" };
 #define N_FAM 3
-static const int batch_full[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 31, 32, 33, 64 };
+static const int batch_full[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 31, 32, 33, 64, 77 };
 static const int batch_quick[] = { 1, 3, 6, 8, 17, 33 };
-#define MAX_N 64
+#define MAX_N 77
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 

@@ -31,9 +31,16 @@
  *    (a first-pass-only prefetch left the DRAM idle for three quarters of
  *    the passes at 8 rows). Float sums kept in memory instead (to allow 8-10
  *    rows) measured 10-15% slower.
- *  - K-quants, 2..4 rows (chunks of up to 4 above): one panel, halves outer,
- *    int16 and int32 sums of each row in registers, the float sums in L1
- *    (touched once per super-block and half).
+ *  - K-quants, 2..4 rows (chunks of up to 4 above; Q2_K/Q3_K at every row
+ *    count): one panel, halves outer, int16 and int32 sums of each row in
+ *    registers, the float sums in L1 (touched once per super-block and
+ *    half).
+ *  - Q4_K/Q5_K/Q6_K from 8/5/5 rows (ktile_u): each super-block's units
+ *    unpacked once into 4 KB of L1, then chunks of up to 6 rows on them;
+ *    measured on Zen 4 (in-process A/B, 2 threads, against the chunked
+ *    tile): from L2 Q6_K 0.81x the time at 16 rows, Q5_K 0.82x, Q4_K ~1.0x;
+ *    `bench forward --prefetch both` A/B (llama-1b, 11 reps): Q4_K_M T(16)
+ *    0.89x, Q5_K_M T(8) 0.77x, T(16) 0.72x.
  *  - F16/BF16/F32: G panels x R rows (G = 4, 2, 1 for 1, 2, 3-6 rows), one
  *    broadcast live at a time: 2RG sums + 2G weights + 1 <= 16.
  * GCC reassociates a chain of integer adds into a tree and then spills the
@@ -68,6 +75,7 @@
 #include "tensor/types.h"
 
 #include <float.h>
+#include <limits.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -354,6 +362,20 @@ AI void qhalf(const sprig_mm_job *J, int64_t p, const int h, int r0, const int R
 #ifndef KRUN
 #define KRUN 4
 #endif
+/* Far scheme, by type (bit kt). K_SPREAD: a tile that passes over its panel
+ * several times (row chunks x halves) prefetches the next panel spread over
+ * all passes (line l in pass l mod passes) instead of kd ahead in the first
+ * pass only; measured on Zen 4 (in-process A/B over 16 DRAM-resident
+ * ffn_gate tensors, 2 threads): Q4_K 4 / 8 / 16 rows 0.85-0.93x the time,
+ * Q5_K 0.82x / 0.92x / 0.98x; Q6_K 1.00-1.04x, so not Q6_K. K_SPLIT: one
+ * row prefetches a record's lines spread over its sub-blocks instead of
+ * at once: Q6_K 0.82-0.98x, Q5_K 0.95-0.96x, Q4_K 1.02-1.04x (so not Q4_K). */
+#ifndef K_SPREAD
+#define K_SPREAD ((1 << KT_Q4) | (1 << KT_Q5))
+#endif
+#ifndef K_SPLIT
+#define K_SPLIT ((1 << KT_Q5) | (1 << KT_Q6))
+#endif
 
 enum { KT_Q2, KT_Q3, KT_Q4, KT_Q5, KT_Q6 };
 
@@ -393,14 +415,55 @@ AI __m256 kscale(const uint8_t *wd, int64_t s, int nd, int e, int h)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wd + ((size_t)s * nd + e) * 32 + h * 16)));
 }
 
+/* The units (u8) of Q4_K/Q5_K sub-block j, group tt (elements 32j + 4tt ..
+ * 32j + 4tt + 3) of the half at byte ho (0 or 32) of record w: nibble j & 1
+ * of groups 8(j / 2) .. 8(j / 2) + 7; Q5_K's fifth bit: bit j of qh group tt. */
+AI __m256i ku32(const uint8_t *w, const int j, const int tt, const int ho, const int kt)
+{
+    const __m256i m15 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16);
+    __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * (j / 2) + tt) * 64 + ho));
+    __m256i u = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, m15);
+    if (kt == KT_Q5) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q5K_QH + tt * 64 + ho));
+        u = _mm256_or_si256(u, _mm256_and_si256(bits_to(q, j, 4), m16));
+    }
+    return u;
+}
+
+/* The units of Q2_K/Q3_K/Q6_K sub-block j = 8h' + 2f + lh (16 elements),
+ * group tt4 (elements 16j + 4tt4 .. + 3), half at byte ho, likewise. */
+AI __m256i ku16(const uint8_t *w, const int j, const int tt4, const int ho, const int kt)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), m15 = _mm256_set1_epi8(15),
+                  m48 = _mm256_set1_epi8(48);
+    const int hp = j / 8, f = (j % 8) / 2, lh = j & 1;
+    __m256i u;
+    if (kt == KT_Q6) {
+        /* ql group 16h' + 8(f & 1) + 4lh + tt4, nibble f >> 1; qh group
+         * 8h' + 4lh + tt4, bits 2f, 2f+1 */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(w + (16 * hp + 8 * (f & 1) + 4 * lh + tt4) * 64 + ho));
+        __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q6K_QH + (8 * hp + 4 * lh + tt4) * 64 + ho));
+        u = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(v, 4) : v, m15);
+        u = _mm256_or_si256(u, _mm256_and_si256(bits_to(q, 2 * f, 4), m48));
+    } else {
+        /* qs group 8h' + 4lh + tt4, bits 2f, 2f+1; Q3_K: hmask group
+         * 4lh + tt4, bit 4h' + f */
+        __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * hp + 4 * lh + tt4) * 64 + ho));
+        u = _mm256_and_si256(bits_to(v, 2 * f, 0), m3);
+        if (kt == KT_Q3) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q3K_HM + (4 * lh + tt4) * 64 + ho));
+            u = _mm256_or_si256(u, _mm256_and_si256(bits_to(q, 4 * hp + f, 2), m4));
+        }
+    }
+    return u;
+}
+
 /* Q4_K/Q5_K sub-block j (32 elements) of halves h0 .. h0+H-1 of record w:
  * I[r][hh] += sc_j * (u . a) for rows as[0 .. R-1]. Sub-block j = 2g + hi:
  * nibble hi of groups 8g .. 8g+7; Q5_K's fifth bit: bit j of the qh group tt. */
 AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const int H, const int j, const int R,
                const int kt, __m256i I[][2])
 {
-    const __m256i m15 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16);
-    const int g = j / 2, hi = j & 1;
     __m256i sc[2], s16[KRMAX][2];
     UNROLL for (int hh = 0; hh < H; hh++) {
         sc[hh] = sc_dup_u8(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC) + (h0 + hh) * 8 + j * 16);
@@ -408,15 +471,7 @@ AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const 
     }
     UNROLL for (int tt = 0; tt < 8; tt++) {
         __m256i u[2];
-        UNROLL for (int hh = 0; hh < H; hh++) {
-            const int ho = (h0 + hh) * 32;
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * g + tt) * 64 + ho));
-            u[hh] = _mm256_and_si256(hi ? _mm256_srli_epi16(v, 4) : v, m15);
-            if (kt == KT_Q5) {
-                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q5K_QH + tt * 64 + ho));
-                u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, j, 4), m16));
-            }
-        }
+        UNROLL for (int hh = 0; hh < H; hh++) u[hh] = ku32(w, j, tt, (h0 + hh) * 32, kt);
         UNROLL for (int r = 0; r < R; r++) {
             const __m256i a = bcast4(as[r].q + 32 * j + 4 * tt);
             UNROLL for (int hh = 0; hh < H; hh++) {
@@ -439,9 +494,7 @@ AI void ksub32(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const 
 AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const int H, const int j, const int R,
                const int kt, __m256i I[][2])
 {
-    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), m15 = _mm256_set1_epi8(15),
-                  m48 = _mm256_set1_epi8(48);
-    const int hp = j / 8, f = (j % 8) / 2, lh = j & 1;
+    const int lh = j & 1;
     __m256i sc[2], s16[KRMAX][2];
     UNROLL for (int hh = 0; hh < H; hh++) {
         const int ho = (h0 + hh) * 32;
@@ -459,26 +512,7 @@ AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const 
     }
     UNROLL for (int tt4 = 0; tt4 < 4; tt4++) {
         __m256i u[2];
-        UNROLL for (int hh = 0; hh < H; hh++) {
-            const int ho = (h0 + hh) * 32;
-            if (kt == KT_Q6) {
-                /* ql group 16h' + 8(f & 1) + 4lh + tt4, nibble f >> 1; qh group
-                 * 8h' + 4lh + tt4, bits 2f, 2f+1 */
-                __m256i v = _mm256_loadu_si256((const __m256i *)(w + (16 * hp + 8 * (f & 1) + 4 * lh + tt4) * 64 + ho));
-                __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q6K_QH + (8 * hp + 4 * lh + tt4) * 64 + ho));
-                u[hh] = _mm256_and_si256(f >> 1 ? _mm256_srli_epi16(v, 4) : v, m15);
-                u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, 2 * f, 4), m48));
-            } else {
-                /* qs group 8h' + 4lh + tt4, bits 2f, 2f+1; Q3_K: hmask group
-                 * 4lh + tt4, bit 4h' + f */
-                __m256i v = _mm256_loadu_si256((const __m256i *)(w + (8 * hp + 4 * lh + tt4) * 64 + ho));
-                u[hh] = _mm256_and_si256(bits_to(v, 2 * f, 0), m3);
-                if (kt == KT_Q3) {
-                    __m256i q = _mm256_loadu_si256((const __m256i *)(w + SPRIG_MM_Q3K_HM + (4 * lh + tt4) * 64 + ho));
-                    u[hh] = _mm256_or_si256(u[hh], _mm256_and_si256(bits_to(q, 4 * hp + f, 2), m4));
-                }
-            }
-        }
+        UNROLL for (int hh = 0; hh < H; hh++) u[hh] = ku16(w, j, tt4, (h0 + hh) * 32, kt);
         UNROLL for (int r = 0; r < R; r++) {
             const __m256i a = bcast4(as[r].q + 16 * j + 4 * tt4);
             UNROLL for (int hh = 0; hh < H; hh++) {
@@ -496,9 +530,58 @@ AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const 
     }
 }
 
-/* One panel p, rows r0 .. r0+R-1, weight type kt. */
+/* Running float sums in memory: am[r][16] per row, halves of 8. */
 #define ACC_GET(r, h) _mm256_load_ps(&am[r][(h) * 8])
 #define ACC(r, h, v) _mm256_store_ps(&am[r][(h) * 8], (v))
+/* The floats of super-block s (record w, f16 scales wd), half h, rows
+ * as[0 .. R-1] from their int sums I[r] (consumed): the offset term of
+ * Q3_K/Q6_K into I, then am[r][8h ..] += I * (d * da) and, for Q2_K, Q4_K
+ * and Q5_K, -= M * (dmin * da) (the contract in matmul.h). */
+AI void kfinish(const uint8_t *w, const uint8_t *wd, int64_t s, const int h, const sprig_mm_kblock *as, const int R,
+                const int kt, __m256i *I, float (*am)[16])
+{
+    const int nd = kt == KT_Q3 || kt == KT_Q6 ? 1 : 2;
+    if (kt == KT_Q3 || kt == KT_Q6) {
+        /* I -= off * sum_j sc_j * bsum[j] (off 4 or 32) */
+        const uint8_t *scp = w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + h * 8;
+        __m256i C[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) C[r] = _mm256_setzero_si256();
+        UNROLL for (int k = 0; k < 8; k++) {
+            __m256i pr = sc_pair_s8(scp + 2 * k * 16, scp + (2 * k + 1) * 16);
+            UNROLL for (int r = 0; r < R; r++)
+                C[r] = _mm256_add_epi32(C[r], _mm256_madd_epi16(pr, bcast_pair(as[r].bsum + 2 * k)));
+        }
+        UNROLL for (int r = 0; r < R; r++) I[r] = _mm256_sub_epi32(I[r], _mm256_slli_epi32(C[r], kt == KT_Q3 ? 2 : 5));
+    }
+    const __m256 d = kscale(wd, s, nd, 0, h);
+    UNROLL for (int r = 0; r < R; r++)
+        ACC(r, h, _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[r]), _mm256_mul_ps(d, _mm256_set1_ps(as[r].d)), ACC_GET(r, h)));
+    if (nd == 2) {
+        /* M: min pairs (of sub-blocks of 32: Q4_K/Q5_K; of 16: Q2_K) */
+        __m256i M[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) M[r] = _mm256_setzero_si256();
+        const int np = kt == KT_Q2 ? 8 : 4;
+        UNROLL for (int k = 0; k < np; k++) {
+            __m256i pr;
+            if (kt == KT_Q2)
+                pr = _mm256_srli_epi16(
+                    _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + k * 32 + h * 16))), 4);
+            else
+                pr = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+                    (const __m128i *)(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M) + k * 32 + h * 16)));
+            UNROLL for (int r = 0; r < R; r++) {
+                const int16_t *bs = kt == KT_Q2 ? as[r].bsum : as[r].bsum32;
+                M[r] = _mm256_add_epi32(M[r], _mm256_madd_epi16(pr, bcast_pair(bs + 2 * k)));
+            }
+        }
+        const __m256 dm = kscale(wd, s, nd, 1, h);
+        UNROLL for (int r = 0; r < R; r++)
+            ACC(r, h, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), M[r])),
+                                      _mm256_mul_ps(dm, _mm256_set1_ps(as[r].d)), ACC_GET(r, h)));
+    }
+}
+
+/* One panel p, rows r0 .. r0+R-1, weight type kt. */
 AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int kt)
 {
     static const size_t recs[5] = { SPRIG_MM_Q2K_REC, SPRIG_MM_Q3K_REC, SPRIG_MM_Q4K_REC, SPRIG_MM_Q5K_REC,
@@ -524,11 +607,28 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
      * broadcasts are then not common to two halves, which GCC hoisted and
      * spilled. */
     const int H = R == 1 && kt != KT_Q3 ? 2 : 1;
+    /* Far scheme, Q4_K/Q5_K, several passes over the panel (row chunks x
+     * halves): the next panel's prefetch is spread over all of them, so the
+     * DRAM is busy the whole time the panel is computed; the chunk index
+     * from r0 = floor(n c / chunks) is ceil(r0 chunks / n). */
+    const int chunks = (int)((n + KRUN - 1) / KRUN), npass = chunks * (2 / H);
+    const int chunk = (int)(((int64_t)r0 * chunks + n - 1) / n);
+    const bool spread = far && npass > 1 && (K_SPREAD >> kt & 1);
+    const bool split = far && R == 1 && (K_SPLIT >> kt & 1);
     for (int h0 = 0; h0 < 2; h0 += H) {
+        const int pass = chunk * (2 / H) + h0 / H;
         for (int64_t s = 0; s < ns; s++) {
             const uint8_t *w = base + (size_t)s * rec;
             const sprig_mm_kblock *as = J->ak + s * n + r0;   /* row r: as[r] */
-            if (h0 == 0 && r0 == 0 && K_PF_DIST) {
+            if (spread) {
+                /* every pass over this panel prefetches its share of the
+                 * next panel's lines (line l in pass l mod npass) */
+                const uint8_t *nx = w + J->pstride;
+                for (size_t l = (size_t)pass * 64; l < rec; l += (size_t)npass * 64) PF(nx + l, true, K_PF_HINT);
+                if (pass == 0) PF(wd + J->pstride + s * nd * 32, true, K_PF_HINT);
+            } else if (split) {
+                /* in the sub-block loop below */
+            } else if (h0 == 0 && r0 == 0 && K_PF_DIST) {
                 /* the first pass over a panel prefetches the record stream
                  * kd bytes ahead (into the next panel at the end)
                  * and the f16 scales as far ahead (spreading the next
@@ -543,52 +643,28 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
              * offsets; measured +10-45% at n = 1); more rows: a loop (fully
              * unrolled they measured at about half the speed) */
             if (kt == KT_Q4 || kt == KT_Q5) {
-                UNROLL for (int j = 0; j < 8; j++) ksub32(w, as, h0, H, j, R, kt, I);
+                UNROLL for (int j = 0; j < 8; j++) {
+                    if (split) {
+                        const size_t nl = rec / 64;
+                        for (size_t l = nl * j / 8; l < nl * (j + 1) / 8; l++) PF(w + kd + l * 64, true, 0);
+                        if (j == 0) PF(wd + (s + (int64_t)(kd / rec)) * nd * 32, far, K_PF_HINT);
+                    }
+                    ksub32(w, as, h0, H, j, R, kt, I);
+                }
             } else {
-                UNROLL for (int j = 0; j < 16; j++) ksub16(w, as, h0, H, j, R, kt, I);
+                UNROLL for (int j = 0; j < 16; j++) {
+                    if (split) {
+                        const size_t nl = rec / 64;
+                        for (size_t l = nl * j / 16; l < nl * (j + 1) / 16; l++) PF(w + kd + l * 64, true, 0);
+                        if (j == 0) PF(wd + (s + (int64_t)(kd / rec)) * nd * 32, far, K_PF_HINT);
+                    }
+                    ksub16(w, as, h0, H, j, R, kt, I);
+                }
             }
             UNROLL for (int hh = 0; hh < H; hh++) {
-                const int h = h0 + hh;
-                if (kt == KT_Q3 || kt == KT_Q6) {
-                    /* I -= off * sum_j sc_j * bsum[j] (off 4 or 32) */
-                    const uint8_t *scp = w + (kt == KT_Q3 ? SPRIG_MM_Q3K_SC : SPRIG_MM_Q6K_SC) + h * 8;
-                    __m256i C[KRMAX];
-                    UNROLL for (int r = 0; r < R; r++) C[r] = _mm256_setzero_si256();
-                    UNROLL for (int k = 0; k < 8; k++) {
-                        __m256i pr = sc_pair_s8(scp + 2 * k * 16, scp + (2 * k + 1) * 16);
-                        UNROLL for (int r = 0; r < R; r++)
-                            C[r] = _mm256_add_epi32(C[r], _mm256_madd_epi16(pr, bcast_pair(as[r].bsum + 2 * k)));
-                    }
-                    UNROLL for (int r = 0; r < R; r++)
-                        I[r][hh] = _mm256_sub_epi32(I[r][hh], _mm256_slli_epi32(C[r], kt == KT_Q3 ? 2 : 5));
-                }
-                const __m256 d = kscale(wd, s, nd, 0, h);
-                UNROLL for (int r = 0; r < R; r++)
-                    ACC(r, h, _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[r][hh]), _mm256_mul_ps(d, _mm256_set1_ps(as[r].d)),
-                                              ACC_GET(r, h)));
-                if (nd == 2) {
-                    /* M: min pairs (of sub-blocks of 32: Q4_K/Q5_K; of 16: Q2_K) */
-                    __m256i M[KRMAX];
-                    UNROLL for (int r = 0; r < R; r++) M[r] = _mm256_setzero_si256();
-                    const int np = kt == KT_Q2 ? 8 : 4;
-                    UNROLL for (int k = 0; k < np; k++) {
-                        __m256i pr;
-                        if (kt == KT_Q2)
-                            pr = _mm256_srli_epi16(
-                                _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + SPRIG_MM_Q2K_SC + k * 32 + h * 16))), 4);
-                        else
-                            pr = _mm256_cvtepu8_epi16(_mm_loadu_si128(
-                                (const __m128i *)(w + (kt == KT_Q4 ? SPRIG_MM_Q4K_M : SPRIG_MM_Q5K_M) + k * 32 + h * 16)));
-                        UNROLL for (int r = 0; r < R; r++) {
-                            const int16_t *bs = kt == KT_Q2 ? as[r].bsum : as[r].bsum32;
-                            M[r] = _mm256_add_epi32(M[r], _mm256_madd_epi16(pr, bcast_pair(bs + 2 * k)));
-                        }
-                    }
-                    const __m256 dm = kscale(wd, s, nd, 1, h);
-                    UNROLL for (int r = 0; r < R; r++)
-                        ACC(r, h, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), M[r])),
-                                                  _mm256_mul_ps(dm, _mm256_set1_ps(as[r].d)), ACC_GET(r, h)));
-                }
+                __m256i Ih[KRMAX];
+                UNROLL for (int r = 0; r < R; r++) Ih[r] = I[r][hh];
+                kfinish(w, wd, s, h0 + hh, as, R, kt, Ih, am);
             }
         }
     }
@@ -599,6 +675,122 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
     }
 #undef ACC
 #undef ACC_GET
+}
+
+/* ---------------------------------------------------------------- K-quant tiles from unpacked units */
+
+/*
+ * Q4_K/Q5_K/Q6_K, KU_MIN rows and more: each super-block of the panel is
+ * unpacked once into its units (u8, 64 groups of 4 elements x 16 columns,
+ * element order; 4 KB, in L1) and every chunk of KU_R rows and each half
+ * runs on them: a vpmaddubsw, a vpaddw and the broadcast per 32 products
+ * and row, the unit extraction paid once per super-block instead of once
+ * per chunk and half. Same int16 sums per group count, same int32 I and M,
+ * the same kfinish: the bits of ktile.
+ */
+#ifndef KU_R
+#define KU_R 6
+#endif
+#ifndef KU_MIN4
+#define KU_MIN4 8
+#endif
+#ifndef KU_MIN56
+#define KU_MIN56 5
+#endif
+/* Rows from which each type takes ktile_u (none for Q2_K/Q3_K). */
+static const int ku_min[5] = { [KT_Q2] = INT_MAX, [KT_Q3] = INT_MAX, [KT_Q4] = KU_MIN4, [KT_Q5] = KU_MIN56, [KT_Q6] = KU_MIN56 };
+#define KU_ROWS 64
+_Static_assert(KU_R >= 1 && KU_R <= KRMAX, "unpacked K tile: 1..KRMAX rows per chunk");
+
+/* The units of record w (type kt) into ub[g * 64 + column * 4 + i] for
+ * element 4g + i. */
+AI void k_unpack(const uint8_t *w, const int kt, uint8_t *ub)
+{
+    if (kt == KT_Q6) {
+        UNROLL for (int j = 0; j < 16; j++) UNROLL for (int t = 0; t < 4; t++) UNROLL for (int h = 0; h < 2; h++)
+            _mm256_store_si256((__m256i *)(ub + (4 * j + t) * 64 + h * 32), ku16(w, j, t, h * 32, kt));
+    } else {
+        UNROLL for (int j = 0; j < 8; j++) UNROLL for (int t = 0; t < 8; t++) UNROLL for (int h = 0; h < 2; h++)
+            _mm256_store_si256((__m256i *)(ub + (8 * j + t) * 64 + h * 32), ku32(w, j, t, h * 32, kt));
+    }
+}
+
+/* Rows as[0 .. R-1] x both halves of super-block s from its units ub. */
+AI void ku_rows(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t s, const sprig_mm_kblock *as,
+                const int R, const int kt, float (*am)[16])
+{
+    /* sub-blocks, groups per sub-block, groups per int16 sum (bounds above) */
+    const int nsb = kt == KT_Q6 ? 16 : 8, ng = 64 / nsb, gpi = kt == KT_Q4 ? 8 : kt == KT_Q5 ? 4 : 2;
+    const size_t sco = kt == KT_Q6 ? SPRIG_MM_Q6K_SC : kt == KT_Q4 ? SPRIG_MM_Q4K_SC : SPRIG_MM_Q5K_SC;
+#pragma GCC unroll 1
+    for (int h = 0; h < 2; h++) {   /* a loop: unrolled, GCC hoists the shared broadcasts and spills */
+        __m256i I[KRMAX];
+        UNROLL for (int r = 0; r < R; r++) I[r] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+        for (int j = 0; j < nsb; j++) {
+            const __m256i sc = kt == KT_Q6 ? sc_dup_s8(w + sco + j * 16 + h * 8) : sc_dup_u8(w + sco + j * 16 + h * 8);
+            const uint8_t *uj = ub + (size_t)j * ng * 64 + h * 32;
+            const int8_t *aj = as[0].q + 4 * j * ng;
+            __m256i s16[KRMAX];
+            UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
+            UNROLL for (int t = 0; t < ng; t++) {
+                const __m256i u = _mm256_load_si256((const __m256i *)(uj + t * 64));
+                UNROLL for (int r = 0; r < R; r++) {
+                    const __m256i a = bcast4(aj + (size_t)r * sizeof(sprig_mm_kblock) + 4 * t);
+                    s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(u, a));
+                    PIN(s16[r]);
+                }
+                if ((t + 1) % gpi == 0) {
+                    UNROLL for (int r = 0; r < R; r++) {
+                        I[r] = _mm256_add_epi32(I[r], _mm256_madd_epi16(s16[r], sc));
+                        PIN(I[r]);
+                        s16[r] = _mm256_setzero_si256();
+                    }
+                }
+            }
+        }
+        kfinish(w, wd, s, h, as, R, kt, I, am);
+    }
+}
+
+typedef void (*ku_fn)(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t s, const sprig_mm_kblock *as,
+                      float (*am)[16]);
+
+/* One panel p, every row (KU_ROWS at a time), weight type kt. */
+AI void ktile_u(const sprig_mm_job *J, int64_t p, const int kt, const ku_fn *rows)
+{
+    const size_t rec = kt == KT_Q6 ? SPRIG_MM_Q6K_REC : kt == KT_Q4 ? SPRIG_MM_Q4K_REC : SPRIG_MM_Q5K_REC;
+    const int nd = kt == KT_Q6 ? 1 : 2;
+    const int64_t ns = J->n_in / SPRIG_MM_QK_K, n = J->n;
+    const uint8_t *base = J->packed + (size_t)p * J->pstride;
+    const uint8_t *wd = base + (size_t)ns * rec;
+    const bool far = J->pf_far;
+    const size_t kd = far ? K_PF_DIST_FAR : K_PF_DIST;
+    uint8_t ub[64 * 64] __attribute__((aligned(32)));
+    float am[KU_ROWS][16] __attribute__((aligned(32)));
+    for (int64_t rb0 = 0; rb0 < n; rb0 += KU_ROWS) {
+        const int RB = (int)(n - rb0 < KU_ROWS ? n - rb0 : KU_ROWS), chunks = (RB + KU_R - 1) / KU_R;
+        memset(am, 0, sizeof(float) * 16 * (size_t)RB);
+        for (int64_t s = 0; s < ns; s++) {
+            const uint8_t *w = base + (size_t)s * rec;
+            if (rb0 == 0) {
+                /* one pass over the weights: the record stream kd ahead */
+                for (size_t l = 0; l < rec; l += 64) PF(w + kd + l, far, K_PF_HINT);
+                PF(wd + (s + (int64_t)(kd / rec)) * nd * 32, far, K_PF_HINT);
+            }
+            k_unpack(w, kt, ub);
+            const sprig_mm_kblock *as = J->ak + s * n + rb0;
+            for (int c = 0; c < chunks; c++) {
+                const int c0 = RB * c / chunks, R = RB * (c + 1) / chunks - c0;
+                rows[R](ub, w, wd, s, as + c0, am + c0);
+            }
+        }
+        for (int r = 0; r < RB; r++) {
+            float *yr = J->y + (size_t)(rb0 + r) * J->n_out;
+            store8(yr, p * SPRIG_MM_PANEL, J->n_out, _mm256_load_ps(&am[r][0]));
+            store8(yr, p * SPRIG_MM_PANEL + 8, J->n_out, _mm256_load_ps(&am[r][8]));
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- float tile */
@@ -717,6 +909,16 @@ KSET(q3k, KT_Q3)
 KSET(q4k, KT_Q4)
 KSET(q5k, KT_Q5)
 KSET(q6k, KT_Q6)
+#define KU(NAME, R, KT_) \
+    static void NAME##_u##R(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t s, \
+                            const sprig_mm_kblock *as, float (*am)[16]) { ku_rows(ub, w, wd, s, as, R, KT_, am); }
+#define KUSET(NAME, KT_) \
+    KU(NAME, 1, KT_) KU(NAME, 2, KT_) KU(NAME, 3, KT_) KU(NAME, 4, KT_) KU(NAME, 5, KT_) KU(NAME, 6, KT_) \
+    static const ku_fn NAME##_utab[KRMAX + 1] = { NULL, NAME##_u1, NAME##_u2, NAME##_u3, NAME##_u4, NAME##_u5, NAME##_u6 }; \
+    static void NAME##_unp(const sprig_mm_job *J, int64_t p, int r0) { (void)r0; ktile_u(J, p, KT_, NAME##_utab); }
+KUSET(q4k, KT_Q4)
+KUSET(q5k, KT_Q5)
+KUSET(q6k, KT_Q6)
 /* One-panel tiles of up to KRMAX rows (K-quant weights). Measured (Zen 5,
  * AVX2 forced, 4096 x 2048, one thread): chunks of up to 4 rows beat 2 or 3
  * by 0-10% from 8 rows up for Q2_K..Q5_K; cutting k into ranges with the
@@ -761,9 +963,18 @@ static void k_q8(const sprig_mm_job *J) { drive_q(J, q8_r1, q8_r1_g, q8_tab, 512
 static void k_q4(const sprig_mm_job *J) { drive_q(J, q4_r1, q4_r1_g, q4_tab, 256); }
 static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, q2k_tab, k_g, KRUN); }
 static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRUN); }
-static void k_q4k(const sprig_mm_job *J) { drive(J, q4k_tab, q4k_tab, k_g, KRUN); }
-static void k_q5k(const sprig_mm_job *J) { drive(J, q5k_tab, q5k_tab, k_g, KRUN); }
-static void k_q6k(const sprig_mm_job *J) { drive(J, q6k_tab, q6k_tab, k_g, KRUN); }
+/* Q4_K/Q5_K/Q6_K: from ku_min[kt] rows every panel's units unpacked once (ktile_u). */
+static void drive_k(const sprig_mm_job *J, const tile_fn *tab, tile_fn unp, int kt)
+{
+    if (J->n >= ku_min[kt]) {
+        for (int64_t p = J->p0; p < J->p1; p++) unp(J, p, 0);
+        return;
+    }
+    drive(J, tab, tab, k_g, KRUN);
+}
+static void k_q4k(const sprig_mm_job *J) { drive_k(J, q4k_tab, q4k_unp, KT_Q4); }
+static void k_q5k(const sprig_mm_job *J) { drive_k(J, q5k_tab, q5k_unp, KT_Q5); }
+static void k_q6k(const sprig_mm_job *J) { drive_k(J, q6k_tab, q6k_unp, KT_Q6); }
 static void k_f32(const sprig_mm_job *J) { drive(J, f32_big, f32_one, f_g, FRUN); }
 static void k_f16(const sprig_mm_job *J) { drive(J, f16_big, f16_one, f_g, FRUN); }
 static void k_bf16(const sprig_mm_job *J) { drive(J, bf16_big, bf16_one, f_g, FRUN); }
