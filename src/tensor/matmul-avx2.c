@@ -35,12 +35,12 @@
  *    count): one panel, halves outer, int16 and int32 sums of each row in
  *    registers, the float sums in L1 (touched once per super-block and
  *    half).
- *  - Q4_K/Q5_K/Q6_K from 8/5/5 rows (ktile_u): each super-block's units
- *    unpacked once into 4 KB of L1, then chunks of up to 6 rows on them;
- *    measured on Zen 4 (in-process A/B, 2 threads, against the chunked
- *    tile): from L2 Q6_K 0.81x the time at 16 rows, Q5_K 0.82x, Q4_K ~1.0x;
- *    `bench forward --prefetch both` A/B (llama-1b, 11 reps): Q4_K_M T(16)
- *    0.89x, Q5_K_M T(8) 0.77x, T(16) 0.72x.
+ *  - Q5_K/Q6_K from 5 rows, Q4_K from 12 rows (from 10 where a panel is
+ *    larger than L1; ku_min) (ktile_u): each super-block's units unpacked
+ *    once into 4 KB of L1, then chunks of up to 6 rows on them; measured on
+ *    Zen 4 (in-process A/B, 2 threads, against the chunked tile): from L2
+ *    Q6_K 0.81x the time at 16 rows, Q5_K 0.82x; `bench forward --prefetch
+ *    both` A/B (llama-1b, 11 reps): Q5_K_M T(8) 0.77x, T(16) 0.72x.
  *  - F16/BF16/F32: G panels x R rows (G = 4, 2, 1 for 1, 2, 3-6 rows), one
  *    broadcast live at a time: 2RG sums + 2G weights + 1 <= 16.
  * GCC reassociates a chain of integer adds into a tree and then spills the
@@ -680,7 +680,7 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
 /* ---------------------------------------------------------------- K-quant tiles from unpacked units */
 
 /*
- * Q4_K/Q5_K/Q6_K, KU_MIN rows and more: each super-block of the panel is
+ * Q4_K/Q5_K/Q6_K, ku_min rows and more: each super-block of the panel is
  * unpacked once into its units (u8, 64 groups of 4 elements x 16 columns,
  * element order; 4 KB, in L1) and every chunk of KU_R rows and each half
  * runs on them: a vpmaddubsw, a vpaddw and the broadcast per 32 products
@@ -691,14 +691,29 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
 #ifndef KU_R
 #define KU_R 6
 #endif
-#ifndef KU_MIN4
-#define KU_MIN4 8
+/* Rows from which each type takes ktile_u (none for Q2_K/Q3_K): [0] for a
+ * panel that stays in L1 between the chunked tile's passes (KU_L1 bytes or
+ * less), [1] for a larger one. Q4_K's units are one vpand or vpsrlw away
+ * from its bytes, so re-extracting them per chunk costs less than storing
+ * and reloading them while the panel sits in L1. Measured on Zen 4
+ * (in-process A/B over 12 DRAM-resident copies, 2 threads, time of ktile_u
+ * / the chunked tile): Q4_K 2048 x 8192 (18 KB panels) at 8 / 12 / 16 /
+ * 20 / 24 / 32 / 64 rows 1.14 / 1.05-1.07 / 1.03-1.04 / 1.03 / 0.97-0.99 /
+ * 0.97 / 0.92;
+ * 8192 x 2048 (74 KB panels) at 8 / 10 / 12 / 16 rows 1.05 / 0.98 / 0.95 /
+ * 0.94. In the forward ktile_u did better than that: `bench forward
+ * --prefetch both` A/B (llama-1b Q4_K_M, 11 reps, 3-4 runs) of these
+ * thresholds against ktile_u from 8 rows everywhere: T(8) 0.90-0.98x
+ * (median 0.95x) the time with 24 here, T(16) 0.98-1.06x (median 1.04x), so
+ * the small-panel threshold is 12 (T(8) 0.94-0.96x, the same path from 12).
+ * Q5_K and Q6_K: ktile_u 0.70-0.94 at 8 and 16 rows in both shapes. */
+#ifndef KU_L1
+#define KU_L1 24576
 #endif
-#ifndef KU_MIN56
-#define KU_MIN56 5
-#endif
-/* Rows from which each type takes ktile_u (none for Q2_K/Q3_K). */
-static const int ku_min[5] = { [KT_Q2] = INT_MAX, [KT_Q3] = INT_MAX, [KT_Q4] = KU_MIN4, [KT_Q5] = KU_MIN56, [KT_Q6] = KU_MIN56 };
+static const int ku_min[5][2] = {
+    [KT_Q2] = { INT_MAX, INT_MAX }, [KT_Q3] = { INT_MAX, INT_MAX },
+    [KT_Q4] = { 12, 10 }, [KT_Q5] = { 5, 5 }, [KT_Q6] = { 5, 5 },
+};
 #define KU_ROWS 64
 _Static_assert(KU_R >= 1 && KU_R <= KRMAX, "unpacked K tile: 1..KRMAX rows per chunk");
 
@@ -966,7 +981,7 @@ static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRUN)
 /* Q4_K/Q5_K/Q6_K: from ku_min[kt] rows every panel's units unpacked once (ktile_u). */
 static void drive_k(const sprig_mm_job *J, const tile_fn *tab, tile_fn unp, int kt)
 {
-    if (J->n >= ku_min[kt]) {
+    if (J->n >= ku_min[kt][J->pstride > KU_L1]) {
         for (int64_t p = J->p0; p < J->p1; p++) unp(J, p, 0);
         return;
     }
