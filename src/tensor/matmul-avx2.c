@@ -65,7 +65,16 @@
  *  - F16: vcvtph2ps + vfmadd: 92 G ops/s per core = 83% of the FMA peak.
  * On Zen 4 (EPYC 9004, the same instructions at 256 bits; 459 G ops/s of
  * vpmaddubsw per core) the same ceilings read, per core: Q8_0 125-131 G
- * ops/s (27-28%), Q4_0 230 (50%), Q4_K 238 (52%), Q6_K 163 (35%).
+ * ops/s (27-28%), Q4_0 212-230 (46-50%), Q4_K 227-238 (50-52%), Q5_K
+ * 189 (41%, the unpacked tile), Q6_K 163-166 (36%), F16 106 (90% of the
+ * FMA peak); best of three `bench matmul` runs each, the host shared. A
+ * microbenchmark of the inner step alone (vpbroadcastd from L1,
+ * vpmaddubsw, vpaddw; 8 chains) runs at the full two per cycle, and one
+ * 32-byte weight load per 4-6 such steps costs little more; two loads per
+ * step (a 128-bit broadcast and a 256-bit load) halve it. So the K-quant
+ * ceilings are set by what surrounds that step: the unit extraction, the
+ * vpmaddwd per 8 (Q4_K), 4 (Q5_K) or 2 (Q6_K) groups on the same
+ * multiply ports, and the per-super-block float epilogue.
  * Prefetch: the scheme of the job (matmul.h: near, as measured on Zen 5,
  * or far, T1 into L2, for Zen 4 and unnamed CPUs); distances below.
  * The goals of `sprig bench forward` are shares of these (the forward of a
