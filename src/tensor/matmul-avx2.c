@@ -715,7 +715,11 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
  * thresholds against ktile_u from 8 rows everywhere: T(8) 0.90-0.98x
  * (median 0.95x) the time with 24 here, T(16) 0.98-1.06x (median 1.04x), so
  * the small-panel threshold is 12 (T(8) 0.94-0.96x, the same path from 12).
- * Q5_K and Q6_K: ktile_u 0.70-0.94 at 8 and 16 rows in both shapes. */
+ * Q5_K and Q6_K: ktile_u 0.70-0.94 at 8 and 16 rows in both shapes. With
+ * the far scheme ktile_u spreads its prefetch over the sub-block steps
+ * (ktile_u below): `bench forward --prefetch both` A/B against at once,
+ * llama-1b Q4_K_M T(8) 0.96-0.98x, T(16) 0.94-1.03x (median 0.97x),
+ * Q5_K_M T(8) 0.92x / 0.96x. */
 #ifndef KU_L1
 #define KU_L1 24576
 #endif
@@ -739,9 +743,11 @@ AI void k_unpack(const uint8_t *w, const int kt, uint8_t *ub)
     }
 }
 
-/* Rows as[0 .. R-1] x both halves of super-block s from its units ub. */
+/* Rows as[0 .. R-1] x both halves of super-block s from its units ub; the
+ * lines [l0, l1) of pf (none when pf is NULL) prefetched spread over the
+ * sub-block steps. */
 AI void ku_rows(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t s, const sprig_mm_kblock *as,
-                const int R, const int kt, float (*am)[16])
+                const int R, const int kt, float (*am)[16], const uint8_t *pf, int l0, int l1)
 {
     /* sub-blocks, groups per sub-block, groups per int16 sum (bounds above) */
     const int nsb = kt == KT_Q6 ? 16 : 8, ng = 64 / nsb, gpi = kt == KT_Q4 ? 8 : kt == KT_Q5 ? 4 : 2;
@@ -752,6 +758,10 @@ AI void ku_rows(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t 
         UNROLL for (int r = 0; r < R; r++) I[r] = _mm256_setzero_si256();
 #pragma GCC unroll 1
         for (int j = 0; j < nsb; j++) {
+            if (pf) {
+                const int k = h * nsb + j, n = l1 - l0;
+                for (int l = l0 + n * k / (2 * nsb); l < l0 + n * (k + 1) / (2 * nsb); l++) PF(pf + l * 64, true, 0);
+            }
             const __m256i sc = kt == KT_Q6 ? sc_dup_s8(w + sco + j * 16 + h * 8) : sc_dup_u8(w + sco + j * 16 + h * 8);
             const uint8_t *uj = ub + (size_t)j * ng * 64 + h * 32;
             const int8_t *aj = as[0].q + 4 * j * ng;
@@ -778,7 +788,7 @@ AI void ku_rows(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t 
 }
 
 typedef void (*ku_fn)(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t s, const sprig_mm_kblock *as,
-                      float (*am)[16]);
+                      float (*am)[16], const uint8_t *pf, int l0, int l1);
 
 /* One panel p, every row (KU_ROWS at a time), weight type kt. */
 AI void ktile_u(const sprig_mm_job *J, int64_t p, const int kt, const ku_fn *rows)
@@ -797,16 +807,24 @@ AI void ktile_u(const sprig_mm_job *J, int64_t p, const int kt, const ku_fn *row
         memset(am, 0, sizeof(float) * 16 * (size_t)RB);
         for (int64_t s = 0; s < ns; s++) {
             const uint8_t *w = base + (size_t)s * rec;
+            /* one pass over the weights (the first row block): the record
+             * stream kd ahead, near at once, far spread over the chunks'
+             * sub-block steps (measured on Zen 4, in-process A/B over 12
+             * DRAM-resident 2048 x 8192 copies, 2 threads, against at once:
+             * Q6_K 5 / 8 / 16 rows 0.94x / 0.97-0.98x / 0.96x the time,
+             * Q5_K 8 / 16 rows 0.94-0.97x / 0.95x, Q4_K 16 rows 0.99-1.00x) */
+            const bool spread = far && rb0 == 0;
             if (rb0 == 0) {
-                /* one pass over the weights: the record stream kd ahead */
-                for (size_t l = 0; l < rec; l += 64) PF(w + kd + l, far, K_PF_HINT);
+                if (!spread)
+                    for (size_t l = 0; l < rec; l += 64) PF(w + kd + l, far, K_PF_HINT);
                 PF(wd + (s + (int64_t)(kd / rec)) * nd * 32, far, K_PF_HINT);
             }
             k_unpack(w, kt, ub);
             const sprig_mm_kblock *as = J->ak + s * n + rb0;
+            const int nl = (int)(rec / 64);
             for (int c = 0; c < chunks; c++) {
                 const int c0 = RB * c / chunks, R = RB * (c + 1) / chunks - c0;
-                rows[R](ub, w, wd, s, as + c0, am + c0);
+                rows[R](ub, w, wd, s, as + c0, am + c0, spread ? w + kd : NULL, nl * c / chunks, nl * (c + 1) / chunks);
             }
         }
         for (int r = 0; r < RB; r++) {
@@ -935,7 +953,8 @@ KSET(q5k, KT_Q5)
 KSET(q6k, KT_Q6)
 #define KU(NAME, R, KT_) \
     static void NAME##_u##R(const uint8_t *ub, const uint8_t *w, const uint8_t *wd, int64_t s, \
-                            const sprig_mm_kblock *as, float (*am)[16]) { ku_rows(ub, w, wd, s, as, R, KT_, am); }
+                            const sprig_mm_kblock *as, float (*am)[16], const uint8_t *pf, int l0, int l1) \
+    { ku_rows(ub, w, wd, s, as, R, KT_, am, pf, l0, l1); }
 #define KUSET(NAME, KT_) \
     KU(NAME, 1, KT_) KU(NAME, 2, KT_) KU(NAME, 3, KT_) KU(NAME, 4, KT_) KU(NAME, 5, KT_) KU(NAME, 6, KT_) \
     static const ku_fn NAME##_utab[KRMAX + 1] = { NULL, NAME##_u1, NAME##_u2, NAME##_u3, NAME##_u4, NAME##_u5, NAME##_u6 }; \
