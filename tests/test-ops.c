@@ -2,12 +2,18 @@
  * tests/test-ops.c — the row-wise ops against double-precision formulas:
  * rmsnorm, RoPE in NORM (adjacent pairs) and NEOX (split halves) layouts
  * including partial rotation, swiglu, the polynomial exp, add, argmax
- * (first index on ties, NaN never wins); the AVX-512 swiglu equals the
- * plain-C one bit for bit.
+ * (first index on ties, NaN never wins); the AVX-512 and AVX2 swiglu equal
+ * the plain-C one bit for bit.
  */
 #include "test.h"
 #include "base/rng.h"
 #include "tensor/ops.h"
+
+static bool cpu_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
 
 static bool cpu_avx512(void)
 {
@@ -232,6 +238,26 @@ static void test_swiglu(void)
             for (int i = 0; i < n; i++) b[i] = g[50 + i] / (1.0f + sprig_expf_poly(-g[50 + i])) * u[50 + i];
             CHECKF(memcmp(a, b, sizeof(float) * n) == 0, "avx512 swiglu differs at length %d", n);
         }
+    }
+    if (cpu_avx2()) {   /* every tail length, and every input above (the specials in lanes 0-7) */
+        for (int n = 1; n <= 40; n++) {
+            float a[41], b[40];
+            a[n] = 12345.0f;   /* the tail must not write past n */
+            sprig_swiglu_avx2(a, g + 50, u + 50, n);
+            for (int i = 0; i < n; i++) b[i] = g[50 + i] / (1.0f + sprig_expf_poly(-g[50 + i])) * u[50 + i];
+            CHECKF(memcmp(a, b, sizeof(float) * n) == 0, "avx2 swiglu differs at length %d", n);
+            CHECK(a[n] == 12345.0f);
+        }
+        float *a = malloc(sizeof(float) * N);
+        sprig_swiglu_avx2(a, g, u, N);
+        CHECK(memcmp(a, c, sizeof(float) * N) == 0);
+        CHECK(sprig_ops_use_kernel("avx2"));
+        CHECK(strcmp(sprig_ops_kernel(), "avx2") == 0);
+        for (int i = 0; i < N; i++) a[i] = -1.0f;
+        sprig_swiglu(a, g, u, N);   /* the dispatcher reaches it */
+        CHECK(memcmp(a, c, sizeof(float) * N) == 0);
+        sprig_ops_use_kernel(NULL);
+        free(a);
     }
     /* out aliasing gate */
     memcpy(c, g, sizeof(float) * N);

@@ -17,6 +17,7 @@
  * as they stream, each element the one product the spec computes.
  */
 #include "tensor/attention.h"
+#include "tensor/expf-avx2.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -24,35 +25,10 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* sprig_expf_poly on 8 lanes (the scheme is in ops.c). */
-AI __m256 exp8(__m256 x)
-{
-    const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
-    const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
-    const __m256 kf = _mm256_add_ps(t, magic);
-    const __m256 nf = _mm256_sub_ps(kf, magic);
-    __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(nf, _mm256_set1_ps(2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    const __m256 r2 = _mm256_mul_ps(r, r);
-    __m256 y = _mm256_fmadd_ps(p, r2, r);
-    y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
-    __m256i eb = _mm256_sub_epi32(_mm256_castps_si256(kf), _mm256_set1_epi32(0x4B400000 - 127));
-    eb = _mm256_slli_epi32(eb, 23);
-    return _mm256_andnot_ps(zero, _mm256_mul_ps(y, _mm256_castsi256_ps(eb)));
-}
-
 /* sprig_attn_softcap on 8 lanes. */
 AI __m256 softcap8(__m256 s, __m256 c, __m256 inv)
 {
-    const __m256 e = exp8(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_mul_ps(s, inv)));
+    const __m256 e = sprig_exp8(_mm256_mul_ps(_mm256_set1_ps(2.0f), _mm256_mul_ps(s, inv)));
     const __m256 one = _mm256_set1_ps(1.0f);
     return _mm256_mul_ps(c, _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
 }
@@ -250,7 +226,7 @@ static void softmax(struct item *it)
         float *sj = it->w.sc + 8 * v;
         for (int j = 0; j < jmax; j++, sj += rp) {
             const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lv, _mm256_set1_epi32(j)));
-            _mm256_store_ps(sj, _mm256_and_ps(ok, exp8(_mm256_sub_ps(_mm256_load_ps(sj), mx))));
+            _mm256_store_ps(sj, _mm256_and_ps(ok, sprig_exp8(_mm256_sub_ps(_mm256_load_ps(sj), mx))));
         }
     }
 }

@@ -1,7 +1,8 @@
 /*
  * tensor/ops — see ops.h. The plain-C code here is the spec; the SIMD
- * kernels (ops-avx512.c) compute the same bits and are picked once per
- * process from CPUID (SPRIG_NO_SIMD=1 keeps plain C).
+ * kernels (ops-avx512.c; ops-avx2.c, SwiGLU only) compute the same bits and
+ * are picked once per process from CPUID (SPRIG_NO_SIMD=1 keeps plain C,
+ * SPRIG_KERNELS=avx2 stops below AVX-512).
  *
  * rmsnorm: sum of squares in double (four interleaved partial sums, added in
  *          a fixed order), scale = 1 / sqrtf((float)(sum / dim) + eps),
@@ -29,7 +30,7 @@
 
 /* ------------------------------------------------------------------ dispatch */
 
-enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX512 = 2 };
+enum { KERN_UNKNOWN = 0, KERN_C = 1, KERN_AVX2 = 2, KERN_AVX512 = 3 };
 static atomic_int g_kernel = KERN_UNKNOWN;
 
 static bool cpu_has_avx512(void)
@@ -44,22 +45,40 @@ static bool cpu_has_avx512(void)
 #endif
 }
 
+static bool cpu_has_avx2(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
 static int ops_kernel(void)
 {
     int k = atomic_load_explicit(&g_kernel, memory_order_relaxed);
     if (k != KERN_UNKNOWN) return k;
-    k = sprig_kernels_cap() >= SPRIG_KERNELS_AVX512 && cpu_has_avx512() ? KERN_AVX512 : KERN_C;
+    const int cap = sprig_kernels_cap();
+    k = cap >= SPRIG_KERNELS_AVX512 && cpu_has_avx512() ? KERN_AVX512
+        : cap >= SPRIG_KERNELS_AVX2 && cpu_has_avx2()   ? KERN_AVX2
+                                                         : KERN_C;
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
     return k;
 }
 
-const char *sprig_ops_kernel(void) { return ops_kernel() == KERN_AVX512 ? "avx512" : "c"; }
+const char *sprig_ops_kernel(void)
+{
+    static const char *const names[] = { [KERN_C] = "c", [KERN_AVX2] = "avx2", [KERN_AVX512] = "avx512" };
+    return names[ops_kernel()];
+}
 
 bool sprig_ops_use_kernel(const char *name)
 {
     int k;
     if (!name) k = KERN_UNKNOWN;
     else if (!strcmp(name, "c")) k = KERN_C;
+    else if (!strcmp(name, "avx2") && cpu_has_avx2()) k = KERN_AVX2;
     else if (!strcmp(name, "avx512") && cpu_has_avx512()) k = KERN_AVX512;
     else return false;
     atomic_store_explicit(&g_kernel, k, memory_order_relaxed);
@@ -271,6 +290,10 @@ void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n)
     if (n <= 0) return;
     if (ops_kernel() == KERN_AVX512) {
         sprig_swiglu_avx512(out, gate, up, n);
+        return;
+    }
+    if (ops_kernel() == KERN_AVX2) {
+        sprig_swiglu_avx2(out, gate, up, n);
         return;
     }
     for (int64_t i = 0; i < n; i++) {

@@ -70,11 +70,14 @@ int sprig_argmax(const float *x, int n);
  * to 88 above. Every SIMD kernel computes the same bits lane by lane. */
 float sprig_expf_poly(float x);
 
-/* Which kernel the ops run: "avx512" or "c". */
+/* Which kernels the ops run: "avx512", "avx2" (SwiGLU in AVX2, the other
+ * ops in plain C) or "c"; the highest the CPU has, capped as the matmul
+ * kernels are (SPRIG_KERNELS, sprig_kernels_force before the first op). */
 const char *sprig_ops_kernel(void);
 
-/* Tests and benchmarks: force "c" or "avx512" (if the CPU has it), or NULL
- * to go back to the automatic choice. Returns false when the kernel cannot run. */
+/* Tests and benchmarks: force "c", "avx2" or "avx512" (if the CPU has it),
+ * or NULL to go back to the automatic choice. Returns false when the kernel
+ * cannot run. */
 bool sprig_ops_use_kernel(const char *name);
 
 /* Internal: the AVX-512 kernels (ops-avx512.c); call the public ops instead. */
@@ -82,5 +85,7 @@ void sprig_swiglu_avx512(float *out, const float *gate, const float *up, int64_t
 void sprig_rmsnorm_avx512(float *out, const float *x, const float *w, int n, int dim, float eps);
 void sprig_rope_apply_norm_avx512(float *x, const float *cs, int n, int n_head, int hd, int n_rot);
 void sprig_add_avx512(float *y, const float *x, int64_t n);
+/* Internal: the AVX2 kernels (ops-avx2.c). */
+void sprig_swiglu_avx2(float *out, const float *gate, const float *up, int64_t n);
 
 #endif
