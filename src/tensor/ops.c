@@ -45,14 +45,11 @@ static bool cpu_has_avx512(void)
 #endif
 }
 
+/* AVX2 and FMA as the matmul families see them (cpu.c: CPUID and XGETBV). */
 static bool cpu_has_avx2(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
+    const struct sprig_cpu_features *c = sprig_cpu_features();
+    return c->avx2 && c->fma;
 }
 
 static int ops_kernel(void)
@@ -288,11 +285,12 @@ void sprig_geglu(float *out, const float *gate, const float *up, int64_t n)
 void sprig_swiglu(float *out, const float *gate, const float *up, int64_t n)
 {
     if (n <= 0) return;
-    if (ops_kernel() == KERN_AVX512) {
+    const int k = ops_kernel();
+    if (k == KERN_AVX512) {
         sprig_swiglu_avx512(out, gate, up, n);
         return;
     }
-    if (ops_kernel() == KERN_AVX2) {
+    if (k == KERN_AVX2) {
         sprig_swiglu_avx2(out, gate, up, n);
         return;
     }
