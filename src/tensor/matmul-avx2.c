@@ -56,6 +56,18 @@
  *    fits), so its scheme caps at half the int8 peak; with vpsignb, vpaddd
  *    and the per-block vcvtdq2ps/vmulps/vfmadd on the same ports the kernel
  *    measures 166 G ops/s per core from L1 = 37% of peak (74% of that cap).
+ *    What bounds it is the vector ALU count, not the multiply ports alone:
+ *    a microbenchmark of the step alone (6 rows, 8 weight vectors from L1,
+ *    Zen 5, one core) runs vpbroadcastd + vpsignb + vpmaddubsw + vpmaddwd +
+ *    vpaddd at 0.306 ns per row and 32 products; without the vpsignb 0.25,
+ *    a 16-column step sharing each broadcast between two weight vectors
+ *    0.31 (so the broadcast load is free), vpmaddubsw + vpaddw alone 0.18.
+ *    Four ALU instructions per 32 products and row are the floor of an
+ *    exact Q8_0 dot here: the sign must move per row (the activation is
+ *    broadcast, the weights' signs differ per column), u8 = w ^ 0x80 pairs
+ *    reach 2 * 255 * 127 and saturate, and no two 32512 pair sums share an
+ *    int16. The kernel's ceiling (per-block epilogue, |w| per tile, the
+ *    prefetch) is 84-92% of that step rate (209 G ops/s per core).
  *  - Q4_0 and Q4_K: one vpmaddubsw per 32 products (nibbles <= 15 let eight
  *    pair sums share an int16 before one vpmaddwd per 32 elements): 250 G
  *    ops/s per core = 56% of peak; the rest is the unit extraction (vpand,
@@ -80,6 +92,7 @@
  * The goals of `sprig bench forward` are shares of these (the forward of a
  * mixed file such as Q4_K_M against its types' ceilings weighted by work).
  */
+#include "tensor/matmul.h"
 #include "tensor/matmul-kern.h"
 #include "tensor/types.h"
 
@@ -737,9 +750,21 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
 #ifndef KU_L1
 #define KU_L1 24576
 #endif
-static const int ku_min[5][2] = {
-    [KT_Q2] = { INT_MAX, INT_MAX }, [KT_Q3] = { INT_MAX, INT_MAX },
-    [KT_Q4] = { 12, 10 }, [KT_Q5] = { 5, 5 }, [KT_Q6] = { 5, 5 },
+static const int ku_min[2][5][2] = {
+    /* near scheme (Zen 5: 48 KB L1, four loads a cycle): ktile_u from
+     * fewer rows. In-process A/B there (12 DRAM-resident copies, 2
+     * threads, 2048 x 8192 and 8192 x 2048, ktile_u / the chunked tile):
+     * Q4_K 3 / 4 / 5 / 6 / 8 rows 0.95-1.07 / 0.93-0.96 / 0.85-0.88 /
+     * 0.88-0.90 / 0.91-0.92; Q5_K 3 / 4 rows 0.72-1.00 / 0.84-0.86; Q6_K
+     * 0.87-0.91 / 0.84-0.90; at 2 rows 0.93-1.09 for all three, so not
+     * there. (The far scheme on that CPU measured the same way: Q4_K 5 / 8
+     * rows 0.83-0.92 / 0.78-0.90; the thresholds follow the scheme because
+     * the scheme is what the CPU table picks.) */
+    [SPRIG_PF_NEAR] = { [KT_Q2] = { INT_MAX, INT_MAX }, [KT_Q3] = { INT_MAX, INT_MAX },
+                        [KT_Q4] = { 4, 4 }, [KT_Q5] = { 3, 3 }, [KT_Q6] = { 3, 3 } },
+    /* far scheme (Zen 4 and CPUs the table does not name), as measured above */
+    [SPRIG_PF_FAR] = { [KT_Q2] = { INT_MAX, INT_MAX }, [KT_Q3] = { INT_MAX, INT_MAX },
+                       [KT_Q4] = { 12, 10 }, [KT_Q5] = { 5, 5 }, [KT_Q6] = { 5, 5 } },
 };
 #define KU_ROWS 64
 _Static_assert(KU_R >= 1 && KU_R <= KRMAX, "unpacked K tile: 1..KRMAX rows per chunk");
@@ -1020,10 +1045,10 @@ static void k_q8(const sprig_mm_job *J) { drive_q(J, q8_r1, q8_r1_g, q8_tab, 512
 static void k_q4(const sprig_mm_job *J) { drive_q(J, q4_r1, q4_r1_g, q4_tab, 256); }
 static void k_q2k(const sprig_mm_job *J) { drive(J, q2k_tab, q2k_tab, k_g, KRUN); }
 static void k_q3k(const sprig_mm_job *J) { drive(J, q3k_tab, q3k_tab, k_g, KRUN); }
-/* Q4_K/Q5_K/Q6_K: from ku_min[kt] rows every panel's units unpacked once (ktile_u). */
+/* Q4_K/Q5_K/Q6_K: from ku_min[scheme][kt] rows every panel's units unpacked once (ktile_u). */
 static void drive_k(const sprig_mm_job *J, const tile_fn *tab, tile_fn unp, int kt)
 {
-    if (J->n >= ku_min[kt][J->pstride > KU_L1]) {
+    if (J->n >= ku_min[J->pf_far ? SPRIG_PF_FAR : SPRIG_PF_NEAR][kt][J->pstride > KU_L1]) {
         for (int64_t p = J->p0; p < J->p1; p++) unp(J, p, 0);
         return;
     }
