@@ -296,10 +296,16 @@ double sprig_measure_ceiling_gops(sprig_pool *pool, int type, int *rows)
         c->fn = fn;
         c->job = (sprig_mm_job){ .type = type, .n_in = n_in, .n_out = n_out, .packed = w.packed,
                                  .pstride = sprig_mm_panel_bytes(type, n_in), .x = x, .aq = aq, .ak = ak,
-                                 .p0 = 0, .p1 = CEIL_PANELS, .pf_far = sprig_prefetch_scheme() == SPRIG_PF_FAR };
-        /* every row count a tile takes, 1..CEIL_ROWS: the best one is the
-         * ceiling; ~0.05 s per count after a calibration on one thread */
-        for (int n = 1; n <= CEIL_ROWS; n++) {
+                                 .p0 = 0, .p1 = CEIL_PANELS };
+        /* every row count a tile takes, 1..CEIL_ROWS, under both prefetch
+         * schemes (they choose different tiles for some row counts, e.g.
+         * the unpacked K tile from fewer rows under near; the prefetch
+         * itself does nothing from L1): the best one is the ceiling, so a
+         * dispatch that trades L1 speed for DRAM overlap does not lower
+         * it; ~0.05 s per count after a calibration on one thread */
+        for (int k = 0; k < 2 * CEIL_ROWS; k++) {
+            const int n = k % CEIL_ROWS + 1;
+            c->job.pf_far = k >= CEIL_ROWS;
             c->job.n = n;
             c->job.y = c->y[0];
             c->iters = 64;
