@@ -36,7 +36,8 @@
  *    registers, the float sums in L1 (touched once per super-block and
  *    half).
  *  - Q5_K/Q6_K from 5 rows, Q4_K from 12 rows (from 10 where a panel is
- *    larger than L1; ku_min) (ktile_u): each super-block's units unpacked
+ *    larger than L1) under the far scheme, from 3 and 4 rows under near
+ *    (ku_min) (ktile_u): each super-block's units unpacked
  *    once into 4 KB of L1, then chunks of up to 6 rows on them; measured on
  *    Zen 4 (in-process A/B, 2 threads, against the chunked tile): from L2
  *    Q6_K 0.81x the time at 16 rows, Q5_K 0.82x; `bench forward --prefetch
@@ -751,8 +752,7 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
 #define KU_L1 24576
 #endif
 static const int ku_min[2][5][2] = {
-    /* near scheme (Zen 5: 48 KB L1, four loads a cycle): ktile_u from
-     * fewer rows. In-process A/B there (12 DRAM-resident copies, 2
+    /* near scheme (Zen 5): ktile_u from fewer rows. In-process A/B there (12 DRAM-resident copies, 2
      * threads, 2048 x 8192 and 8192 x 2048, ktile_u / the chunked tile):
      * Q4_K 3 / 4 / 5 / 6 / 8 rows 0.95-1.07 / 0.93-0.96 / 0.85-0.88 /
      * 0.88-0.90 / 0.91-0.92; Q5_K 3 / 4 rows 0.72-1.00 / 0.84-0.86; Q6_K
