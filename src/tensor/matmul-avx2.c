@@ -553,6 +553,16 @@ AI void ksub16(const uint8_t *w, const sprig_mm_kblock *as, const int h0, const 
     }
 }
 
+/* Step i (0..15) of a 16-element sub-block walk in which the sub-blocks
+ * j = 8h' + 2f + lh sharing a byte group come one after another: h', lh,
+ * then f = 0, 2, 1, 3 (f and f + 2 are the low and high nibbles of one
+ * Q6_K ql group; all four f share a qh / qs / hmask group). */
+AI int k16_shared_order(const int i)
+{
+    static const int f_of[4] = { 0, 2, 1, 3 };
+    return (i & 8) | f_of[i & 3] << 1 | (i >> 2 & 1);
+}
+
 /* Running float sums in memory: am[r][16] per row, halves of 8. */
 #define ACC_GET(r, h) _mm256_load_ps(&am[r][(h) * 8])
 #define ACC(r, h, v) _mm256_store_ps(&am[r][(h) * 8], (v))
@@ -688,14 +698,13 @@ AI void ktile(const sprig_mm_job *J, int64_t p, int r0, const int R, const int k
                  * `bench forward --prefetch both` with the scheme choosing
                  * the order, llama-1b Q6_K T(1) 0.96-1.00x, Q4_K_M
                  * 0.99-1.00x. Two to four rows keep j order (0.97-1.02x). */
-                static const int f_of[4] = { 0, 2, 1, 3 };
                 UNROLL for (int i = 0; i < 16; i++) {
                     if (split) {
                         const size_t nl = rec / 64;
                         for (size_t l = nl * i / 16; l < nl * (i + 1) / 16; l++) PF(w + kd + l * 64, true, 0);
                         if (i == 0) PF(wd + (s + (int64_t)(kd / rec)) * nd * 32, far, K_PF_HINT);
                     }
-                    ksub16(w, as, h0, H, R == 1 ? (i & 8) | f_of[i & 3] << 1 | (i >> 2 & 1) : i, R, kt, I);
+                    ksub16(w, as, h0, H, R == 1 ? k16_shared_order(i) : i, R, kt, I);
                 }
             }
             UNROLL for (int hh = 0; hh < H; hh++) {
