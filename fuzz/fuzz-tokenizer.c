@@ -16,12 +16,12 @@
  * Not part of the default build. Build and run (from the repository root):
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
  *       -Iinclude -Isrc fuzz/fuzz-tokenizer.c src/tokenizer/vocab.c src/tokenizer/vocab-gguf.c \
- *       src/tokenizer/spm.c src/tokenizer/detok.c src/gguf.c \
+ *       src/tokenizer/spm.c src/tokenizer/detok.c src/gguf/gguf.c \
  *       src/base/err.c src/base/log.c src/base/mmap.c src/tensor/types.c -lm -o build/fuzz-tokenizer
  *   ./build/fuzz-tokenizer -max_total_time=60 -max_len=4096
  */
 #include "tokenizer/tokenizer.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,6 +23,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; what this header declares is
+ * the shared library's interface. */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility push(default)
+#endif
+
 #define SPRIG_VERSION "0.1.0"
 
 /* ---------------------------------------------------------------- status */
@@ -330,8 +336,27 @@ struct sprig_batch_stats {
 };
 void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *out);
 
+/* ---------------------------------------------------------------- build */
+
+/* The library's version: SPRIG_VERSION as it was when the library was built
+ * (a program compiled against another header can tell). */
+const char *sprig_version(void);
+
+struct sprig_build_info {
+    const char *version;             /* "0.1.0" */
+    const char *kernels_compiled;    /* the kernel families built in, plain C first: "reference avx2 avx512-vnni" */
+    const char *kernels_cpu;         /* those this CPU can run */
+    const char *kernels_selected;    /* the one that runs (the best the CPU has, capped by SPRIG_KERNELS / SPRIG_NO_SIMD) */
+    const char *compiler;            /* the compiler that built the library */
+};
+void sprig_get_build_info(struct sprig_build_info *out);
+
 /* Library log level: 0 errors, 1 warnings (default), 2 info, 3 debug. */
 void sprig_set_log_level(int level);
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -20,9 +20,9 @@
  *    files are also copied there (seeds for fuzz/fuzz-gguf.c).
  */
 #include "test.h"
-#include "gguf.h"
-#include "mkmodel.h"
-#include "quant_mix.h"
+#include "gguf/gguf.h"
+#include "mkmodel/mkmodel.h"
+#include "gguf/quant_mix.h"
 #include "model/model.h"
 #include "model/arch.h"
 #include "tensor/ops.h"

@@ -23,7 +23,7 @@
  */
 #include "test.h"
 #include "test_session.h"
-#include "mkmodel.h"
+#include "mkmodel/mkmodel.h"
 #include "model/internal.h"
 #include "model/model.h"
 #include "spec/tree.h"

@@ -18,7 +18,7 @@
  */
 #include "test.h"
 #include "chat/template.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #include <jansson.h>
 

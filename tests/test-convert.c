@@ -11,8 +11,8 @@
  * broken checkpoints and tokenizers must be refused with named fields.
  */
 #include "test.h"
-#include "convert.h"
-#include "gguf.h"
+#include "gguf/convert.h"
+#include "gguf/gguf.h"
 #include "tensor/types.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
  * logits equals the tokens decoded alone, one thread, no splitting.
  */
 #include "test.h"
-#include "mkmodel.h"
+#include "mkmodel/mkmodel.h"
 #include "model/internal.h"
 #include "model/model.h"
 

@@ -20,8 +20,8 @@
  */
 #include "test.h"
 #include "test_gguf_edit.h"
-#include "gguf.h"
-#include "mkmodel.h"
+#include "gguf/gguf.h"
+#include "mkmodel/mkmodel.h"
 #include "model/assistant.h"
 #include "model/model.h"
 

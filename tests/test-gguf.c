@@ -14,7 +14,7 @@
  * 4. Random byte flips of the small file: never a crash.
  */
 #include "test.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "tensor/types.h"
 #include "base/rng.h"
 

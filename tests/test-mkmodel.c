@@ -10,10 +10,10 @@
  * by name.
  */
 #include "test.h"
-#include "mkmodel.h"
-#include "gguf.h"
+#include "mkmodel/mkmodel.h"
+#include "gguf/gguf.h"
 #include "tensor/types.h"
-#include "quant_mix.h"
+#include "gguf/quant_mix.h"
 #include "tokenizer/tokenizer.h"
 
 static bool contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }

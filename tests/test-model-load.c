@@ -7,7 +7,7 @@
  * layer retyped to Q4_1, Q5_0 or Q5_1 (llama-quantize's fallbacks) loads.
  */
 #include "test.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "tensor/ops.h"
 

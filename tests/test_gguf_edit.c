@@ -3,7 +3,7 @@
  */
 #include "test.h"
 #include "test_gguf_edit.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 
 const char *test_gguf_with_key(const char *src, const char *name, const struct test_key_edit *e)

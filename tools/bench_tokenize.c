@@ -26,7 +26,7 @@
  * bench/tokenize-compare.sh, which runs llama.cpp on the same bytes.
  */
 #include "cli.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "base/timer.h"
 #include "tokenizer/tokenizer.h"
 

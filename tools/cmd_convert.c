@@ -4,11 +4,11 @@
  * GGUF (all tensors F32, the layout of llama.cpp's llama2.c converter); and
  * `sprig convert hf-tokenizer TOKENIZER.json [--config CONFIG.json] OUT.gguf`:
  * a Hugging Face tokenizer.json to a vocabulary-only GGUF. The work is in
- * src/convert.c and src/convert_hf.c; this file parses the command line.
+ * src/gguf/convert.c and src/gguf/convert_hf.c; this file parses the command line.
  */
 #include "cli.h"
-#include "convert.h"
-#include "convert_hf.h"
+#include "gguf/convert.h"
+#include "gguf/convert_hf.h"
 
 #include <stdio.h>
 #include <string.h>

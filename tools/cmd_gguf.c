@@ -8,7 +8,7 @@
  * message (file, section, field) is printed and the exit status is 1.
  */
 #include "cli.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "tensor/types.h"
 
 #include <inttypes.h>

@@ -2,14 +2,14 @@
  * tools/cmd_mkmodel.c — `sprig mkmodel`: write a synthetic GGUF (llama, qwen2, qwen3, gemma2, gemma3, gemma4,
  * gemma4-assistant: a Gemma 4 MTP drafter matched to a gemma4 --target; qwen35: the Qwen 3.5 hybrid,
  * optionally with its MTP layer) with
- * seeded random weights (src/mkmodel.c). A preset gives the shape; flags
+ * seeded random weights (src/mkmodel/mkmodel.c). A preset gives the shape; flags
  * override it. Bad flags and impossible shapes exit 2 with a message naming
  * the flag; a failure while writing exits 1.
  */
 #include "cli.h"
-#include "mkmodel.h"
-#include "quant_mix.h"
-#include "widen.h"
+#include "mkmodel/mkmodel.h"
+#include "gguf/quant_mix.h"
+#include "mkmodel/widen.h"
 #include "tensor/types.h"
 #include "base/timer.h"
 
@@ -100,7 +100,7 @@ static void usage(FILE *f)
             "  --chat-template TEXT  record TEXT as tokenizer.chat_template\n"
             "  --widen SRC      instead of random weights, embed the llama model SRC in\n"
             "                   this shape, computing what SRC computes (its vocabulary,\n"
-            "                   tokenizer and context; zeros elsewhere; see src/widen.h)\n"
+            "                   tokenizer and context; zeros elsewhere; see src/mkmodel/widen.h)\n"
             "  --widen-mtp HEAD --mtp-out PATH  with --widen: also widen SRC's MTP assistant\n"
             "                   head HEAD into PATH, so it drafts for the widened model\n"
             "  -t, --threads N  generator threads (default: all CPUs)\n"

@@ -26,13 +26,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *f)
+/* Every option, grouped (--help-all). */
+static void usage_all(FILE *f)
 {
     fprintf(f,
         "usage: sprig run [options]\n"
         "\n"
         "  -m, --model FILE       target model (GGUF); default $SPRIG_MODEL, models/stories260K.gguf,\n"
-        "                         ../shared/models/stories260K.gguf\n"
+        "                         ../shared/models/stories260K.gguf, then the installed one (PREFIX/share/sprig)\n"
         "  -p, --prompt TEXT      prompt (default: empty, i.e. start from BOS)\n"
         "  -f, --file FILE        read the prompt from a file\n"
         "  -n, --n-predict N      tokens to generate (default 256)\n"
@@ -85,8 +86,36 @@ static void usage(FILE *f)
         "      --top-logprobs N   with --stats-json: each generated token's N (<= 20) most likely tokens and\n"
         "                         their log-probabilities (log-softmax of the target's logits at that step)\n"
         "  -q, --quiet            no statistics on stderr\n"
-        "  -h, --help\n");
+        "  -h, --help             the common options;  --help-all: this list\n");
 }
+
+/* The common options, on one screen (--help). */
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: sprig run [-m MODEL] [-p PROMPT] [options]      (every option: sprig run --help-all)\n"
+        "\n"
+        "  -m, --model FILE       target model (GGUF); default $SPRIG_MODEL, else models/stories260K.gguf\n"
+        "  -p, --prompt TEXT      prompt (default: start from BOS);  -f, --file FILE: read it from a file\n"
+        "  -n, --n-predict N      tokens to generate (default 256)\n"
+        "      --temp T           temperature, 0 = greedy (default 0.8);  --seed S: a repeatable draw\n"
+        "  -t, --threads N        threads (default: all cores)\n"
+        "      --chat             the prompt as a user message, through the model's chat template\n"
+        "  -sys, --system TEXT    a system message (implies --chat)\n"
+        "\n"
+        "speculative decoding (greedy output is byte-identical to plain decoding):\n"
+        "      --draft FILE       a draft model with the target's vocabulary\n"
+        "      --mtp FILE         an MTP head: Gemma 4's assistant file, or the Qwen 3.5 target file itself\n"
+        "      --draft-ngram      prompt lookup, no model\n"
+        "      --draft-max K      drafted tokens per round (default 4)\n"
+        "      --tree auto        each round the tree, chain or bare step with the most expected tokens\n"
+        "                         per second (measured verify costs, calibrated acceptance)\n"
+        "      --tree             fixed draft trees (--tree-nodes M, --tree-width W, --tree-branches N)\n"
+        "\n"
+        "  -q, --quiet            no statistics on stderr;  --stats-json FILE: the run's figures as JSON\n"
+        "      --help-all         every option: sampling, KV cache modes, chat templates, drafters, benchmarks\n");
+}
+
 
 struct out_ctx { size_t bytes; };
 
@@ -151,18 +180,33 @@ static bool write_ids_file(const char *path, const sprig_session *s)
     return fclose(f) == 0 && ok;
 }
 
+/* The default model: $SPRIG_MODEL, the repository's models/ (the shipped
+ * stories260K), the shared fixtures beside a checkout, then the one `make
+ * install` put beside the binary (BINDIR/../share/sprig, found from
+ * /proc/self/exe, so any PREFIX or DESTDIR staging works). */
 static const char *default_model(char *looked, size_t cap)
 {
     const char *env = getenv("SPRIG_MODEL");
-    static const char *const cand[] = { "models/stories260K.gguf", "../shared/models/stories260K.gguf" };
+    static char installed[4096];
+    const char *cand[] = { "models/stories260K.gguf", "../shared/models/stories260K.gguf", NULL };
+    const ssize_t n = readlink("/proc/self/exe", installed, sizeof installed - 64);
+    if (n > 0) {
+        installed[n] = 0;
+        char *slash = strrchr(installed, '/');
+        if (slash) {
+            *slash = 0;
+            slash = strrchr(installed, '/');
+            if (slash) { strcpy(slash, "/share/sprig/stories260K.gguf"); cand[2] = installed; }
+        }
+    }
     if (env && *env) {
         if (access(env, R_OK) == 0) return env;
-        snprintf(looked, cap, "$SPRIG_MODEL=%s (not readable), %s, %s", env, cand[0], cand[1]);
+        snprintf(looked, cap, "$SPRIG_MODEL=%.300s (not readable), %s, %s%s%.500s", env, cand[0], cand[1], cand[2] ? ", " : "", cand[2] ? cand[2] : "");
     } else {
-        snprintf(looked, cap, "$SPRIG_MODEL (unset), %s, %s", cand[0], cand[1]);
+        snprintf(looked, cap, "$SPRIG_MODEL (unset), %s, %s%s%.500s", cand[0], cand[1], cand[2] ? ", " : "", cand[2] ? cand[2] : "");
     }
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
-        if (access(cand[i], R_OK) == 0) return cand[i];
+        if (cand[i] && access(cand[i], R_OK) == 0) return cand[i];
     return NULL;
 }
 
@@ -225,6 +269,7 @@ int sprig_cmd_run(int argc, char **argv)
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!val) { fprintf(stderr, "sprig run: %s: missing value\n", a); return 2; } i++; } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--help-all")) { usage_all(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEEDV(); model_path = val; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { NEEDV(); prompt = val; }
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { NEEDV(); prompt_file = val; }

@@ -31,7 +31,7 @@
  * the file or key), 2 bad usage (the message names the flag).
  */
 #include "cli.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 #include <stdio.h>

@@ -8,6 +8,7 @@
  *   sprig mkmodel  write a synthetic model (random weights, seeded)
  *   sprig tokenize print the token ids of a text (llama-tokenize conventions)
  *   sprig serve    the OpenAI API over HTTP
+ *   sprig --version  the version, the kernel families compiled in and those this CPU runs
  */
 #include "cli.h"
 #include "sprig.h"
@@ -32,7 +33,7 @@ static void usage(FILE *f)
     fprintf(f, "sprig %s — LLM inference with draft-tree speculative decoding\n\nusage: sprig <command> [options]\n\n", SPRIG_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\n'sprig <command> --help' describes a command's options.\n");
+    fprintf(f, "\n'sprig <command> --help' describes a command's options; 'sprig --version' the build.\n");
 }
 
 int main(int argc, char **argv)
@@ -45,8 +46,13 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
-        printf("sprig %s\n", SPRIG_VERSION);
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        struct sprig_build_info bi;
+        sprig_get_build_info(&bi);
+        printf("sprig %s\n", bi.version);
+        printf("kernels compiled in: %s\n", bi.kernels_compiled);
+        printf("this CPU runs:       %s (selected: %s)\n", bi.kernels_cpu, bi.kernels_selected);
+        printf("built with %s\n", bi.compiler);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -20,7 +20,7 @@
 
 #include "base/err.h"
 #include "base/pool.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "kv/kv.h"
 #include "tensor/matmul.h"
 #include "tokenizer/tokenizer.h"

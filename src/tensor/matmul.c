@@ -65,6 +65,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -124,6 +125,27 @@ static int fam_current(void)
 }
 
 const char *sprig_kernels_name(void) { return fam_names[fam_current()]; }
+
+static char g_fam_list[2][64];
+static pthread_once_t g_fam_list_once = PTHREAD_ONCE_INIT;
+
+static void fam_list_once(void)
+{
+    for (int cpu = 0; cpu < 2; cpu++) {
+        size_t k = 0;
+        for (int f = 0; f < FAM_COUNT; f++) {
+            if (f > FAM_REF && !family(f)) continue;   /* a SIMD family this build lacks */
+            if (cpu && !fam_available(f)) continue;
+            k += (size_t)snprintf(g_fam_list[cpu] + k, sizeof g_fam_list[cpu] - k, "%s%s", k ? " " : "", fam_names[f]);
+        }
+    }
+}
+
+const char *sprig_kernels_compiled(bool cpu)
+{
+    pthread_once(&g_fam_list_once, fam_list_once);
+    return g_fam_list[cpu ? 1 : 0];
+}
 
 const struct sprig_mm_family *sprig_mm_family_current(void) { return family(fam_current()); }
 

@@ -130,6 +130,9 @@ void sprig_matmul_ref(const sprig_weight *w, const float *x, int n, float *y);
 
 /* Name of the selected kernel family ("avx512-vnni", "avx2", "reference"). */
 const char *sprig_kernels_name(void);
+/* The families built into the library ("reference avx2 avx512-vnni"), or
+ * (cpu) only those this CPU runs; static strings, same order. */
+const char *sprig_kernels_compiled(bool cpu);
 /* Force a family for tests/benchmarks: "reference", "avx2", "avx512" (or
  * "auto": back to the CPUID choice); false if unavailable. Affects weights
  * initialised afterwards only. */

@@ -18,7 +18,7 @@
  */
 #include "tokenizer/vocab.h"
 #include "tokenizer/pretok.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
  * once, tensor data copied or produced later by a fill callback), then the
  * file is streamed to "<path>.tmp" and renamed over <path>.
  */
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "tensor/types.h"
 #include "base/mmap.h"
 

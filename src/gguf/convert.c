@@ -7,8 +7,8 @@
  * size is computed in overflow-checked 64-bit arithmetic and the weights
  * must account for the checkpoint exactly, byte for byte.
  */
-#include "convert.h"
-#include "gguf.h"
+#include "gguf/convert.h"
+#include "gguf/gguf.h"
 #include "base/mmap.h"
 #include "tensor/types.h"
 

@@ -29,7 +29,7 @@
 #define SPRIG_WIDEN_H
 
 #include "base/err.h"
-#include "mkmodel.h"
+#include "mkmodel/mkmodel.h"
 
 /* Widen the llama model at src into the shape of p (dim, n_layers, n_heads,
  * n_kv_heads, ffn, type, name; p's vocab, ctx, seed, rope and eps are taken

@@ -4,9 +4,9 @@
  * one copied from another GGUF) and the weight generator (row-parallel on the thread pool, streamed into the
  * GGUF writer through its fill callback).
  */
-#include "mkmodel.h"
-#include "gguf.h"
-#include "quant_mix.h"
+#include "mkmodel/mkmodel.h"
+#include "gguf/gguf.h"
+#include "gguf/quant_mix.h"
 #include "base/pool.h"
 #include "base/rng.h"
 #include "tensor/types.h"

@@ -6,8 +6,8 @@
  * the source tensor is dequantized once, each target row is assembled in
  * f32 and quantized by the reference quantizer of the chosen type.
  */
-#include "widen.h"
-#include "gguf.h"
+#include "mkmodel/widen.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "model/mtp.h"
 #include "tensor/types.h"

@@ -3,7 +3,7 @@
  * name, the names never quantized, the per-(file type, kind) rules, the
  * fallbacks and the architectures whose 80-layer models are "70B".
  */
-#include "quant_mix.h"
+#include "gguf/quant_mix.h"
 #include "tensor/types.h"
 
 #include <stdio.h>

@@ -56,8 +56,8 @@
  * a token not in model.vocab, two tokens with one id, ids out of range, a merge
  * part holding a space (not expressible as "A B").
  */
-#include "convert_hf.h"
-#include "gguf.h"
+#include "gguf/convert_hf.h"
+#include "gguf/gguf.h"
 #include "base/mmap.h"
 #include "tokenizer/pretok.h"
 #include "tokenizer/tokenizer.h"
