@@ -1,10 +1,10 @@
 /*
- * tools/serve_req — see serve_req.h. Jansson does the JSON (it rejects
+ * serve/request — see request.h. Jansson does the JSON (it rejects
  * malformed text, duplicate-free parsing is not required by the API, and
  * JSON_REJECT_DUPLICATES would refuse what OpenAI accepts); this file only
  * checks what the fields mean.
  */
-#include "serve_req.h"
+#include "serve/request.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -23,7 +23,7 @@ static bool fail(char *why, size_t cap, char *param, size_t pcap, const char *fi
     return false;
 }
 
-void serve_req_free(struct serve_req *r)
+void sprig_serve_req_free(struct sprig_serve_req *r)
 {
     free(r->prompt);
     for (int i = 0; i < r->n_msgs; i++) {
@@ -80,7 +80,7 @@ static bool get_bool(const json_t *o, const char *k, bool *out, char *why, size_
     return true;
 }
 
-static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct serve_req *r, char *why, size_t cap, char *param,
+static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct sprig_serve_req *r, char *why, size_t cap, char *param,
                       size_t pcap)
 {
     r->chat = chat;
@@ -90,8 +90,8 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct ser
         const json_t *m = json_object_get(o, "messages");
         if (!m) return fail(why, cap, param, pcap, "messages", "'messages' is required");
         if (!json_is_array(m) || json_array_size(m) == 0) return fail(why, cap, param, pcap, "messages", "'messages' must be a non-empty array");
-        if (json_array_size(m) > SERVE_MAX_MESSAGES)
-            return fail(why, cap, param, pcap, "messages", "'messages' holds %zu messages, more than %d", json_array_size(m), SERVE_MAX_MESSAGES);
+        if (json_array_size(m) > SPRIG_SERVE_MAX_MESSAGES)
+            return fail(why, cap, param, pcap, "messages", "'messages' holds %zu messages, more than %d", json_array_size(m), SPRIG_SERVE_MAX_MESSAGES);
         r->msgs = calloc(json_array_size(m), sizeof *r->msgs);
         if (!r->msgs) return fail(why, cap, param, pcap, "messages", "out of memory");
         for (size_t i = 0; i < json_array_size(m); i++) {
@@ -145,8 +145,8 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct ser
             if (json_string_length(stop) == 0) return fail(why, cap, param, pcap, "stop", "'stop' must not be empty");
             if (!(r->stop[r->n_stop++] = dup_string(stop))) return fail(why, cap, param, pcap, "stop", "'stop' holds a NUL character");
         } else if (json_is_array(stop)) {
-            if (json_array_size(stop) > SERVE_MAX_STOP)
-                return fail(why, cap, param, pcap, "stop", "'stop' holds %zu strings, at most %d", json_array_size(stop), SERVE_MAX_STOP);
+            if (json_array_size(stop) > SPRIG_SERVE_MAX_STOP)
+                return fail(why, cap, param, pcap, "stop", "'stop' holds %zu strings, at most %d", json_array_size(stop), SPRIG_SERVE_MAX_STOP);
             for (size_t i = 0; i < json_array_size(stop); i++) {
                 const json_t *s = json_array_get(stop, i);
                 if (!json_is_string(s) || json_string_length(s) == 0)
@@ -173,7 +173,7 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct ser
     return true;
 }
 
-bool serve_req_parse(const char *body, size_t len, bool chat, int max_tokens_cap, struct serve_req *r, char *why, size_t cap,
+bool sprig_serve_req_parse(const char *body, size_t len, bool chat, int max_tokens_cap, struct sprig_serve_req *r, char *why, size_t cap,
                      char *param, size_t pcap)
 {
     memset(r, 0, sizeof *r);
@@ -183,6 +183,6 @@ bool serve_req_parse(const char *body, size_t len, bool chat, int max_tokens_cap
     bool ok = json_is_object(o) ? parse_obj(o, chat, max_tokens_cap, r, why, cap, param, pcap)
                                 : fail(why, cap, param, pcap, "", "the body must be a JSON object");
     json_decref(o);
-    if (!ok) serve_req_free(r);
+    if (!ok) sprig_serve_req_free(r);
     return ok;
 }

@@ -1,36 +1,36 @@
 /*
- * tools/serve_req — one OpenAI API request body (`/v1/completions`,
+ * serve/request — one OpenAI API request body (`/v1/completions`,
  * `/v1/chat/completions`) parsed and checked into plain fields.
  *
  * The body is hostile input: Jansson parses it (depth and size bounded by
  * the caller's body limit), every field is checked for its type and range,
  * and an error names the field as OpenAI clients expect ("param"). Unknown
  * fields are ignored, as OpenAI's server does. Strings are copied, so the
- * request owns everything it points to (serve_req_free).
+ * request owns everything it points to (sprig_serve_req_free).
  */
-#ifndef SPRIG_TOOLS_SERVE_REQ_H
-#define SPRIG_TOOLS_SERVE_REQ_H
+#ifndef SPRIG_SERVE_REQUEST_H
+#define SPRIG_SERVE_REQUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define SERVE_MAX_STOP 4          /* OpenAI's limit */
-#define SERVE_MAX_MESSAGES 256
+#define SPRIG_SERVE_MAX_STOP 4          /* OpenAI's limit */
+#define SPRIG_SERVE_MAX_MESSAGES 256
 
-struct serve_msg { char *role, *content; };
+struct sprig_serve_msg { char *role, *content; };
 
-struct serve_req {
+struct sprig_serve_req {
     bool chat;                    /* /v1/chat/completions */
     char *prompt;                 /* completions: the prompt */
-    struct serve_msg *msgs;       /* chat: [n_msgs] */
+    struct sprig_serve_msg *msgs;       /* chat: [n_msgs] */
     int n_msgs;
     int max_tokens;               /* 0: not given */
     double temperature, top_p, min_p;
     int top_k;
     bool has_seed;
     uint64_t seed;
-    char *stop[SERVE_MAX_STOP];
+    char *stop[SPRIG_SERVE_MAX_STOP];
     int n_stop;
     bool stream;
     int top_logprobs;             /* completions: logprobs N; chat: top_logprobs (with logprobs true) */
@@ -41,8 +41,8 @@ struct serve_req {
 /* Parse body[len]; false with why[cap] and the offending field's name in
  * param[pcap] ("" when it is the body itself). max_tokens_cap bounds
  * max_tokens. Defaults: temperature 1, top_p 1, top_k 0, min_p 0 (OpenAI's). */
-bool serve_req_parse(const char *body, size_t len, bool chat, int max_tokens_cap, struct serve_req *r, char *why, size_t cap,
+bool sprig_serve_req_parse(const char *body, size_t len, bool chat, int max_tokens_cap, struct sprig_serve_req *r, char *why, size_t cap,
                      char *param, size_t pcap);
-void serve_req_free(struct serve_req *r);
+void sprig_serve_req_free(struct sprig_serve_req *r);
 
 #endif

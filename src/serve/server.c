@@ -1,0 +1,260 @@
+/*
+ * serve/server — see server.h.
+ */
+#include "serve/server.h"
+#include "serve/response.h"
+#include "base/err.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sprig_server {
+    const sprig_model *m;
+    const char *model_id;
+    const struct sprig_chat_family *family;   /* NULL: chat is refused */
+    const char *bos, *eos;
+    int n_ctx, queue_max, parallel;
+    sprig_batch *batch;           /* NULL: no batching */
+    int rows;                     /* a slot's largest verify block */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sprig_job *head, *tail;
+    int queued;                   /* jobs waiting for a slot */
+    int idle;                     /* workers waiting for a job */
+    bool stopping;
+    sprig_session **slots;
+    pthread_t *threads;
+    int started;                  /* workers running */
+};
+
+struct worker_arg { struct sprig_server *sv; int slot; };
+
+/* Can the queue's head start now? It books its KV slots in the batch's pool
+ * (a cancelled one needs none); the head waits while the pool is spoken for,
+ * and nobody overtakes it. Called with sv->mu held. */
+static bool admit(struct sprig_server *sv, sprig_job *j)
+{
+    if (!sv->batch) return true;
+    return sprig_job_cancelled(j) || sprig_batch_admit(sv->batch, j->need);
+}
+
+static void *worker(void *arg)
+{
+    struct worker_arg *wa = arg;
+    struct sprig_server *sv = wa->sv;
+    sprig_session *s = sv->slots[wa->slot];
+    free(wa);
+    for (;;) {
+        pthread_mutex_lock(&sv->mu);
+        sv->idle++;
+        while (!sv->stopping && (!sv->head || !admit(sv, sv->head))) pthread_cond_wait(&sv->cv, &sv->mu);
+        sv->idle--;
+        if (sv->stopping) { pthread_mutex_unlock(&sv->mu); return NULL; }
+        sprig_job *j = sv->head;
+        sv->head = j->next;
+        if (!sv->head) sv->tail = NULL;
+        sv->queued--;
+        pthread_mutex_unlock(&sv->mu);
+        if (sprig_job_cancelled(j)) sprig_job_finish(j, 0, NULL);
+        else sprig_job_run(j, s);
+        if (j->need) {   /* its KV slots back: a request waiting for the pool may start */
+            sprig_batch_release(sv->batch, j->need);
+            pthread_mutex_lock(&sv->mu);
+            pthread_cond_broadcast(&sv->cv);
+            pthread_mutex_unlock(&sv->mu);
+        }
+        sprig_job_unref(j);
+    }
+}
+
+sprig_status sprig_server_create(const sprig_model *m, const struct sprig_server_params *p, sprig_server **out, sprig_error *err)
+{
+    *out = NULL;
+    if (!m || !p || p->parallel < 1 || p->parallel > 64 || p->queue_max < 0)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "server: parallel must be 1..64 and queue_max >= 0");
+    struct sprig_server *sv = calloc(1, sizeof *sv);
+    if (!sv) return sprig_err(err, SPRIG_E_NOMEM, "server: out of memory");
+    struct sprig_model_info mi;
+    sprig_model_get_info(m, &mi);
+    struct sprig_session_params sp = p->session;
+    sv->m = m;
+    sv->model_id = p->model_id ? p->model_id : "";
+    sv->family = p->family;
+    sv->bos = sprig_model_token_piece(m, mi.token_bos, NULL);
+    sv->eos = sprig_model_token_piece(m, mi.token_eos, NULL);
+    sv->parallel = p->parallel;
+    sv->queue_max = p->queue_max;
+    sv->n_ctx = sp.n_ctx ? sp.n_ctx : (mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096);
+    sv->rows = sp.drafter == SPRIG_DRAFTER_NONE ? 1 : sp.draft_max + 1 + sp.tree_branches;
+    pthread_mutex_init(&sv->mu, NULL);
+    pthread_cond_init(&sv->cv, NULL);
+    sv->slots = calloc((size_t)sv->parallel, sizeof *sv->slots);
+    sv->threads = calloc((size_t)sv->parallel, sizeof *sv->threads);
+    sprig_status st = SPRIG_OK;
+    if (!sv->slots || !sv->threads) st = sprig_err(err, SPRIG_E_NOMEM, "server: out of memory");
+    if (!st && p->kv_pool && p->kv_pool < sv->n_ctx)
+        st = sprig_err(err, SPRIG_E_INVALID_ARG, "--kv-pool: %d slots cannot hold one request's context of %d (-c)", p->kv_pool,
+                             sv->n_ctx);
+    if (!st && p->batching) {
+        struct sprig_batch_params bp = sprig_batch_default_params();
+        bp.n_seq = sv->parallel;
+        bp.max_rows = sv->rows;
+        bp.n_ctx = sv->n_ctx;
+        bp.kv_type = sp.kv_type;
+        bp.kv_block_slots = p->kv_block;
+        bp.kv_blocks = p->kv_pool ? (p->kv_pool + p->kv_block - 1) / p->kv_block : 0;
+        bp.wait_us = p->batch_wait_ms * 1000;
+        st = sprig_batch_create(m, &bp, &sv->batch, err);
+        sp.batch = sv->batch;
+    }
+    for (int i = 0; i < sv->parallel && !st; i++) st = sprig_session_create(m, &sp, &sv->slots[i], err);
+    for (int i = 0; i < sv->parallel && !st; i++) {
+        struct worker_arg *wa = malloc(sizeof *wa);
+        if (!wa) { st = sprig_err(err, SPRIG_E_NOMEM, "server: out of memory"); break; }
+        *wa = (struct worker_arg){ sv, i };
+        if (pthread_create(&sv->threads[i], NULL, worker, wa)) {
+            free(wa);
+            st = sprig_err(err, SPRIG_E_INTERNAL, "server: cannot start worker thread %d", i);
+            break;
+        }
+        sv->started++;
+    }
+    if (st) {
+        sprig_server_stop(sv);
+        sprig_server_free(sv);
+        return st;
+    }
+    *out = sv;
+    return SPRIG_OK;
+}
+
+void sprig_server_stop(sprig_server *sv)
+{
+    if (!sv) return;
+    pthread_mutex_lock(&sv->mu);
+    sv->stopping = true;
+    while (sv->head) {
+        sprig_job *j = sv->head;
+        sv->head = j->next;
+        sprig_job_finish(j, 503, "the server is stopping");
+        sprig_job_unref(j);
+    }
+    sv->tail = NULL;
+    sv->queued = 0;
+    pthread_cond_broadcast(&sv->cv);
+    pthread_mutex_unlock(&sv->mu);
+    for (int i = 0; i < sv->started; i++) pthread_join(sv->threads[i], NULL);
+    sv->started = 0;
+}
+
+void sprig_server_free(sprig_server *sv)
+{
+    if (!sv) return;
+    for (int i = 0; sv->slots && i < sv->parallel; i++) sprig_session_free(sv->slots[i]);
+    if (sv->batch) sprig_batch_free(sv->batch);
+    pthread_mutex_destroy(&sv->mu);
+    pthread_cond_destroy(&sv->cv);
+    free(sv->slots);
+    free(sv->threads);
+    free(sv);
+}
+
+/* The conversation as prompt text through the chat template */
+static char *render(const struct sprig_server *sv, const struct sprig_serve_req *r, char *why, size_t cap)
+{
+    sprig_chat_msg msgs[SPRIG_SERVE_MAX_MESSAGES];
+    for (int i = 0; i < r->n_msgs; i++) msgs[i] = (sprig_chat_msg){ r->msgs[i].role, r->msgs[i].content };
+    char *out = NULL;
+    sprig_error err = { 0 };
+    if (sprig_chat_render(sv->family, msgs, r->n_msgs, true, sv->bos, sv->eos, &out, NULL, &err)) {
+        snprintf(why, cap, "%s", err.msg);
+        return NULL;
+    }
+    return out;
+}
+
+int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool chat, sprig_job **out, char *why, size_t cap,
+                        char *param, size_t pcap)
+{
+    *out = NULL;
+    struct sprig_serve_req req;
+    if (!sprig_serve_req_parse(body ? body : "", len, chat, sv->n_ctx, &req, why, cap, param, pcap)) return 400;
+    if (chat && !sv->family) {
+        sprig_serve_req_free(&req);
+        snprintf(why, cap, "the model has no tokenizer.chat_template; start the server with --chat-template NAME");
+        snprintf(param, pcap, "messages");
+        return 400;
+    }
+    char *prompt = chat ? render(sv, &req, why, cap) : strdup(req.prompt);
+    if (!prompt) {
+        sprig_serve_req_free(&req);
+        snprintf(param, pcap, "messages");
+        return 400;
+    }
+    const int n_predict = req.max_tokens ? req.max_tokens : chat ? sv->n_ctx : 16;
+    sprig_job *j = sprig_job_new(&req, chat, prompt, n_predict, sv->m, sv->model_id);
+    if (!j) {
+        snprintf(why, cap, "out of memory");
+        param[0] = 0;
+        return 500;
+    }
+    if (sv->batch) {   /* the KV slots it may fill: prompt, max_tokens and a verify block, at most the context */
+        const int np = sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, NULL, 0, NULL);
+        const long long need = (np > 0 ? np : (long long)strlen(j->prompt) + 1) + (long long)n_predict + sv->rows;
+        j->need = need < sv->n_ctx ? (int)need : sv->n_ctx;
+    }
+    pthread_mutex_lock(&sv->mu);
+    if (sv->stopping || sv->queued >= sv->queue_max + sv->idle) {   /* --queue counts requests that wait, not those an idle slot takes */
+        pthread_mutex_unlock(&sv->mu);
+        j->refs = 1;
+        sprig_job_unref(j);
+        snprintf(why, cap, "the request queue is full; retry later");
+        param[0] = 0;
+        return 503;
+    }
+    if (sv->tail) sv->tail->next = j; else sv->head = j;
+    sv->tail = j;
+    sv->queued++;
+    pthread_cond_signal(&sv->cv);
+    pthread_mutex_unlock(&sv->mu);
+    *out = j;
+    return 0;
+}
+
+static char *dump(json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+char *sprig_server_health_json(sprig_server *sv)
+{
+    json_t *o = json_pack("{s:s, s:i}", "status", "ok", "slots", sv->parallel);
+    if (o && sv->batch) {
+        struct sprig_batch_stats bs;
+        sprig_batch_get_stats(sv->batch, &bs);
+        json_object_set_new(o, "batch", json_pack("{s:I, s:I, s:I, s:I, s:i, s:I, s:I, s:I}", "forwards", (json_int_t)bs.forwards,
+                                                  "shared_forwards", (json_int_t)bs.shared_forwards, "sequences", (json_int_t)bs.seqs,
+                                                  "rows", (json_int_t)bs.rows, "max_sequences", bs.max_seqs,
+                                                  "wait_limit_forwards", (json_int_t)bs.timeouts, "kv_slots", (json_int_t)bs.kv_slots,
+                                                  "kv_booked", (json_int_t)bs.kv_booked));
+    }
+    return dump(o);
+}
+
+char *sprig_server_models_json(sprig_server *sv)
+{
+    return dump(json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list", "data", "id", sv->model_id, "object", "model", "created",
+                          (json_int_t)0, "owned_by", "sprig"));
+}
+
+bool sprig_server_batch_stats(sprig_server *sv, struct sprig_batch_stats *out)
+{
+    if (!sv->batch) return false;
+    sprig_batch_get_stats(sv->batch, out);
+    return true;
+}
