@@ -92,8 +92,11 @@ const char *sprig_model_token_piece(const sprig_model *m, int32_t id, size_t *le
 int   sprig_text_to_tokens(const sprig_model *m, const char *text, size_t len, bool add_bos,
                            int32_t *out, int cap, sprig_error *err);
 /* malloc'd NUL-terminated text of ids[n]; prev_token = the token before ids[0]
- * (-1 = none; the BOS id drops the leading space). NULL on allocation failure. */
+ * (-1 = none; the BOS id drops the leading space). NULL on allocation failure.
+ * Free it with free(), or sprig_free() from a language without C's allocator. */
 char *sprig_tokens_to_text(const sprig_model *m, const int32_t *ids, int n, int prev_token);
+/* free() for what the library handed out malloc'd (bindings: Python, ...) */
+void  sprig_free(void *p);
 
 /* ---------------------------------------------------------------- sessions */
 

@@ -89,31 +89,32 @@ static void usage_all(FILE *f)
         "  -h, --help             the common options;  --help-all: this list\n");
 }
 
-/* The common options, on one screen (--help). */
+/* The common options, on one 80 x 24 screen (--help). */
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: sprig run [-m MODEL] [-p PROMPT] [options]      (every option: sprig run --help-all)\n"
-        "\n"
-        "  -m, --model FILE       target model (GGUF); default $SPRIG_MODEL, else models/stories260K.gguf\n"
-        "  -p, --prompt TEXT      prompt (default: start from BOS);  -f, --file FILE: read it from a file\n"
-        "  -n, --n-predict N      tokens to generate (default 256)\n"
-        "      --temp T           temperature, 0 = greedy (default 0.8);  --seed S: a repeatable draw\n"
-        "  -t, --threads N        threads (default: all cores)\n"
-        "      --chat             the prompt as a user message, through the model's chat template\n"
-        "  -sys, --system TEXT    a system message (implies --chat)\n"
-        "\n"
-        "speculative decoding (greedy output is byte-identical to plain decoding):\n"
-        "      --draft FILE       a draft model with the target's vocabulary\n"
-        "      --mtp FILE         an MTP head: Gemma 4's assistant file, or the Qwen 3.5 target file itself\n"
-        "      --draft-ngram      prompt lookup, no model\n"
-        "      --draft-max K      drafted tokens per round (default 4)\n"
-        "      --tree auto        each round the tree, chain or bare step with the most expected tokens\n"
-        "                         per second (measured verify costs, calibrated acceptance)\n"
-        "      --tree             fixed draft trees (--tree-nodes M, --tree-width W, --tree-branches N)\n"
-        "\n"
-        "  -q, --quiet            no statistics on stderr;  --stats-json FILE: the run's figures as JSON\n"
-        "      --help-all         every option: sampling, KV cache modes, chat templates, drafters, benchmarks\n");
+        "usage: sprig run [-m MODEL] [-p PROMPT] [options]   (all: --help-all)\n"
+        "  -m, --model FILE      a GGUF model (default: models/stories260K.gguf)\n"
+        "  -p, --prompt TEXT     the prompt (default: BOS only); -f FILE: from a file\n"
+        "  -n, --n-predict N     tokens to generate (default 256)\n"
+        "      --temp T          temperature, 0 = greedy (default 0.8); --seed S\n"
+        "  -t, --threads N       threads (default: all cores)\n"
+        "chat:\n"
+        "      --chat            the prompt as a user message, through the chat template\n"
+        "  -sys, --system TEXT   a system message (implies --chat)\n"
+        "      --chat-template NAME  a known template, not the file's (implies --chat)\n"
+        "speculative decoding (greedy output = plain decoding's, byte for byte):\n"
+        "      --draft FILE      a draft model with the target's vocabulary\n"
+        "      --mtp FILE        an MTP head (Gemma 4 assistant; Qwen 3.5: the target)\n"
+        "      --draft-ngram     prompt lookup, no model\n"
+        "      --draft-max K     drafted tokens per round (default 4)\n"
+        "      --tree auto       each round the tree or chain with the most expected\n"
+        "                        tokens per second (measured costs, calibrated drafts)\n"
+        "      --tree            fixed trees (--tree-nodes M, --tree-width W, ...)\n"
+        "output:\n"
+        "  -q, --quiet           no statistics on stderr\n"
+        "      --stats-json FILE the run's figures as JSON\n"
+        "      --help-all        every option: sampling, KV cache, drafters, benchmarks\n");
 }
 
 

@@ -76,6 +76,8 @@ char *sprig_tokens_to_text(const sprig_model *m, const int32_t *ids, int n, int 
     return sprig_detokenize(m->tok, ids, n, prev_token);
 }
 
+void sprig_free(void *p) { free(p); }
+
 void sprig_set_log_level(int level) { sprig_log_set_level(level); }
 
 /* ---------------------------------------------------------------- sessions */
