@@ -175,23 +175,21 @@ build-asan/sprig-asan-tests: $(TEST_BIN) $(TOOL_OBJ) $(BUILD)/libsprig.a
 	@touch $@
 
 # ---------------------------------------------------------------- install
-# sprig.pc: the shared library by default; `pkg-config --static --libs sprig`
-# adds what libsprig.a needs (Requires.private: PCRE2, Jansson).
-$(BUILD)/sprig.pc: Makefile include/sprig.h
-	@mkdir -p $(dir $@)
-	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
-	    'Name: sprig' 'Description: LLM inference on the CPU with draft-tree speculative decoding' \
-	    'Version: $(VERSION)' 'Requires.private: $(foreach d,$(DEPS_LIB),$(firstword $(subst :, ,$(d))))' \
-	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsprig' 'Libs.private: -lm -pthread' >$@
-
-install: sprig libsprig.a libsprig.so $(BUILD)/sprig.pc
+# sprig.pc (written for this PREFIX): the shared library by default;
+# `pkg-config --static --libs sprig` adds what libsprig.a needs
+# (Requires.private: PCRE2, Jansson).
+install: sprig libsprig.a libsprig.so
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(DATADIR)
 	install -m 755 sprig $(DESTDIR)$(BINDIR)/sprig
 	install -m 644 libsprig.a $(DESTDIR)$(LIBDIR)/libsprig.a
 	install -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libsprig.so
 	install -m 644 include/sprig.h $(DESTDIR)$(INCLUDEDIR)/sprig.h
-	install -m 644 $(BUILD)/sprig.pc $(DESTDIR)$(LIBDIR)/pkgconfig/sprig.pc
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+	    'Name: sprig' 'Description: LLM inference on the CPU with draft-tree speculative decoding' \
+	    'Version: $(VERSION)' 'Requires.private: $(foreach d,$(DEPS_LIB),$(firstword $(subst :, ,$(d))))' \
+	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsprig' 'Libs.private: -lm -pthread' \
+	    >$(DESTDIR)$(LIBDIR)/pkgconfig/sprig.pc
 	install -m 644 models/stories260K.gguf $(DESTDIR)$(DATADIR)/stories260K.gguf
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig; fi
 
