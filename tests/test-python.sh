@@ -10,7 +10,7 @@ if [ -z "$PY" ]; then
     [ "${SPRIG_REQUIRE_REF:-}" = 1 ] && { echo "FAIL: python3 is needed (./setup --tests)"; exit 1; }
     echo "SKIP: python3 not found"; exit 0
 fi
-LIB="$BUILD/libsprig.so.$(sed -n 's/^#define SPRIG_VERSION "\([0-9]*\)\.\([0-9]*\)\..*/\1.\2/p' include/sprig.h)"
+LIB="$(pwd)/$BUILD/libsprig.so.$(sed -n 's/^#define SPRIG_VERSION "\([0-9]*\)\.\([0-9]*\)\..*/\1.\2/p' include/sprig.h)"
 if [ ! -f "$LIB" ] && [ "$BUILD" != build ]; then
     echo "SKIP: $BUILD builds no shared library (the sanitizer run); make test runs this"; exit 0
 fi

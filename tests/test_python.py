@@ -139,5 +139,21 @@ for kw, field in ((dict(drafter="ngram", draft_max=1000), "draft_max"), (dict(te
     except sprig.Error as e:
         check(field in str(e), "session %r: message %r does not name %s" % (kw, str(e), field))
 
+# ---- the README's example prints what the README says it prints
+readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+sec = readme[readme.index("## Using sprig from Python"):]
+code = sec[sec.index("```python\n") + 10:]
+code = code[:code.index("```")]
+shown = sec[sec.index("prints\n\n```\n") + 12:]
+shown = shown[:shown.index("```")]
+with tempfile.TemporaryDirectory() as tmp:
+    os.symlink(os.path.abspath(SHARED), os.path.join(tmp, "shared"))
+    os.mkdir(os.path.join(tmp, "main"))
+    os.symlink(os.path.join(ROOT, "models"), os.path.join(tmp, "main", "models"))
+    r = subprocess.run([sys.executable, "-B", "-c", code], cwd=os.path.join(tmp, "main"), capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "bindings", "python")))
+    out = r.stdout.decode()
+check(r.returncode == 0 and out == shown, "README's Python example:\n%s\nprinted\n%s\nREADME shows\n%s" % (r.stderr.decode(), out, shown))
+
 print("%d checks, %d failed" % (checks, fails))
 sys.exit(1 if fails else 0)
