@@ -21,6 +21,7 @@
 #include "chat/template.h"
 #include "serve/response.h"
 #include "serve/server.h"
+#include "base/mem.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -36,18 +37,6 @@
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
-
-static bool grow(char **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    char *n = realloc(*buf, c);
-    if (!n) return false;
-    *buf = n;
-    *cap = c;
-    return true;
-}
 
 static enum MHD_Result send_body(struct MHD_Connection *c, unsigned status, char *s, const char *retry_after)
 {
@@ -144,7 +133,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
-        if (cs->len + *upload_size > BODY_MAX || !grow(&cs->body, &cs->cap, cs->len + *upload_size + 1)) cs->too_big = true;
+        if (cs->len + *upload_size > BODY_MAX || !sprig_grow(&cs->body, &cs->cap, cs->len + *upload_size + 1)) cs->too_big = true;
         else {
             memcpy(cs->body + cs->len, upload, *upload_size);
             cs->len += *upload_size;

@@ -173,23 +173,14 @@ def build_info():
 # ---------------------------------------------------------------- models and sessions
 
 
-class Model:
-    """A loaded GGUF model (mapped, validated). Sessions borrow it."""
-
-    def __init__(self, path):
-        lib = load_library()
-        self._lib = lib
-        self._h = ctypes.c_void_p()
-        err = _Error()
-        st = lib.sprig_model_load(os.fsencode(path), ctypes.byref(self._h), ctypes.byref(err))
-        if st:
-            self._h = None
-            _raise(st, err)
-        self.path = path
+class _Handle:
+    """An object of the library's, freed by close(), on leaving a with block, or when collected."""
+    _h = None
+    _free = None                             # the library function that frees it
 
     def close(self):
         if self._h:
-            self._lib.sprig_model_free(self._h)
+            getattr(self._lib, self._free)(self._h)
             self._h = None
 
     def __enter__(self):
@@ -203,6 +194,22 @@ class Model:
             self.close()
         except Exception:
             pass
+
+
+class Model(_Handle):
+    """A loaded GGUF model (mapped, validated). Sessions borrow it: close them first."""
+    _free = "sprig_model_free"
+
+    def __init__(self, path):
+        lib = load_library()
+        self._lib = lib
+        self._h = ctypes.c_void_p()
+        err = _Error()
+        st = lib.sprig_model_load(os.fsencode(path), ctypes.byref(self._h), ctypes.byref(err))
+        if st:
+            self._h = None
+            _raise(st, err)
+        self.path = path
 
     @property
     def info(self):
@@ -248,7 +255,7 @@ class Model:
         return Session(self, **params)
 
 
-class Session:
+class Session(_Handle):
     """Generation on a model, plain or speculative.
 
     Keyword parameters are sprig_session_params' fields (include/sprig.h), plus:
@@ -258,6 +265,7 @@ class Session:
       tree_auto: True (implies tree)
       kv_type: a name ("f16", "int8", ...) or the enum's number
     """
+    _free = "sprig_session_free"
 
     def __init__(self, model, **params):
         lib = model._lib
@@ -302,23 +310,6 @@ class Session:
             self._h = None
             _raise(st, err)
         self._busy = threading.Lock()
-
-    def close(self):
-        if self._h:
-            self._lib.sprig_session_free(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def set_seed(self, seed):
         self._lib.sprig_session_set_seed(self._h, seed)

@@ -4,6 +4,7 @@
 #include "base/mem.h"
 #include "base/err.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,3 +22,18 @@ void *sprig_calloc_aligned(size_t n, size_t size)
 }
 
 void sprig_free_aligned(void *p) { free(p); }
+
+bool sprig_grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 256;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return false;
+        c *= 2;
+    }
+    char *n = realloc(*buf, c);
+    if (!n) return false;
+    *buf = n;
+    *cap = c;
+    return true;
+}

@@ -8,6 +8,7 @@
 #ifndef SPRIG_BASE_MEM_H
 #define SPRIG_BASE_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SPRIG_ALIGN 64
@@ -15,5 +16,10 @@
 /* 64-byte aligned, zero-filled; NULL on failure or when n*size overflows. */
 void *sprig_calloc_aligned(size_t n, size_t size);
 void  sprig_free_aligned(void *p);
+
+/* A growing byte buffer: make *buf (capacity *cap) hold at least need
+ * bytes, doubling from 256; false (the buffer untouched) when out of
+ * memory or the size would overflow. */
+bool sprig_grow(char **buf, size_t *cap, size_t need);
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include "serve/job.h"
 #include "serve/response.h"
+#include "base/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,18 +51,6 @@ void sprig_job_unref(sprig_job *j)
     free(j);
 }
 
-static bool grow(char **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    char *n = realloc(*buf, c);
-    if (!n) return false;
-    *buf = n;
-    *cap = c;
-    return true;
-}
-
 /* "data: {event}\n\n" appended to the job's stream; called with j->mu held */
 static bool append_event(sprig_job *j, json_t *ev)
 {
@@ -69,7 +58,7 @@ static bool append_event(sprig_job *j, json_t *ev)
     json_decref(ev);
     if (!s) return false;
     const size_t n = strlen(s);
-    const bool ok = grow(&j->sse, &j->sse_cap, j->sse_len + n + 8);
+    const bool ok = sprig_grow(&j->sse, &j->sse_cap, j->sse_len + n + 8);
     if (ok) {
         memcpy(j->sse + j->sse_len, "data: ", 6);
         memcpy(j->sse + j->sse_len + 6, s, n);
@@ -170,7 +159,7 @@ static bool on_text(void *user, const char *text, size_t len)
     sprig_job *j = g->j;
     pthread_mutex_lock(&j->mu);
     bool go = !j->cancelled;
-    if (go && grow(&j->gen, &j->gen_cap, j->gen_len + len + 1)) {
+    if (go && sprig_grow(&j->gen, &j->gen_cap, j->gen_len + len + 1)) {
         const size_t before = j->gen_len;
         memcpy(j->gen + j->gen_len, text, len);
         j->gen_len += len;
