@@ -208,10 +208,11 @@ int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool cha
     }
     pthread_mutex_lock(&sv->mu);
     if (sv->stopping || sv->queued >= sv->queue_max + sv->idle) {   /* --queue counts requests that wait, not those an idle slot takes */
+        const bool stopping = sv->stopping;
         pthread_mutex_unlock(&sv->mu);
         j->refs = 1;
         sprig_job_unref(j);
-        snprintf(why, cap, "the request queue is full; retry later");
+        snprintf(why, cap, "%s", stopping ? "the server is stopping" : "the request queue is full; retry later");
         param[0] = 0;
         return 503;
     }
