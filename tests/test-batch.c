@@ -7,9 +7,10 @@
  * as ONE forward give every row the same logits and hidden bits as each
  * sequence's own forward, and leave the same caches (a second step after
  * each keeps its path agrees too). On stories260K (llama), a synthetic
- * gemma4 (sliding layers past their window, per-layer inputs, shared KV)
- * and a synthetic qwen3 in Q8_0, dense caches and paged sequences on one
- * pool. A bad request names its sequence and appends to no cache.
+ * gemma4 (sliding layers past their window, per-layer inputs, shared KV),
+ * a synthetic qwen3 in Q8_0 and a synthetic qwen3moe in Q8_0 (each row
+ * routed to its own experts, the experts run once over the rows that chose
+ * them), dense caches and paged sequences on one pool. A bad request names its sequence and appends to no cache.
  *
  * Sessions on a batch: eight requests with mixed prompts, lengths, drafters
  * (none, draft model, MTP head, n-gram) and tree settings (chain, runner-up
@@ -72,6 +73,11 @@ static sprig_model *make(const char *arch, int type, const char *name)
         mp.per_layer_embd = 16;
         mp.no_global_v = true;
         mp.output = SPRIG_MKMODEL_OUTPUT_UNTIED;
+    }
+    if (!strcmp(arch, "qwen3moe")) {   /* routed experts: rows of one forward choose different experts */
+        mp.n_experts = 8;
+        mp.n_experts_used = 2;
+        mp.expert_ffn = 64;
     }
     const char *path = test_tmpfile(name);
     CHECKF(sprig_mkmodel_write(&mp, path, &err) == SPRIG_OK, "%s", err.msg);
@@ -225,6 +231,10 @@ static void test_forward_multi(void)
     sprig_model *g = make("gemma4", 0, "batch-gemma4.gguf");
     check_arch(g, "gemma4", false);
     sprig_model_free(g);
+    sprig_model *e = make("qwen3moe", SPRIG_TYPE_Q8_0, "batch-qwen3moe.gguf");
+    check_arch(e, "qwen3moe q8_0", true);
+    check_arch(e, "qwen3moe q8_0", false);
+    sprig_model_free(e);
 }
 
 /* ------------------------------------------------------------- sessions */

@@ -566,5 +566,23 @@ bad "qwen35 flag on gemma4" "ssm-state is for the qwen35 arch, not gemma4" --arc
 bad "gemma4 flag on qwen35" "swa-layers is for the gemma4 arch, not qwen35" --arch qwen35 --swa-layers sg -o "$TMP/x.gguf"
 check "nothing written on bad qwen35 flags" [ ! -e "$TMP/x.gguf" ]
 
+# qwen3moe: the expert flags, their defaults and their refusals
+"$BIN" mkmodel -q --arch qwen3moe --dim 64 --heads 4 --kv-heads 2 --ffn 96 --layers 2 --vocab 300 --experts 6 --experts-used 3 \
+    --expert-ffn 48 -o "$TMP/moe.gguf" >"$TMP/out" 2>&1; rc=$?
+check "qwen3moe exits 0 (rc $rc)" [ $rc -eq 0 ]
+"$BIN" gguf "$TMP/moe.gguf" >"$TMP/moe.txt" 2>&1
+check "qwen3moe expert_count 6" grep -E -q 'qwen3moe\.expert_count +u32 +6$' "$TMP/moe.txt"
+check "qwen3moe expert_used_count 3" grep -E -q 'qwen3moe\.expert_used_count +u32 +3$' "$TMP/moe.txt"
+check "qwen3moe expert_feed_forward_length 48" grep -E -q 'qwen3moe\.expert_feed_forward_length +u32 +48$' "$TMP/moe.txt"
+check "qwen3moe router F32 [64, 6]" grep -E -q 'blk\.1\.ffn_gate_inp\.weight +f32 +\[64, 6\]' "$TMP/moe.txt"
+check "qwen3moe experts [48, 64, 6]" grep -E -q 'blk\.1\.ffn_down_exps\.weight +f32 +\[48, 64, 6\]' "$TMP/moe.txt"
+check "qwen3moe has no dense FFN" sh -c "! grep -q 'ffn_gate\.weight' '$TMP/moe.txt'"
+"$BIN" run -m "$TMP/moe.gguf" -n 8 --temp 0 -q >/dev/null 2>"$TMP/err"; rc=$?
+check "qwen3moe runs (rc $rc)" [ $rc -eq 0 ]
+bad "experts on llama" "--experts, --experts-used and --expert-ffn are for --arch qwen3moe, not llama" --experts 4 -o "$TMP/x.gguf"
+bad "experts-used above experts" "experts-used 5 is out of range [1, experts = 4]" --arch qwen3moe --experts 4 --experts-used 5 -o "$TMP/x.gguf"
+bad "zero experts" "--experts: 0 is out of range [1, 512]" --arch qwen3moe --experts 0 -o "$TMP/x.gguf"
+check "nothing written on bad qwen3moe flags" [ ! -e "$TMP/x.gguf" ]
+
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"
 exit $fail

@@ -61,6 +61,10 @@ static void usage(FILE *f)
             "  --masked-embd    gemma4-assistant: also write masked_embd_centroids.weight and\n"
             "                   masked_embd_ordering (one element each; llama.cpp loads them\n"
             "                   and never uses them)\n"
+            "  qwen3moe (qwen3's attention, routed experts instead of the FFN):\n"
+            "  --experts E      expert_count (default 8)\n"
+            "  --experts-used K experts each token runs, expert_used_count (default 2)\n"
+            "  --expert-ffn F   an expert's width, expert_feed_forward_length (default --ffn)\n"
             "  qwen35 (dense Qwen 3.5: gated-delta-net linear-attention layers and gated\n"
             "  full-attention layers; rope base 1e7 and rms epsilon 1e-6 by default, tied output):\n"
             "  --ssm-state N    linear attention's key / value head size, ssm.state_size (default 32)\n"
@@ -160,6 +164,8 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         { "--ssm-state", &p.ssm_state, 1, 4096 }, { "--ssm-v-heads", &p.ssm_v_heads, 1, 4096 },
         { "--ssm-k-heads", &p.ssm_k_heads, 1, 4096 }, { "--ssm-conv", &p.ssm_conv, 2, 64 },
         { "--full-attn-interval", &p.full_attn_interval, 1, 512 }, { "--rot", &p.n_rot, 2, 4096 },
+        { "--experts", &p.n_experts, 1, 512 }, { "--experts-used", &p.n_experts_used, 1, 512 },
+        { "--expert-ffn", &p.expert_ffn, 1, 1 << 20 },
     };
     bool rope_base_given = false;
     for (int i = 1; i < argc; i++) {

@@ -41,10 +41,19 @@ static const struct preset presets[] = {
                        .arch = "qwen35", .head_dim = 256, .rope_freq_base = 10000000.0f, .rms_eps = 1e-6f, .ssm_state = 128,
                        .ssm_v_heads = 16, .ssm_k_heads = 16, .ssm_conv = 4, .full_attn_interval = 4, .n_rot = 64,
                        .rope_sections = { 11, 11, 10, 0 }, .mtp = true } },
+    /* Qwen3-30B-A3B's published layer (Qwen/Qwen3-30B-A3B config.json: hidden 2048, 32 heads of 128, 4 kv
+     * heads, 128 experts of width 768, 8 used per token, theta 1e6, eps 1e-6, untied output) with 8 of its
+     * 48 layers, so that the file (3.45 GB in Q4_K_M, 5.6B parameters) is made and read on a 24 GB machine */
+    { "qwen3moe-a3b", { .dim = 2048, .n_layers = 8, .n_heads = 32, .n_kv_heads = 4, .ffn = 6144, .vocab = 151936, .ctx = 40960,
+                        .arch = "qwen3moe", .head_dim = 128, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .n_experts = 128,
+                        .n_experts_used = 8, .expert_ffn = 768, .output = SPRIG_MKMODEL_OUTPUT_UNTIED } },
 };
 #define N_PRESETS (int)(sizeof presets / sizeof presets[0])
 
-const char *sprig_mkmodel_preset_names(void) { return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b, gemma3-1b, qwen35-0.8b"; }
+const char *sprig_mkmodel_preset_names(void)
+{
+    return "tiny, small, llama-1b, qwen3-0.6b, qwen3-1.7b, gemma3-1b, qwen35-0.8b, qwen3moe-a3b";
+}
 
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err)
 {
@@ -107,20 +116,27 @@ struct mk_arch {
     bool per_layer;               /* gemma4: per-layer kinds, head sizes and kv heads; its own tensor list */
     bool assistant;               /* gemma4-assistant: matched to a gemma4 target; its own keys and tensors */
     bool hybrid;                  /* qwen35: linear-attention and full-attention layers, optional MTP layer */
+    bool moe;                     /* qwen3moe: routed experts instead of the FFN */
 };
 
 static const struct mk_arch mk_arches[] = {
-    { "llama", false, false, true, false, NULL, 0, false, false, false },
-    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false, false, false },
-    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false, false },
-    { "gemma2", true, true, false, true, gemma2_extra, (int)(sizeof gemma2_extra / sizeof gemma2_extra[0]), false, false, false },
-    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false, false, false },
-    { "gemma4", true, true, false, false, NULL, 0, true, false, false },
-    { "gemma4-assistant", true, true, false, false, NULL, 0, false, true, false },
-    { "qwen35", true, true, false, false, NULL, 0, false, false, true },
+    { "llama", false, false, true, false, NULL, 0, false, false, false, false },
+    { "qwen2", false, false, false, false, qwen2_extra, (int)(sizeof qwen2_extra / sizeof qwen2_extra[0]), false, false, false, false },
+    { "qwen3", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false, false, false },
+    { "qwen3moe", true, true, false, false, qwen3_extra, (int)(sizeof qwen3_extra / sizeof qwen3_extra[0]), false, false, false, true },
+    { "gemma2", true, true, false, true, gemma2_extra, (int)(sizeof gemma2_extra / sizeof gemma2_extra[0]), false, false, false, false },
+    { "gemma3", true, true, false, true, gemma3_extra, (int)(sizeof gemma3_extra / sizeof gemma3_extra[0]), false, false, false, false },
+    { "gemma4", true, true, false, false, NULL, 0, true, false, false, false },
+    { "gemma4-assistant", true, true, false, false, NULL, 0, false, true, false, false },
+    { "qwen35", true, true, false, false, NULL, 0, false, false, true, false },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, gemma2, gemma3, gemma4, gemma4-assistant, qwen35"; }
+const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gemma4-assistant, qwen35"; }
+
+/* qwen3moe: the expert shape with its defaults (mkmodel.h) */
+static int moe_e(const struct sprig_mkmodel_params *p) { return p->n_experts ? p->n_experts : 8; }
+static int moe_k(const struct sprig_mkmodel_params *p) { return p->n_experts_used ? p->n_experts_used : 2; }
+static int moe_f(const struct sprig_mkmodel_params *p) { return p->expert_ffn ? p->expert_ffn : p->ffn; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -471,6 +487,17 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
                        p->recurrent_layers || p->n_rot || p->mtp || p->mtp_head || p->rope_sections[0] || p->rope_sections[1] ||
                        p->rope_sections[2] || p->rope_sections[3]))
         return validate_qwen35(p, a, 1, "", err);   /* names the flag */
+    if (!a->moe && (p->n_experts || p->n_experts_used || p->expert_ffn))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --experts, --experts-used and --expert-ffn are for --arch qwen3moe, not %s",
+                         a->name);
+    if (a->moe) {
+        if (p->n_experts < 0 || p->n_experts > 512)
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: experts %d is out of range [1, 512]", p->n_experts);
+        if (p->n_experts_used < 0 || moe_k(p) > moe_e(p))
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: experts-used %d is out of range [1, experts = %d]", moe_k(p), moe_e(p));
+        if (p->expert_ffn < 0 || p->expert_ffn > (1 << 20))
+            return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: expert-ffn %d is out of range [1, %d]", p->expert_ffn, 1 << 20);
+    }
     if (p->head_dim && (p->head_dim < 2 || p->head_dim > 4096 || p->head_dim % 2))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: head-dim %d must be even and in [2, 4096]", p->head_dim);
     if (!p->head_dim && p->dim % p->n_heads)
@@ -553,7 +580,8 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
         if (p->mtp) n += 2 * D * D + 3 * D + (p->mtp_head ? 2 * V * D : 0);   /* eh_proj, enorm, hnorm, shared_head_norm */
         return n;
     }
-    int64_t layer = 2 * D + 2 * D * Q + 2 * D * KV + 3 * D * F;
+    int64_t layer = 2 * D + 2 * D * Q + 2 * D * KV +
+                    (a && a->moe ? D * moe_e(p) + 3 * D * (int64_t)moe_f(p) * moe_e(p) : 3 * D * F);   /* router + experts */
     for (int i = 0; a && i < a->n_extra; i++)
         layer += a->extra[i].dim == XD_Q ? Q : a->extra[i].dim == XD_KV ? KV : a->extra[i].dim == XD_DIM ? D : H;
     return (a && has_output(p, a) ? 2 : 1) * V * D + D + (int64_t)p->n_layers * layer +
@@ -1077,14 +1105,16 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     sprig_qmix_init(&mix, p->ftype ? p->ftype : &pure, false,
                     &(struct sprig_qmix_model){ .arch = an, .n_layer = NL, .n_head = p->n_heads,
                                                 .n_head_kv = arch->per_layer ? g4_kv_heads(p, 0) : p->n_kv_heads,
-                                                .tied = !has_output(p, arch), .n_attn_v = (int)n_attn_v });
+                                                .tied = !has_output(p, arch), .n_attn_v = (int)n_attn_v,
+                                                .n_expert = arch->moe ? moe_e(p) : 0 });
     if (p->ftype) ftype = p->ftype->ftype;
     struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > max_q ? D : max_q) : (F > max_q ? F : max_q) };
+    if (arch->moe && moe_f(p) > g.max_ne0) g.max_ne0 = moe_f(p);   /* ffn_down_exps' rows */
     if (PL > g.max_ne0) g.max_ne0 = PL;
     if (arch->assistant && 2 * (int64_t)p->tgt.dim > g.max_ne0) g.max_ne0 = 2 * (int64_t)p->tgt.dim;   /* nextn.pre_projection */
     sprig_gguf_writer *w = NULL;
     size_t n_t = arch->hybrid ? 8 + 20 * (size_t)NL : arch->assistant ? 6 + 13 * (size_t)L
-               : arch->per_layer ? 6 + 18 * (size_t)L : 3 + 9 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
+               : arch->per_layer ? 6 + 18 * (size_t)L : 3 + 10 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
         sprig_gguf_close(vsrc);
@@ -1135,6 +1165,11 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     }
     TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
     TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
+    if (arch->moe) {
+        TRY(w_arch_u32(w, an, "expert_count", (uint32_t)moe_e(p), err));
+        TRY(w_arch_u32(w, an, "expert_used_count", (uint32_t)moe_k(p), err));
+        TRY(w_arch_u32(w, an, "expert_feed_forward_length", (uint32_t)moe_f(p), err));
+    }
     const bool gemma2 = !strcmp(arch->name, "gemma2");
     if (arch->swa && p->window > 0) {   /* gemma2's converter writes no pattern (llama.cpp: period 2) nor local theta */
         TRY(w_arch_u32(w, an, "attention.sliding_window", (uint32_t)p->window, err));
@@ -1191,6 +1226,17 @@ vocab:
         k++; \
     } while (0)
 #define ADDC(nm, ne0_, ne1_, std_, center_) ADDX(nm, (ne1_) == 1 ? 1 : 2, ne0_, ne1_, std_, center_, false)
+    /* a 3-D expert tensor [ne0, ne1, ne2]: ne1 x ne2 rows of ne0 */
+#define ADD3(nm, ne0_, ne1_, ne2_, std_) do { \
+        SPRIG_ASSERT(k < n_t); \
+        struct tdesc *t_ = &td[k]; \
+        t_->g = &g; t_->index = k; t_->ne0 = (ne0_); t_->rows = (int64_t)(ne1_) * (ne2_); t_->std = (std_); \
+        t_->type = sprig_qmix_type(&mix, nm, 3, t_->ne0, SPRIG_TYPE_F32); \
+        SPRIG_ASSERT(sprig_row_bytes(t_->type, t_->ne0, &t_->row_bytes)); \
+        int64_t ne_[3] = { t_->ne0, (ne1_), (ne2_) }; \
+        TRY(sprig_gguf_w_tensor_fill(w, nm, t_->type, 3, ne_, fill_tensor, t_, err)); \
+        k++; \
+    } while (0)
 #define ADD(nm, ne0_, ne1_, std_) ADDC(nm, ne0_, ne1_, std_, 0.0f)
     ADD("token_embd.weight", D, V, std);
     if (arch->hybrid) ADDC("output_norm.weight", D, 1, 0.2f, 1.0f);   /* qwen35: every norm random around 1 */
@@ -1389,12 +1435,24 @@ vocab:
         ADD(nm, Q, D, std_out);
         snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
         ADD(nm, D, 1, 0);
-        snprintf(nm, sizeof nm, "blk.%d.ffn_gate.weight", l);
-        ADD(nm, D, F, std);
-        snprintf(nm, sizeof nm, "blk.%d.ffn_down.weight", l);
-        ADD(nm, F, D, std_out);
-        snprintf(nm, sizeof nm, "blk.%d.ffn_up.weight", l);
-        ADD(nm, D, F, std);
+        if (arch->moe) {   /* the router (F32, never quantized), then the experts back to back [ne0, ne1, E] */
+            const int64_t E = moe_e(p), FE = moe_f(p);
+            snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", l);
+            ADD(nm, D, E, std);
+            snprintf(nm, sizeof nm, "blk.%d.ffn_gate_exps.weight", l);
+            ADD3(nm, D, FE, E, std);
+            snprintf(nm, sizeof nm, "blk.%d.ffn_down_exps.weight", l);
+            ADD3(nm, FE, D, E, std_out);
+            snprintf(nm, sizeof nm, "blk.%d.ffn_up_exps.weight", l);
+            ADD3(nm, D, FE, E, std);
+        } else {
+            snprintf(nm, sizeof nm, "blk.%d.ffn_gate.weight", l);
+            ADD(nm, D, F, std);
+            snprintf(nm, sizeof nm, "blk.%d.ffn_down.weight", l);
+            ADD(nm, F, D, std_out);
+            snprintf(nm, sizeof nm, "blk.%d.ffn_up.weight", l);
+            ADD(nm, D, F, std);
+        }
         snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
         ADD(nm, D, 1, 0);
     }
@@ -1418,6 +1476,7 @@ vocab:
         TRY(sprig_gguf_w_tensor_fill(w, "rope_freqs.weight", SPRIG_TYPE_F32, 1, ne, fill_rope_freqs, &ropef, err));
     }
 #undef ADD
+#undef ADD3
 #undef ADDC
 #undef ADDX
 write:

@@ -1,6 +1,6 @@
 /*
- * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, gemma2, gemma3,
- * gemma4, gemma4-assistant, qwen35 layouts) with seeded random weights.
+ * mkmodel — write synthetic GGUF models (llama, qwen2, qwen3, qwen3moe, gemma2,
+ * gemma3, gemma4, gemma4-assistant, qwen35 layouts) with seeded random weights.
  *
  * For tests and benchmarks at sizes the fixtures do not cover (a 1B-class
  * model in Q8_0, a tiny model in every weight type). Everything a real
@@ -109,6 +109,13 @@
  *   output_norm, starting from (0, x_0) at position 0; the MTP layer has its
  *   own KV cache.
  *
+ * qwen3moe (llama.cpp: src/models/qwen3moe.cpp): qwen3's attention layers
+ * (q/k norms, tied output) with routed experts instead of the FFN: keys
+ * expert_count E, expert_used_count K, expert_feed_forward_length Fe;
+ * tensors per layer ffn_gate_inp [D, E] (F32: llama-quantize never
+ * quantizes the router), ffn_gate_exps / ffn_up_exps [D, Fe, E],
+ * ffn_down_exps [Fe, D, E] (the experts' matrices back to back).
+ *
  * Deterministic: each row's random stream is derived from (seed, tensor,
  * row), so the bytes do not depend on the thread count. Tensors are produced
  * while the file is written (the writer's fill callback), so a model is never
@@ -133,8 +140,8 @@ struct sprig_mkmodel_params {
     const char *name;       /* general.name; NULL = "sprig-synthetic" */
     const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
-    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "gemma2", "gemma3", "gemma4",
-                               "gemma4-assistant", "qwen35" */
+    const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3",
+                               "gemma4", "gemma4-assistant", "qwen35" */
     int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length
                                (gemma4: the global layers' head size) */
     const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
@@ -177,6 +184,10 @@ struct sprig_mkmodel_params {
     int n_rot;              /* rope.dimension_count (0: head size / 4, even, at least 2) */
     int rope_sections[4];   /* rope.dimension_sections (all 0: the default described above) */
     bool mtp;               /* append the MTP layer (nextn_predict_layers = 1) */
+    /* qwen3moe only: routed experts instead of the FFN (0: the default described) */
+    int n_experts;          /* expert_count E (0: 8) */
+    int n_experts_used;     /* expert_used_count K, at most E (0: 2) */
+    int expert_ffn;         /* expert_feed_forward_length (0: ffn) */
     bool mtp_head;          /* the MTP layer's own nextn.embed_tokens and nextn.shared_head_head */
     struct sprig_mkmodel_target_facts {   /* filled by sprig_mkmodel_target (dim 0: not yet) */
         int dim, n_layers, n_rot, n_rot_swa;
@@ -203,7 +214,7 @@ sprig_status sprig_mkmodel_vocab_from(const char *path, int *n_vocab, sprig_erro
 sprig_status sprig_mkmodel_target(struct sprig_mkmodel_params *p, sprig_error *err);
 
 /* Fill *p with a named preset ("tiny", "small", "llama-1b", "qwen3-0.6b", "qwen3-1.7b", "gemma3-1b",
- * "qwen35-0.8b"); INVALID_ARG
+ * "qwen35-0.8b", "qwen3moe-a3b"); INVALID_ARG
  * naming the preset if unknown. */
 sprig_status sprig_mkmodel_preset(const char *preset, struct sprig_mkmodel_params *p, sprig_error *err);
 /* Comma-separated preset names, for help texts. */

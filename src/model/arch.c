@@ -26,6 +26,7 @@
  *         soft-capping when final_logit_softcapping is set; queries scaled by
  *         1/sqrt(head_dim), 1/sqrt(dim / n_head) for the 62-layer (27B)
  *         shape. NEOX pairing.
+ * qwen3moe: qwen3's attention, routed experts instead of the FFN (below).
  * A tensor of the file that its row does not name is refused (llama.cpp:
  * "wrong number of tensors"), so nothing a file holds is silently ignored;
  * that is also why qwen2/qwen3 have no attn_output.bias row (llama.cpp does
@@ -40,9 +41,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define G(nm, req, b, d0, d1, field) { nm, false, req, b, d0, d1, offsetof(sprig_model, field) }
-#define L(nm, b, d0, d1, field) { nm, true, true, b, d0, d1, offsetof(struct sprig_layer, field) }
-#define LO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field) }
+#define G(nm, req, b, d0, d1, field) { nm, false, req, b, d0, d1, offsetof(sprig_model, field), SPRIG_D_NONE }
+#define L(nm, b, d0, d1, field) { nm, true, true, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_NONE }
+#define LO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 
 /* what every row has */
 #define COMMON_TENSORS \
@@ -144,6 +145,31 @@ static const struct sprig_tensor_spec gemma4_tensors[] = {
     LO("blk.%d.post_norm.weight",  SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  pl_post_norm),
 };
 
+/* qwen3moe: qwen3's attention layers; the FFN is routed experts
+ * (model/moe.h): the router ffn_gate_inp [dim, E] and the experts'
+ * ffn_gate_exps / ffn_up_exps [dim, n_ff_exp, E], ffn_down_exps [n_ff_exp,
+ * dim, E] (llama.cpp's qwen3moe.cpp); no dense FFN, no shared expert. */
+#define LX(nm, d0, d1, field) { nm, true, true, SPRIG_BIND_EXPERTS, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
+static const struct sprig_tensor_spec qwen3moe_tensors[] = {
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq),
+    L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    L("blk.%d.attn_v.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
+    L("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
+    L("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    QKV_BIASES(LO),
+    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm),
+    L("blk.%d.ffn_gate_inp.weight", SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_EXPERTS, router),
+    LX("blk.%d.ffn_gate_exps.weight", SPRIG_D_DIM,    SPRIG_D_FF_EXP, exp_gate),
+    LX("blk.%d.ffn_down_exps.weight", SPRIG_D_FF_EXP, SPRIG_D_DIM,    exp_down),
+    LX("blk.%d.ffn_up_exps.weight",   SPRIG_D_DIM,    SPRIG_D_FF_EXP, exp_up),
+};
+#undef LX
+
 /* qwen35 (dense): attention layers with q/k norms and an output gate (attn_q
  * holds [q | gate] per head), gated delta-net layers, and post_attention_norm
  * as the FFN's input norm (llama.cpp's name for it there); which tensors a
@@ -175,8 +201,8 @@ static const struct sprig_tensor_spec qwen35_tensors[] = {
 };
 
 /* qwen35's MTP blocks (llama.cpp's load_block_mtp): blk.N.* for N past the last layer */
-#define NB(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field) }
-#define NX(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, field) }
+#define NB(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_NONE }
+#define NX(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, field), SPRIG_D_NONE }
 static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
     NB("blk.%d.attn_norm.weight",   true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
     NB("blk.%d.post_attention_norm.weight", true, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
@@ -208,10 +234,14 @@ static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
  * CAP: { reads final, reads attention, final default, attention default } */
 #define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, nt, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL, false }
 #define ROW(nm, mode, t, act, es, swa, cap, shapes) \
     { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, NULL, 0, shapes, \
-      sprig_llama_forward_multi }
+      sprig_llama_forward_multi, false }
+/* a row whose FFNs are routed experts (model/moe.h) */
+#define ROW_MOE(nm, mode, t, act) \
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, false, { 0, false, 0, 0 }, { false, false, 0.0f, 0.0f }, \
+      false, NULL, 0, false, sprig_llama_forward_multi, true }
 #define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
 #define NO_SWA SWA(0, false, 0, 0)
 #define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }
@@ -220,6 +250,7 @@ static const struct sprig_arch arches[] = {
     ROW("llama", SPRIG_ROPE_NORM, llama_tensors, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, false),
     ROW("qwen2", SPRIG_ROPE_NEOX, qwen2_tensors, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, false),
     ROW("qwen3", SPRIG_ROPE_NEOX, qwen3_tensors, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, false),
+    ROW_MOE("qwen3moe", SPRIG_ROPE_NEOX, qwen3moe_tensors, SPRIG_FFN_SILU),
     /* gemma2: every other layer slides (window 4096 by default), local RoPE = global, both caps on by default */
     ROW("gemma2", SPRIG_ROPE_NEOX, gemma2_tensors, SPRIG_FFN_GELU, true, SWA(2, false, 46, 4096), CAP(true, true, 30.0f, 50.0f), false),
     ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62, 0), CAP(true, false, 0.0f, 0.0f), false),
@@ -234,6 +265,7 @@ static const struct sprig_arch arches[] = {
 #undef NO_CAP
 #undef CAP
 #undef ROW
+#undef ROW_MOE
 #undef ROWF
 
 void sprig_arch_names(char *buf, size_t cap)

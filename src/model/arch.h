@@ -29,11 +29,15 @@ enum sprig_dim {
     SPRIG_D_SSM_VH,   /* v_heads */
     SPRIG_D_SSM_S,    /* state */
     SPRIG_D_SSM_K,    /* conv taps */
+    SPRIG_D_FF_EXP,   /* an expert's FFN width (expert_feed_forward_length) */
+    SPRIG_D_EXPERTS,  /* expert_count: the third dimension of expert tensors */
 };
 
 /* Where a tensor binds: a vector or small table copied to owned f32 (ne0 x ne1
  * floats) or a matrix (sprig_weight). */
-enum sprig_bind { SPRIG_BIND_NORM, SPRIG_BIND_MATRIX };
+enum sprig_bind { SPRIG_BIND_NORM, SPRIG_BIND_MATRIX,
+                  SPRIG_BIND_EXPERTS /* [ne0, ne1, n_expert]: one matrix per expert, views of the file's slices
+                                        (the field is a sprig_weight * array) */ };
 
 struct sprig_tensor_spec {
     const char *name;       /* "blk.%d.attn_q.weight" for per-layer tensors */
@@ -42,6 +46,7 @@ struct sprig_tensor_spec {
     enum sprig_bind bind;
     enum sprig_dim ne0, ne1;   /* ne1 == SPRIG_D_NONE: a vector */
     size_t offset;          /* offsetof into sprig_model (global) or struct sprig_layer (per layer) */
+    enum sprig_dim ne2;     /* SPRIG_BIND_EXPERTS: SPRIG_D_EXPERTS; else SPRIG_D_NONE */
 };
 
 typedef sprig_status (*sprig_forward_fn)(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err);
@@ -100,6 +105,8 @@ struct sprig_arch {
                                V RMS-normed without weight (or K's projection when attn_v is
                                absent), queries unscaled (the q/k norms carry the scale) */
     sprig_forward_multi_fn forward_multi;   /* NULL: one sequence per forward (a hybrid's recurrent states) */
+    bool moe;               /* mixture-of-experts FFNs (model/moe.h): reads the expert_* keys; a row without
+                               refuses a file that sets expert_count */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);

@@ -6,6 +6,7 @@
  * forward function.
  */
 #include "model/internal.h"
+#include "model/moe.h"
 #include "base/mem.h"
 #include "tensor/attention.h"
 
@@ -20,6 +21,8 @@ void sprig_ctx_free(sprig_ctx *c)
     if (!c) return;
     sprig_kv_free(c->kv);
     sprig_rec_free(c->rec);
+    if (c->moe) sprig_moe_scratch_free(c->moe);
+    free(c->moe);
     sprig_kv_pool_free(c->own_pool);
     float **bufs[] = { &c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->tmp, &c->gate, &c->up, &c->hid, &c->rope, &c->attn_scratch,
                        &c->rope_swa, &c->band, &c->pl, &c->pl_tmp, &c->pl_row, &c->ones };
@@ -257,6 +260,10 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
     if (!c->ones) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory"); goto fail; }
     for (int i = 0; i < hp->max_hd; i++) c->ones[i] = 1.0f;
     if (hp->n_recurrent && (st = sprig_rec_create(c, err))) goto fail;
+    if (hp->n_expert) {   /* routed experts: routing, grouping and per-slot outputs for B rows */
+        if (!(c->moe = calloc(1, sizeof *c->moe))) { st = sprig_err(err, SPRIG_E_NOMEM, "context: out of memory"); goto fail; }
+        if ((st = sprig_moe_scratch_alloc(c->moe, hp, (int)B, err))) goto fail;
+    }
     bool gated = false;
     for (int l = 0; l < hp->n_layer; l++) gated |= m->layers[l].attn_gate;
     if (gated) {   /* qwen35's gated attention: [q | gate] per head */

@@ -45,6 +45,7 @@ struct sprig_ctx {
     float *qgate;             /* [B][max_qdim] the gates */
     float *ones;              /* [max_hd] 1.0f: the weight of a weightless RMSNorm (gemma4's V) */
     struct sprig_rec *rec;    /* gated delta-net states and scratch (qwen35), or NULL */
+    struct sprig_moe_scratch *moe;   /* routed experts' scratch (model/moe.h), or NULL (no expert layers) */
 };
 
 /* A hybrid model's recurrent side (model/qwen35.c): per layer the

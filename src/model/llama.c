@@ -31,6 +31,7 @@
  * the pool by rows for big batches.
  */
 #include "model/band.h"
+#include "model/moe.h"
 #include "model/internal.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
@@ -304,34 +305,39 @@ static void forward_layers(sprig_ctx *h, struct seg *sg, int n_seg, int n, const
 
         sprig_act_init(&act, h->att, n, qdim, h->act, h->act_bytes);
         float *wo_out[1] = { h->tmp };
-        const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
-        sprig_matmul_then(pool, &act, 1, wo, wo_out, 2, gu);
+        const bool moe = L->exp_gate != NULL;   /* routed experts (model/moe.h): the router comes next */
+        const sprig_weight *gu[2] = { moe ? &L->router : &L->w_gate, &L->w_up };
+        sprig_matmul_then(pool, &act, 1, wo, wo_out, moe ? 1 : 2, gu);
         if (L->bo)   /* tmp[n][dim] += bo[dim], before the residual add (llama's optional attn_output.bias) */
             for (int i = 0; i < n; i++) sprig_add_inplace(h->tmp + (size_t)i * dim, L->bo, dim);
         if (L->attn_post_norm) sprig_rmsnorm(h->tmp, h->tmp, L->attn_post_norm, n, dim, hp->eps);   /* gemma */
         struct rowwise an = { .op = RW_ADD_NORM, .n = n, .dim = dim, .x = h->x, .xn = h->xn, .add = h->tmp,
                               .w = L->ffn_norm, .eps = hp->eps };
         rowwise(pool, &an);
-        sprig_act_init(&act, h->xn, n, dim, h->act, h->act_bytes);
-        float *gu_out[2] = { h->gate, h->up };
-        const sprig_weight *wd[1] = { &L->w_down };
-        sprig_matmul_then(pool, &act, 2, gu, gu_out, 1, wd);
-        struct rowwise sw = { .op = m->arch->ffn_act == SPRIG_FFN_GELU ? RW_GEGLU : RW_SWIGLU, .n = n, .dim = L->n_ff,
-                              .gate = h->gate, .up = h->up };
-        rowwise(pool, &sw);
+        if (moe) {   /* tmp[n][dim] = the experts the rows chose, each read once for the batch */
+            sprig_moe_ffn(pool, hp, L, n, h->xn, h->tmp, h->gate, h->up, h->act, h->act_bytes, h->moe);
+        } else {
+            sprig_act_init(&act, h->xn, n, dim, h->act, h->act_bytes);
+            float *gu_out[2] = { h->gate, h->up };
+            const sprig_weight *wd[1] = { &L->w_down };
+            sprig_matmul_then(pool, &act, 2, gu, gu_out, 1, wd);
+            struct rowwise sw = { .op = m->arch->ffn_act == SPRIG_FFN_GELU ? RW_GEGLU : RW_SWIGLU, .n = n, .dim = L->n_ff,
+                                  .gate = h->gate, .up = h->up };
+            rowwise(pool, &sw);
 
-        sprig_act_init(&act, h->gate, n, L->n_ff, h->act, h->act_bytes);
-        float *wd_out[1] = { h->tmp };
-        /* next: the next layer's q, k, v (or the output projection) */
-        const sprig_weight *nq[3] = { NULL, NULL, NULL };
-        int mq = 0;
-        if (l + 1 < hp->n_layer) {
-            const struct sprig_layer *N = &m->layers[l + 1];
-            nq[0] = &N->wq; nq[1] = &N->wk; nq[2] = &N->wv; mq = 3;
-        } else if (want_logits) {
-            nq[0] = &m->output; mq = 1;
+            sprig_act_init(&act, h->gate, n, L->n_ff, h->act, h->act_bytes);
+            float *wd_out[1] = { h->tmp };
+            /* next: the next layer's q, k, v (or the output projection) */
+            const sprig_weight *nq[3] = { NULL, NULL, NULL };
+            int mq = 0;
+            if (l + 1 < hp->n_layer) {
+                const struct sprig_layer *N = &m->layers[l + 1];
+                nq[0] = &N->wq; nq[1] = &N->wk; nq[2] = &N->wv; mq = 3;
+            } else if (want_logits) {
+                nq[0] = &m->output; mq = 1;
+            }
+            sprig_matmul_then(pool, &act, 1, wd, wd_out, mq, nq);
         }
-        sprig_matmul_then(pool, &act, 1, wd, wd_out, mq, nq);
         if (L->ffn_post_norm) sprig_rmsnorm(h->tmp, h->tmp, L->ffn_post_norm, n, dim, hp->eps);   /* gemma */
         if (L->pl_gate.raw || L->out_scale) {   /* gemma4: the residual add, then the per-layer input and scale */
             sprig_add_inplace(h->x, h->tmp, (int64_t)n * dim);

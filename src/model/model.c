@@ -5,6 +5,7 @@
  * names the file and the key or tensor.
  */
 #include "model/arch.h"
+#include "model/moe.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "tensor/attention.h"
@@ -183,16 +184,8 @@ static sprig_status read_hparams(const sprig_gguf *g, const struct sprig_arch *a
                              (double)*caps[i].field);
     }
 
-    if (a->layer_shapes) {   /* gemma4: mixture-of-experts layers are refused by name, never run wrongly */
-        snprintf(key, sizeof key, "%s.expert_count", a->name);
-        int64_t ne = 0;
-        if (sprig_gguf_find_kv(g, key) >= 0 && sprig_gguf_kv_type(g, sprig_gguf_find_kv(g, key)) != SPRIG_GGUF_ARR &&
-            (st = sprig_gguf_get_i64(g, key, &ne, false, err)))
-            return st;
-        if (ne != 0 || (sprig_gguf_find_kv(g, key) >= 0 && sprig_gguf_kv_type(g, sprig_gguf_find_kv(g, key)) == SPRIG_GGUF_ARR))
-            return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' is set: sprig does not run mixture-of-experts layers "
-                             "(ffn_gate_inp, *_exps)", path, key);
-    }
+    /* mixture-of-experts keys: read by a row with experts, refused by name by the others (model/moe.h) */
+    if ((st = sprig_moe_read_hparams(g, a, hp, err))) return st;
     if (a->nextn_tensors) {   /* MTP blocks after the last layer: block_count counts them (llama.cpp's n_layer_all) */
         snprintf(key, sizeof key, "%s.nextn_predict_layers", a->name);
         int64_t nx = 0;
@@ -399,6 +392,7 @@ static sprig_status read_layer_shapes(const sprig_gguf *g, const struct sprig_ar
         MAXF(max_hd, L->head_dim);
         MAXF(max_rot, L->n_rot);
         MAXF(max_ff, L->n_ff);
+        MAXF(max_ff, hp->n_ff_exp);
 #undef MAXF
     }
     return SPRIG_OK;
@@ -468,7 +462,7 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
 /* A symbolic size for a global tensor (L NULL) or layer L's tensor. */
 static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_layer *L, enum sprig_dim d)
 {
-    switch (d) {   /* sixteen symbolic sizes; a table would need the hparams anyway */
+    switch (d) {   /* eighteen symbolic sizes; a table would need the hparams anyway */
     case SPRIG_D_DIM:   return hp->dim;
     case SPRIG_D_QDIM:  return L ? (int64_t)L->n_head * L->head_dim : (int64_t)hp->n_head * hp->head_dim;
     case SPRIG_D_KVDIM: return L ? (int64_t)L->n_kv_head * L->head_dim : (int64_t)hp->n_kv_head * hp->head_dim;
@@ -486,9 +480,46 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
     case SPRIG_D_SSM_VH: return hp->ssm_v_heads;
     case SPRIG_D_SSM_S: return hp->ssm_state;
     case SPRIG_D_SSM_K: return hp->ssm_conv;
+    case SPRIG_D_FF_EXP: return hp->n_ff_exp;
+    case SPRIG_D_EXPERTS: return hp->n_expert;
     case SPRIG_D_NONE:  return 1;
     }
     return -1;
+}
+
+/* An expert tensor [e0, e1, n_expert]: one weight per expert over its
+ * slice of the file (views; each packed for the kernels as any matrix). */
+static sprig_status bind_experts(sprig_model *m, const sprig_gguf_tensor *t, const char *name, int64_t e0, int64_t e1,
+                                 sprig_weight **dst, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(m->gguf);
+    const int E = m->hp.n_expert;
+    if (t->n_dims != 3 || t->ne[0] != e0 || t->ne[1] != e1 || t->ne[2] != E || t->ne[3] != 1)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %d] "
+                         "(%s.expert_count = %d)", path, name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                         (long long)t->ne[3], (long long)e0, (long long)e1, E, m->arch->name, E);
+    const struct sprig_type_traits *tt = sprig_type_traits(t->type);
+    if (!tt || !tt->can_compute)
+        return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: tensor '%s' has type %s, which sprig cannot compute (%s)",
+                         path, name, sprig_type_name(t->type), sprig_type_readable_names());
+    size_t rb;
+    if (!sprig_row_bytes(t->type, e0, &rb)) return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s': bad row size", path, name);
+    sprig_weight *w = calloc((size_t)E, sizeof *w);
+    if (!w) return sprig_err(err, SPRIG_E_NOMEM, "%s: tensor '%s': out of memory", path, name);
+    *dst = w;   /* freed with the model, also after a failure below */
+    for (int e = 0; e < E; e++) {
+        char en[160];
+        snprintf(en, sizeof en, "%s (expert %d)", name, e);
+        sprig_status st = sprig_weight_init(&w[e], en, t->type, (const char *)t->data + (size_t)e * rb * (size_t)e1, e0, e1, err);
+        if (st) {
+            sprig_err_prefix(err, "%s", path);
+            return st;
+        }
+    }
+    m->n_params += e0 * e1 * E;
+    /* a decode step reads K of the E experts */
+    m->weight_bytes += t->nbytes / (size_t)E * (size_t)m->hp.n_expert_used;
+    return SPRIG_OK;
 }
 
 /* Bind one tensor (name with layer index `layer`) into base; shape: the
@@ -508,6 +539,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
     used[t - sprig_gguf_tensor_at(m->gguf, 0)] = true;
     const struct sprig_layer *L = shape;
     int64_t e0 = dim_value(&m->hp, L, s->ne0), e1 = dim_value(&m->hp, L, s->ne1);
+    if (s->bind == SPRIG_BIND_EXPERTS) return bind_experts(m, t, name, e0, e1, (sprig_weight **)((char *)base + s->offset), err);
     int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
     bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
     if (!ok || (t->n_dims != want_dims && !(t->n_dims == 2 && want_dims == 1 && t->ne[1] == 1))) {
@@ -587,6 +619,12 @@ void sprig_model_free(sprig_model *m)
             sprig_weight_free(&L->w_gate);
             sprig_weight_free(&L->w_up);
             sprig_weight_free(&L->w_down);
+            sprig_weight_free(&L->router);
+            sprig_weight *const ex[] = { L->exp_gate, L->exp_up, L->exp_down };
+            for (size_t j = 0; j < sizeof ex / sizeof ex[0]; j++) {
+                for (int e = 0; ex[j] && e < m->hp.n_expert; e++) sprig_weight_free(&ex[j][e]);
+                free(ex[j]);
+            }
         }
         free(m->layers);
     }

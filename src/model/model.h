@@ -56,6 +56,10 @@ struct sprig_hparams {
     float attn_scale;   /* query scale: 1/sqrt(head_dim), or the row's rule (gemma 27B) */
     int   swa_window;   /* sliding layers' window W (0: none); which layers: sprig_layer.window */
     float rope_theta_swa, rope_freq_scale_swa;   /* RoPE of the sliding layers */
+    /* mixture-of-experts layers (model/moe.h; 0 without): <arch>.expert_* keys */
+    int   n_expert;     /* expert_count E: routed experts per layer */
+    int   n_expert_used;/* expert_used_count K: experts each token runs (top-k of the router) */
+    int   n_ff_exp;     /* expert_feed_forward_length: an expert's FFN width */
     float final_softcap;    /* logits = c * tanh(logits / c); 0 = none */
     float attn_softcap;     /* attention scores likewise, after the scale (gemma2); 0 = none */
 };
@@ -78,6 +82,11 @@ struct sprig_layer {
     sprig_weight w_gate;      /* dim -> n_ff */
     sprig_weight w_up;        /* dim -> n_ff */
     sprig_weight w_down;      /* n_ff -> dim */
+    /* a mixture-of-experts FFN instead of w_gate / w_up / w_down (model/moe.h); router.raw NULL: dense */
+    sprig_weight router;      /* dim -> n_expert (ffn_gate_inp): the router's logits */
+    sprig_weight *exp_gate;   /* [n_expert] dim -> n_ff_exp, views into ffn_gate_exps [dim, n_ff_exp, E] */
+    sprig_weight *exp_up;     /* [n_expert] dim -> n_ff_exp (ffn_up_exps) */
+    sprig_weight *exp_down;   /* [n_expert] n_ff_exp -> dim (ffn_down_exps [n_ff_exp, dim, E]) */
     int          window;      /* sliding-window layer: keys at positions > p - window only; 0 = full */
     int          n_head, n_kv_head, head_dim, n_rot, n_ff;   /* this layer's shape */
     int          kv_layer;    /* the layer whose cache it reads: itself, or an earlier one (gemma4 shared KV) */

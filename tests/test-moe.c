@@ -1,0 +1,291 @@
+/*
+ * tests/test-moe.c — mixture-of-experts layers (model/moe.h) on synthetic
+ * qwen3moe files (sprig mkmodel's layout, checked against llama.cpp by
+ * tests/test-oracle-llamacpp.sh):
+ *   - routing: the forward of a 12-row block gives every row the bits that
+ *     row gets alone (token by token), with 1 and 2 threads, in F32 and
+ *     Q8_0; the block ran more experts than one row does (the rows chose
+ *     different experts, each run once over the rows that chose it);
+ *   - a mutation of the routing (the second expert's weight dropped) changes
+ *     the logits, so the equality above is not vacuous;
+ *   - speculation: greedy output with an n-gram chain, a draft model chain,
+ *     a draft-model runner-up tree and tree auto equals plain decoding, and
+ *     each run's statistics prove its path ran and accepted drafts;
+ *   - bad files, each refused naming the key or tensor: expert_count 0,
+ *     expert_used_count above expert_count, an expert count the tensors do
+ *     not have, a softmax-less router (expert_gating_func 2), unnormalised
+ *     weights, shared experts, expert keys on a dense architecture, a missing
+ *     router, an expert tensor of the wrong shape.
+ */
+#include "test.h"
+#include "test_gguf_edit.h"
+#include "test_session.h"
+#include "gguf/gguf.h"
+#include "mkmodel/mkmodel.h"
+#include "model/internal.h"
+#include "model/model.h"
+#include "model/moe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *g_f32, *g_q8, *g_draft, *g_dense;
+
+static char *make(const char *arch, int type, int layers, const char *name)
+{
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params mp;
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = arch;
+    mp.dim = 128;
+    mp.n_heads = 4;
+    mp.n_kv_heads = 2;
+    mp.head_dim = 32;
+    mp.n_layers = layers;
+    mp.ffn = 192;
+    mp.ctx = 512;
+    mp.std = 0.08f;
+    mp.type = type;
+    mp.seed = 7;
+    if (!strcmp(arch, "qwen3moe")) {
+        mp.n_experts = 8;
+        mp.n_experts_used = 2;
+        mp.expert_ffn = 64;
+    }
+    char *path = strdup(test_tmpfile(name));
+    CHECKF(sprig_mkmodel_write(&mp, path, &err) == SPRIG_OK, "%s: %s", name, err.msg);
+    return path;
+}
+
+static sprig_model *load(const char *path)
+{
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    CHECKF(sprig_model_load(path, &m, &err) == SPRIG_OK, "%s: %s", path, err.msg);
+    return m;
+}
+
+/* logits[n][V] of tokens[n] as one block (one = false) or token by token */
+static bool run_rows(sprig_model *m, int threads, const int32_t *tokens, int n, bool one, float *logits, int *experts)
+{
+    sprig_error err = { 0 };
+    sprig_pool *pool = sprig_pool_create(threads, &err);
+    struct sprig_ctx_params cp = { .n_ctx = 64, .n_batch = 16 };
+    sprig_ctx *c = NULL;
+    bool ok = pool && sprig_ctx_create(m, pool, &cp, &c, &err) == SPRIG_OK;
+    const size_t V = (size_t)m->hp.n_vocab;
+    int most = 0;
+    for (int i = 0; ok && i < n; i += one ? 1 : n) {
+        struct sprig_fwd f = { .n = one ? 1 : n, .tokens = tokens + i, .n_out = one ? 1 : n, .logits = logits + (size_t)i * V };
+        ok = sprig_forward(c, &f, &err) == SPRIG_OK;
+        if (ok && c->moe && c->moe->last_experts > most) most = c->moe->last_experts;
+    }
+    CHECKF(ok, "forward: %s", err.msg);
+    if (experts) *experts = most;
+    sprig_ctx_free(c);
+    sprig_pool_free(pool);
+    return ok;
+}
+
+static void check_rows(const char *path, const char *what)
+{
+    sprig_model *m = load(path);
+    if (!m) return;
+    enum { N = 12 };
+    const size_t V = (size_t)m->hp.n_vocab;
+    int32_t tokens[N];
+    for (int i = 0; i < N; i++) tokens[i] = i ? 3 + 37 * i % (m->hp.n_vocab - 3) : 1;
+    float *alone = calloc(N * V, sizeof(float)), *block = calloc(N * V, sizeof(float)), *block1 = calloc(N * V, sizeof(float));
+    int e_alone = 0, e_block = 0;
+    if (run_rows(m, 2, tokens, N, true, alone, &e_alone) && run_rows(m, 2, tokens, N, false, block, &e_block) &&
+        run_rows(m, 1, tokens, N, false, block1, NULL)) {
+        CHECKF(!memcmp(alone, block, N * V * sizeof(float)), "%s: a 12-row block's logits differ from the rows alone", what);
+        CHECKF(!memcmp(block, block1, N * V * sizeof(float)), "%s: 1 and 2 threads give different logits", what);
+        CHECK_EQ_INT(e_alone, m->hp.n_expert_used);   /* one row runs exactly its K experts */
+        CHECKF(e_block > m->hp.n_expert_used && e_block <= m->hp.n_expert, "%s: the block ran %d experts", what, e_block);
+        fprintf(stderr, "  %s: 12 rows in one forward = alone, 1 = 2 threads; one row ran %d experts, the block %d of %d\n", what,
+                e_alone, e_block, m->hp.n_expert);
+    }
+    /* the equality is not vacuous: a routing that drops the second expert changes the logits */
+    if (!strcmp(what, "f32")) {
+        const int K = m->hp.n_expert_used;
+        m->hp.n_expert_used = 1;   /* the top expert alone, renormalised to weight 1 */
+        float *mut = calloc(N * V, sizeof(float));
+        sprig_error err = { 0 };
+        sprig_pool *pool = sprig_pool_create(2, &err);
+        struct sprig_ctx_params cp = { .n_ctx = 64, .n_batch = 16 };
+        sprig_ctx *c = NULL;
+        if (pool && sprig_ctx_create(m, pool, &cp, &c, &err) == SPRIG_OK) {
+            struct sprig_fwd f = { .n = N, .tokens = tokens, .n_out = N, .logits = mut };
+            CHECK(sprig_forward(c, &f, &err) == SPRIG_OK);
+            CHECKF(memcmp(mut, block, N * V * sizeof(float)) != 0, "one expert instead of two gave the same logits");
+        }
+        sprig_ctx_free(c);
+        sprig_pool_free(pool);
+        free(mut);
+        m->hp.n_expert_used = K;
+    }
+    free(alone);
+    free(block);
+    free(block1);
+    sprig_model_free(m);
+}
+
+static void test_rows(void)
+{
+    check_rows(g_f32, "f32");
+    check_rows(g_q8, "q8_0");
+}
+
+static struct sprig_session_params params(int drafter, const char *draft, int k, int tree, int branches, int width, bool autos)
+{
+    struct sprig_session_params p = sprig_session_default_params();
+    p.n_threads = 2;
+    p.temp = 0;
+    p.n_ctx = 256;
+    p.ignore_eos = true;
+    p.drafter = drafter;
+    p.draft_path = draft;
+    p.draft_max = k ? k : 4;
+    p.tree = tree;
+    p.tree_branches = branches;
+    p.tree_width = width;
+    p.tree_auto = autos;
+    return p;
+}
+
+static void test_speculation(void)
+{
+    sprig_model *m = load(g_q8);
+    if (!m) return;
+    const char *prompt = "the cat the cat the cat";
+    struct test_run plain = { 0 };
+    struct sprig_session_params pp = params(SPRIG_DRAFTER_NONE, NULL, 0, SPRIG_TREE_OFF, 0, 0, false);
+    if (!test_run_session(m, &pp, prompt, 96, &plain)) { sprig_model_free(m); return; }
+    /* the oracle drafter (benchmarks' drafter) replays plain decoding's ids at set rates, so chains and
+     * trees accept part of their drafts and side branches win, which random drafters never do */
+    const char *ids = test_tmpfile("moe-ids.txt");
+    {
+        sprig_error err = { 0 };
+        int32_t pid[64];
+        const int np = sprig_text_to_tokens(m, prompt, strlen(prompt), true, pid, 64, &err);
+        FILE *f = fopen(ids, "w");
+        CHECK(f && np > 0 && np <= 64);
+        if (!f || np <= 0 || np > 64) { free(plain.ids); sprig_model_free(m); if (f) fclose(f); return; }
+        for (int i = 0; i < np; i++) fprintf(f, "%d%c", (int)pid[i], i + 1 == np ? '\n' : ' ');
+        for (int i = 0; i < plain.n; i++) fprintf(f, "%d%c", (int)plain.ids[i], i + 1 == plain.n ? '\n' : ' ');
+        fclose(f);
+    }
+    struct sprig_session_params oc = params(SPRIG_DRAFTER_ORACLE, ids, 5, SPRIG_TREE_OFF, 0, 0, false);
+    oc.oracle_accept = "0.8,0.6";
+    struct sprig_session_params ot = oc;
+    ot.tree = SPRIG_TREE_ON;
+    ot.tree_branches = 3;
+    ot.oracle_sibling = 0.7f;
+    const struct {
+        const char *name, *path;
+        struct sprig_session_params p;
+        bool accepts, branches;
+    } cases[] = {
+        { "n-gram chain", "chain", params(SPRIG_DRAFTER_NGRAM, NULL, 4, SPRIG_TREE_OFF, 0, 0, false), true, false },
+        { "oracle chain", "chain", oc, true, false },
+        { "oracle tree", "tree", ot, true, true },
+        { "draft-model chain", "chain", params(SPRIG_DRAFTER_MODEL, g_draft, 4, SPRIG_TREE_OFF, 0, 0, false), false, false },
+        { "draft-model tree", "tree", params(SPRIG_DRAFTER_MODEL, g_draft, 4, SPRIG_TREE_ON, 3, 0, false), false, false },
+        { "draft-model tree auto", NULL, params(SPRIG_DRAFTER_MODEL, g_draft, 6, SPRIG_TREE_ON, 10, 3, true), false, false },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct test_run r = { 0 };
+        if (!test_run_session(m, &cases[i].p, prompt, 96, &r)) continue;
+        const int d = test_first_diff(&plain, &r);
+        CHECKF(d < 0, "%s: differs from plain decoding at step %d", cases[i].name, d);
+        CHECKF(r.st.rounds > 0 && r.st.proposed > 0, "%s: no speculative round ran (path %s)", cases[i].name, r.st.path);
+        CHECKF(!cases[i].path || !strcmp(r.st.path, cases[i].path), "%s: path %s", cases[i].name, r.st.path);
+        CHECKF(!cases[i].accepts || (r.st.accepted > 0 && r.st.accepted < r.st.proposed) || (i == 0 && r.st.accepted > 0),
+               "%s: accepted %lld of %lld drafts", cases[i].name, (long long)r.st.accepted, (long long)r.st.proposed);
+        CHECKF(!cases[i].branches || r.st.branch_rounds > 0, "%s: no round was won by a side branch", cases[i].name);
+        fprintf(stderr, "  %-22s = plain over 96 tokens: path %s, %lld rounds, %lld of %lld drafts accepted, %lld by side branches\n",
+                cases[i].name, r.st.path, (long long)r.st.rounds, (long long)r.st.accepted, (long long)r.st.proposed,
+                (long long)r.st.branch_rounds);
+        free(r.ids);
+    }
+    free(plain.ids);
+    sprig_model_free(m);
+}
+
+/* src rewritten without tensor `drop` and with tensor `reshape` declared as ne (same bytes) */
+static const char *rewrite(const char *src, const char *name, const char *drop, const char *reshape, const int64_t *ne)
+{
+    sprig_error err = { 0 };
+    sprig_gguf *g = sprig_gguf_open(src, &err);
+    if (!g) { CHECKF(false, "%s", err.msg); return NULL; }
+    sprig_gguf_writer *w = sprig_gguf_writer_create(&err);
+    bool ok = w != NULL;
+    for (int64_t i = 0; ok && i < sprig_gguf_n_kv(g); i++) ok = sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK;
+    for (int64_t i = 0; ok && i < sprig_gguf_n_tensors(g); i++) {
+        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
+        if (drop && !strcmp(t->name, drop)) continue;
+        const bool rs = reshape && !strcmp(t->name, reshape);
+        ok = sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, rs ? ne : t->ne, t->data, &err) == SPRIG_OK;
+    }
+    const char *path = test_tmpfile(name);
+    ok = ok && sprig_gguf_writer_write(w, path, &err) == SPRIG_OK;
+    CHECKF(ok, "rewrite %s: %s", name, err.msg);
+    sprig_gguf_writer_free(w);
+    sprig_gguf_close(g);
+    return ok ? path : NULL;
+}
+
+static void expect_refused(const char *path, const char *needle)
+{
+    if (!path) return;
+    sprig_error err = { 0 };
+    sprig_model *m = NULL;
+    const sprig_status st = sprig_model_load(path, &m, &err);
+    CHECKF(st != SPRIG_OK && strstr(err.msg, needle), "load must fail naming '%s'; got %d: %s", needle, (int)st, err.msg);
+    sprig_model_free(m);
+}
+
+static void test_bad_files(void)
+{
+    const uint32_t zero = 0, nine = 9, four = 4, two = 2;
+    const bool no = false;
+    const struct { const char *key; int vtype; const void *v; const char *needle; } keys[] = {
+        { "qwen3moe.expert_count", SPRIG_GGUF_U32, &zero, "qwen3moe.expert_count" },
+        { "qwen3moe.expert_used_count", SPRIG_GGUF_U32, &nine, "qwen3moe.expert_used_count" },
+        { "qwen3moe.expert_count", SPRIG_GGUF_U32, &four, "blk.0.ffn_gate_inp.weight" },   /* the tensors hold 8 */
+        { "qwen3moe.expert_gating_func", SPRIG_GGUF_U32, &two, "qwen3moe.expert_gating_func" },
+        { "qwen3moe.expert_weights_norm", SPRIG_GGUF_BOOL, &no, "qwen3moe.expert_weights_norm" },
+        { "qwen3moe.expert_shared_count", SPRIG_GGUF_U32, &two, "qwen3moe.expert_shared_count" },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        struct test_key_edit e = { keys[i].key, keys[i].vtype, keys[i].v, 0 };
+        char name[64];
+        snprintf(name, sizeof name, "moe-bad-%zu.gguf", i);
+        test_expect_load_fails(g_f32, name, &e, keys[i].needle);
+    }
+    const uint32_t eight = 8;
+    struct test_key_edit dense = { "qwen3.expert_count", SPRIG_GGUF_U32, &eight, 0 };
+    test_expect_load_fails(g_dense, "moe-bad-dense.gguf", &dense, "qwen3.expert_count");
+    expect_refused(rewrite(g_f32, "moe-no-router.gguf", "blk.1.ffn_gate_inp.weight", NULL, NULL), "blk.1.ffn_gate_inp.weight");
+    const int64_t swapped[3] = { 128, 64, 8 };   /* ffn_down_exps is [64, 128, 8] */
+    expect_refused(rewrite(g_f32, "moe-bad-shape.gguf", NULL, "blk.0.ffn_down_exps.weight", swapped), "blk.0.ffn_down_exps.weight");
+    const int64_t fewer[3] = { 128, 128, 4 };   /* 8 experts' bytes declared as 4 of twice the width */
+    expect_refused(rewrite(g_f32, "moe-bad-count.gguf", NULL, "blk.1.ffn_up_exps.weight", fewer), "blk.1.ffn_up_exps.weight");
+}
+
+int main(void)
+{
+    g_f32 = make("qwen3moe", SPRIG_TYPE_F32, 3, "moe-f32.gguf");
+    g_q8 = make("qwen3moe", SPRIG_TYPE_Q8_0, 3, "moe-q8.gguf");
+    g_draft = make("qwen3", SPRIG_TYPE_F32, 1, "moe-draft.gguf");
+    g_dense = make("qwen3", SPRIG_TYPE_F32, 2, "moe-dense.gguf");
+    RUN(test_rows);
+    RUN(test_speculation);
+    RUN(test_bad_files);
+    free(g_f32);
+    free(g_q8);
+    free(g_draft);
+    free(g_dense);
+    return test_summary("test-moe");
+}
