@@ -579,7 +579,10 @@ check "qwen3moe experts [48, 64, 6]" grep -E -q 'blk\.1\.ffn_down_exps\.weight +
 check "qwen3moe has no dense FFN" sh -c "! grep -q 'ffn_gate\.weight' '$TMP/moe.txt'"
 "$BIN" run -m "$TMP/moe.gguf" -n 8 --temp 0 -q >/dev/null 2>"$TMP/err"; rc=$?
 check "qwen3moe runs (rc $rc)" [ $rc -eq 0 ]
-bad "experts on llama" "--experts, --experts-used and --expert-ffn are for --arch qwen3moe, not llama" --experts 4 -o "$TMP/x.gguf"
+bad "experts on llama" "--experts, --experts-used, --expert-ffn and --shared-expert-ffn are for --arch qwen3moe or qwen35moe, not llama" \
+    --experts 4 -o "$TMP/x.gguf"
+bad "shared expert on qwen3moe" "--shared-expert-ffn is for --arch qwen35moe (qwen3moe has no shared expert)" --arch qwen3moe \
+    --shared-expert-ffn 64 -o "$TMP/x.gguf"
 bad "experts-used above experts" "experts-used 5 is out of range [1, experts = 4]" --arch qwen3moe --experts 4 --experts-used 5 -o "$TMP/x.gguf"
 bad "zero experts" "--experts: 0 is out of range [1, 512]" --arch qwen3moe --experts 0 -o "$TMP/x.gguf"
 check "nothing written on bad qwen3moe flags" [ ! -e "$TMP/x.gguf" ]

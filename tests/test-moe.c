@@ -8,14 +8,20 @@
  *     different experts, each run once over the rows that chose it);
  *   - a mutation of the routing (the second expert's weight dropped) changes
  *     the logits, so the equality above is not vacuous;
- *   - speculation: greedy output with an n-gram chain, a draft model chain,
- *     a draft-model runner-up tree and tree auto equals plain decoding, and
- *     each run's statistics prove its path ran and accepted drafts;
+ *   - speculation: greedy output with an n-gram chain, oracle chains and
+ *     trees (the benchmark drafter replaying plain decoding at set rates, so
+ *     drafts are partly accepted and side branches win), a draft model chain,
+ *     a draft-model runner-up tree and tree auto (qwen3moe), and the model's
+ *     own MTP block in chains and trees (qwen35moe, whose recurrent layers
+ *     roll back and whose MTP block has experts too) equals plain decoding,
+ *     each run's statistics proving its path ran;
  *   - bad files, each refused naming the key or tensor: expert_count 0,
  *     expert_used_count above expert_count, an expert count the tensors do
  *     not have, a softmax-less router (expert_gating_func 2), unnormalised
  *     weights, shared experts, expert keys on a dense architecture, a missing
- *     router, an expert tensor of the wrong shape.
+ *     router, an expert tensor of the wrong shape; qwen35moe without its
+ *     shared expert's gate, or with an up projection in neither form;
+ *   - qwen35moe with ffn_gate_up_exps fused gives the split file's logits.
  */
 #include "test.h"
 #include "test_gguf_edit.h"
@@ -29,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *g_f32, *g_q8, *g_draft, *g_dense;
+static char *g_f32, *g_q8, *g_draft, *g_dense, *g_q35;
 
 static char *make(const char *arch, int type, int layers, const char *name)
 {
@@ -47,10 +53,16 @@ static char *make(const char *arch, int type, int layers, const char *name)
     mp.std = 0.08f;
     mp.type = type;
     mp.seed = 7;
-    if (!strcmp(arch, "qwen3moe")) {
+    if (strstr(arch, "moe")) {
         mp.n_experts = 8;
         mp.n_experts_used = 2;
         mp.expert_ffn = 64;
+    }
+    if (!strcmp(arch, "qwen35moe")) {
+        mp.shared_expert_ffn = 96;
+        mp.mtp = true;
+        mp.rms_eps = 1e-6f;
+        mp.rope_freq_base = 10000000.0f;
     }
     char *path = strdup(test_tmpfile(name));
     CHECKF(sprig_mkmodel_write(&mp, path, &err) == SPRIG_OK, "%s: %s", name, err.msg);
@@ -154,9 +166,9 @@ static struct sprig_session_params params(int drafter, const char *draft, int k,
     return p;
 }
 
-static void test_speculation(void)
+static void spec_on(const char *path, bool mtp)
 {
-    sprig_model *m = load(g_q8);
+    sprig_model *m = load(path);
     if (!m) return;
     const char *prompt = "the cat the cat the cat";
     struct test_run plain = { 0 };
@@ -193,9 +205,13 @@ static void test_speculation(void)
         { "draft-model chain", "chain", params(SPRIG_DRAFTER_MODEL, g_draft, 4, SPRIG_TREE_OFF, 0, 0, false), false, false },
         { "draft-model tree", "tree", params(SPRIG_DRAFTER_MODEL, g_draft, 4, SPRIG_TREE_ON, 3, 0, false), false, false },
         { "draft-model tree auto", NULL, params(SPRIG_DRAFTER_MODEL, g_draft, 6, SPRIG_TREE_ON, 10, 3, true), false, false },
+        { "MTP chain", "chain", params(SPRIG_DRAFTER_MTP, path, 3, SPRIG_TREE_OFF, 0, 0, false), false, false },
+        { "MTP tree", "tree", params(SPRIG_DRAFTER_MTP, path, 3, SPRIG_TREE_ON, 2, 0, false), false, false },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct test_run r = { 0 };
+        if (!mtp && cases[i].p.drafter == SPRIG_DRAFTER_MTP) continue;   /* the model has no MTP block */
+        if (mtp && cases[i].p.drafter == SPRIG_DRAFTER_MODEL) continue;   /* its vocabulary is not the draft's */
         if (!test_run_session(m, &cases[i].p, prompt, 96, &r)) continue;
         const int d = test_first_diff(&plain, &r);
         CHECKF(d < 0, "%s: differs from plain decoding at step %d", cases[i].name, d);
@@ -211,6 +227,14 @@ static void test_speculation(void)
     }
     free(plain.ids);
     sprig_model_free(m);
+}
+
+static void test_speculation(void)
+{
+    fprintf(stderr, "  qwen3moe q8_0:\n");
+    spec_on(g_q8, false);
+    fprintf(stderr, "  qwen35moe f32 (recurrent layers rolled back; its MTP block with its own experts):\n");
+    spec_on(g_q35, true);
 }
 
 /* src rewritten without tensor `drop` and with tensor `reshape` declared as ne (same bytes) */
@@ -234,6 +258,70 @@ static const char *rewrite(const char *src, const char *name, const char *drop, 
     sprig_gguf_writer_free(w);
     sprig_gguf_close(g);
     return ok ? path : NULL;
+}
+
+/* src with each layer's ffn_gate_exps and ffn_up_exps fused into ffn_gate_up_exps [dim, 2 F, E]: per
+ * expert the gate's rows, then the up projection's (as llama.cpp's converter fuses them) */
+static const char *fuse_gate_up(const char *src, const char *name)
+{
+    sprig_error err = { 0 };
+    sprig_gguf *g = sprig_gguf_open(src, &err);
+    if (!g) { CHECKF(false, "%s", err.msg); return NULL; }
+    sprig_gguf_writer *w = sprig_gguf_writer_create(&err);
+    bool ok = w != NULL;
+    char *bufs[64] = { 0 };
+    int nb = 0;
+    for (int64_t i = 0; ok && i < sprig_gguf_n_kv(g); i++) ok = sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK;
+    for (int64_t i = 0; ok && i < sprig_gguf_n_tensors(g); i++) {
+        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
+        const char *gate = strstr(t->name, ".ffn_gate_exps.");
+        if (strstr(t->name, ".ffn_up_exps.")) continue;
+        if (!gate) { ok = sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK; continue; }
+        char up_name[96], fused[96];
+        snprintf(up_name, sizeof up_name, "%.*s.ffn_up_exps.weight", (int)(gate - t->name), t->name);
+        snprintf(fused, sizeof fused, "%.*s.ffn_gate_up_exps.weight", (int)(gate - t->name), t->name);
+        const sprig_gguf_tensor *u = sprig_gguf_find_tensor(g, up_name);
+        CHECK(u && t->type == SPRIG_TYPE_F32 && nb < 64);
+        if (!u || t->type != SPRIG_TYPE_F32 || nb >= 64) { ok = false; break; }
+        const size_t slice = (size_t)t->ne[0] * (size_t)t->ne[1] * sizeof(float);
+        char *buf = bufs[nb++] = malloc(2 * slice * (size_t)t->ne[2]);
+        for (int64_t e = 0; e < t->ne[2]; e++) {
+            memcpy(buf + (size_t)e * 2 * slice, (const char *)t->data + (size_t)e * slice, slice);
+            memcpy(buf + (size_t)e * 2 * slice + slice, (const char *)u->data + (size_t)e * slice, slice);
+        }
+        const int64_t ne[3] = { t->ne[0], 2 * t->ne[1], t->ne[2] };
+        ok = sprig_gguf_w_tensor(w, fused, t->type, 3, ne, buf, &err) == SPRIG_OK;
+    }
+    const char *path = test_tmpfile(name);
+    ok = ok && sprig_gguf_writer_write(w, path, &err) == SPRIG_OK;
+    CHECKF(ok, "fuse %s: %s", name, err.msg);
+    sprig_gguf_writer_free(w);
+    sprig_gguf_close(g);
+    for (int i = 0; i < nb; i++) free(bufs[i]);
+    return ok ? path : NULL;
+}
+
+/* the fused form computes what the split form does, bit for bit */
+static void test_fused_gate_up(void)
+{
+    const char *fused = fuse_gate_up(g_q35, "moe-q35-fused.gguf");
+    if (!fused) return;
+    sprig_model *a = load(g_q35), *b = load(fused);
+    if (a && b) {
+        CHECK(b->layers[0].exp_gate != NULL && b->layers[0].exp_up != NULL && b->nextn && b->nextn[0].blk.exp_up != NULL);
+        enum { N = 8 };
+        const size_t V = (size_t)a->hp.n_vocab;
+        int32_t tokens[N] = { 1, 17, 99, 250, 31, 4, 77, 120 };
+        float *la = calloc(N * V, sizeof(float)), *lb = calloc(N * V, sizeof(float));
+        if (run_rows(a, 2, tokens, N, false, la, NULL) && run_rows(b, 2, tokens, N, false, lb, NULL)) {
+            CHECKF(!memcmp(la, lb, N * V * sizeof(float)), "fused ffn_gate_up_exps: logits differ from the split file's");
+            fprintf(stderr, "  qwen35moe with ffn_gate_up_exps fused: the same logits as split\n");
+        }
+        free(la);
+        free(lb);
+    }
+    sprig_model_free(a);
+    sprig_model_free(b);
 }
 
 static void expect_refused(const char *path, const char *needle)
@@ -270,6 +358,9 @@ static void test_bad_files(void)
     expect_refused(rewrite(g_f32, "moe-no-router.gguf", "blk.1.ffn_gate_inp.weight", NULL, NULL), "blk.1.ffn_gate_inp.weight");
     const int64_t swapped[3] = { 128, 64, 8 };   /* ffn_down_exps is [64, 128, 8] */
     expect_refused(rewrite(g_f32, "moe-bad-shape.gguf", NULL, "blk.0.ffn_down_exps.weight", swapped), "blk.0.ffn_down_exps.weight");
+    expect_refused(rewrite(g_q35, "moe-no-shexp-gate.gguf", "blk.0.ffn_gate_inp_shexp.weight", NULL, NULL),
+                   "blk.0.ffn_gate_inp_shexp.weight");
+    expect_refused(rewrite(g_q35, "moe-no-up.gguf", "blk.1.ffn_up_exps.weight", NULL, NULL), "blk.1.ffn_gate_up_exps.weight");
     const int64_t fewer[3] = { 128, 128, 4 };   /* 8 experts' bytes declared as 4 of twice the width */
     expect_refused(rewrite(g_f32, "moe-bad-count.gguf", NULL, "blk.1.ffn_up_exps.weight", fewer), "blk.1.ffn_up_exps.weight");
 }
@@ -280,12 +371,15 @@ int main(void)
     g_q8 = make("qwen3moe", SPRIG_TYPE_Q8_0, 3, "moe-q8.gguf");
     g_draft = make("qwen3", SPRIG_TYPE_F32, 1, "moe-draft.gguf");
     g_dense = make("qwen3", SPRIG_TYPE_F32, 2, "moe-dense.gguf");
+    g_q35 = make("qwen35moe", SPRIG_TYPE_F32, 4, "moe-q35.gguf");
     RUN(test_rows);
     RUN(test_speculation);
+    RUN(test_fused_gate_up);
     RUN(test_bad_files);
     free(g_f32);
     free(g_q8);
     free(g_draft);
     free(g_dense);
+    free(g_q35);
     return test_summary("test-moe");
 }

@@ -127,6 +127,8 @@ qwen3moe-f32 | qwen3moe | random | --vocab 4096 --dim 256 --layers 4 --heads 4 -
 qwen3moe-f16 | qwen3moe | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --experts 8 --experts-used 2 --expert-ffn 128 --std 0.05 --type f16 | 2.5e-2 | ties
 qwen3moe-q8_0 | qwen3moe | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --experts 8 --experts-used 2 --expert-ffn 128 --std 0.05 --type q8_0 | 0.1 | ties
 qwen3moe-q4_k_m | qwen3moe | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --experts 8 --experts-used 2 --expert-ffn 256 --std 0.05 --type q4_k_m | 0.1 | ties
+qwen35moe-f32 | qwen35moe | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.08 --ssm-k-heads 2 --ssm-v-heads 4 --experts 8 --experts-used 2 --expert-ffn 128 --shared-expert-ffn 192 --type f32 | 1e-4 | exact
+qwen35moe-q8_0 | qwen35moe | random | --vocab 4096 --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --std 0.08 --ssm-k-heads 2 --ssm-v-heads 4 --experts 8 --experts-used 2 --expert-ffn 128 --shared-expert-ffn 192 --type q8_0 | 0.1 | ties
 gemma4-f32  | gemma4 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --kv-heads-global 1 --head-dim 128 --head-dim-swa 64 --ffn 512 --std 0.05 --window 32 --shared-kv 2 --no-global-v --per-layer-embd 16 --type f32 | 1e-2 | ties
 gemma4-q8_0 | gemma4 | random | --vocab 4096 --dim 256 --layers 6 --heads 4 --kv-heads 2 --kv-heads-global 1 --head-dim 128 --head-dim-swa 64 --ffn 512 --std 0.05 --window 32 --shared-kv 2 --no-global-v --per-layer-embd 32 --type q8_0 | 0.15 | ties
 '

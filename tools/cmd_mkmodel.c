@@ -61,10 +61,12 @@ static void usage(FILE *f)
             "  --masked-embd    gemma4-assistant: also write masked_embd_centroids.weight and\n"
             "                   masked_embd_ordering (one element each; llama.cpp loads them\n"
             "                   and never uses them)\n"
-            "  qwen3moe (qwen3's attention, routed experts instead of the FFN):\n"
+            "  qwen3moe (qwen3's attention, routed experts instead of the FFN), qwen35moe (qwen35's\n"
+            "  layers with the experts and a gated shared expert):\n"
             "  --experts E      expert_count (default 8)\n"
             "  --experts-used K experts each token runs, expert_used_count (default 2)\n"
             "  --expert-ffn F   an expert's width, expert_feed_forward_length (default --ffn)\n"
+            "  --shared-expert-ffn S  qwen35moe: the shared expert's width (default --ffn)\n"
             "  qwen35 (dense Qwen 3.5: gated-delta-net linear-attention layers and gated\n"
             "  full-attention layers; rope base 1e7 and rms epsilon 1e-6 by default, tied output):\n"
             "  --ssm-state N    linear attention's key / value head size, ssm.state_size (default 32)\n"
@@ -165,7 +167,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         { "--ssm-k-heads", &p.ssm_k_heads, 1, 4096 }, { "--ssm-conv", &p.ssm_conv, 2, 64 },
         { "--full-attn-interval", &p.full_attn_interval, 1, 512 }, { "--rot", &p.n_rot, 2, 4096 },
         { "--experts", &p.n_experts, 1, 512 }, { "--experts-used", &p.n_experts_used, 1, 512 },
-        { "--expert-ffn", &p.expert_ffn, 1, 1 << 20 },
+        { "--expert-ffn", &p.expert_ffn, 1, 1 << 20 }, { "--shared-expert-ffn", &p.shared_expert_ffn, 1, 1 << 20 },
     };
     bool rope_base_given = false;
     for (int i = 1; i < argc; i++) {
@@ -310,7 +312,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         if (!rope_base_given) p.rope_freq_base = 1000000.0f;
         p.rms_eps = 1e-6f;
     }
-    if (p.arch && !strcmp(p.arch, "qwen35")) {   /* Qwen 3.5's published values */
+    if (p.arch && !strncmp(p.arch, "qwen35", 6)) {   /* Qwen 3.5's published values */
         if (!rope_base_given) p.rope_freq_base = 10000000.0f;
         p.rms_eps = 1e-6f;
     }
@@ -369,15 +371,15 @@ int sprig_cmd_mkmodel(int argc, char **argv)
                 sprig_mkmodel_n_params(&p), p.seed, (sprig_time_ms() - t0) / 1000.0);
         return 0;
     }
-    if (!quiet && p.arch && !strcmp(p.arch, "qwen35")) {
+    if (!quiet && p.arch && !strncmp(p.arch, "qwen35", 6)) {
         char pat[SPRIG_MKMODEL_MAX_LAYERS + 1];
         const int iv = p.full_attn_interval ? p.full_attn_interval : p.n_layers < 4 ? p.n_layers : 4;
         for (int l = 0; l < p.n_layers; l++)   /* mkmodel.h's rule: r linear attention, a full attention */
             pat[l] = p.recurrent_layers ? p.recurrent_layers[l] : (l + 1) % iv ? 'r' : 'a';
         pat[p.n_layers] = 0;
         const int vh = p.ssm_v_heads ? p.ssm_v_heads : p.n_heads;
-        fprintf(stderr, "sprig mkmodel: wrote %s: qwen35, dim %d, layers %d (%s)%s, heads %d/%d, ssm state %d, k/v heads %d/%d, "
-                "ffn %d, vocab %d, %s, %" PRId64 " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.dim, p.n_layers, pat,
+        fprintf(stderr, "sprig mkmodel: wrote %s: %s, dim %d, layers %d (%s)%s, heads %d/%d, ssm state %d, k/v heads %d/%d, "
+                "ffn %d, vocab %d, %s, %" PRId64 " parameters, seed %" PRIu64 " (%.1f s)\n", out, p.arch, p.dim, p.n_layers, pat,
                 p.mtp ? " + MTP" : "", p.n_heads, p.n_kv_heads, p.ssm_state ? p.ssm_state : 32, p.ssm_k_heads ? p.ssm_k_heads : vh,
                 vh, p.ffn, p.vocab, p.ftype ? p.ftype->name : sprig_type_name(p.type), sprig_mkmodel_n_params(&p), p.seed,
                 (sprig_time_ms() - t0) / 1000.0);

@@ -129,14 +129,19 @@ static const struct mk_arch mk_arches[] = {
     { "gemma4", true, true, false, false, NULL, 0, true, false, false, false },
     { "gemma4-assistant", true, true, false, false, NULL, 0, false, true, false, false },
     { "qwen35", true, true, false, false, NULL, 0, false, false, true, false },
+    { "qwen35moe", true, true, false, false, NULL, 0, false, false, true, true },
 };
 
-const char *sprig_mkmodel_arch_names(void) { return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gemma4-assistant, qwen35"; }
+const char *sprig_mkmodel_arch_names(void)
+{
+    return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gemma4-assistant, qwen35, qwen35moe";
+}
 
 /* qwen3moe: the expert shape with its defaults (mkmodel.h) */
 static int moe_e(const struct sprig_mkmodel_params *p) { return p->n_experts ? p->n_experts : 8; }
 static int moe_k(const struct sprig_mkmodel_params *p) { return p->n_experts_used ? p->n_experts_used : 2; }
 static int moe_f(const struct sprig_mkmodel_params *p) { return p->expert_ffn ? p->expert_ffn : p->ffn; }
+static int moe_s(const struct sprig_mkmodel_params *p) { return p->shared_expert_ffn ? p->shared_expert_ffn : p->ffn; }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -487,9 +492,13 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
                        p->recurrent_layers || p->n_rot || p->mtp || p->mtp_head || p->rope_sections[0] || p->rope_sections[1] ||
                        p->rope_sections[2] || p->rope_sections[3]))
         return validate_qwen35(p, a, 1, "", err);   /* names the flag */
-    if (!a->moe && (p->n_experts || p->n_experts_used || p->expert_ffn))
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --experts, --experts-used and --expert-ffn are for --arch qwen3moe, not %s",
-                         a->name);
+    if (!a->moe && (p->n_experts || p->n_experts_used || p->expert_ffn || p->shared_expert_ffn))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --experts, --experts-used, --expert-ffn and --shared-expert-ffn are for "
+                         "--arch qwen3moe or qwen35moe, not %s", a->name);
+    if (a->moe && !a->hybrid && p->shared_expert_ffn)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --shared-expert-ffn is for --arch qwen35moe (qwen3moe has no shared expert)");
+    if (p->shared_expert_ffn < 0 || p->shared_expert_ffn > (1 << 20))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: shared-expert-ffn %d is out of range [1, %d]", p->shared_expert_ffn, 1 << 20);
     if (a->moe) {
         if (p->n_experts < 0 || p->n_experts > 512)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: experts %d is out of range [1, 512]", p->n_experts);
@@ -574,7 +583,8 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
         const int64_t attn = D * 2 * Q + 2 * D * KV + Q * D + 2 * H;   /* attn_q (query + gate), k, v, output, q/k norms */
         int64_t n = (has_output(p, a) ? 2 : 1) * V * D + D;
         for (int l = 0; l < p->n_layers + q35_mtp(p); l++) {
-            n += 2 * D + 3 * D * F;   /* attn_norm, post_attention_norm, ffn */
+            n += 2 * D + (a->moe ? D * moe_e(p) + 3 * D * (int64_t)moe_f(p) * moe_e(p) + D + 3 * D * (int64_t)moe_s(p)
+                                 : 3 * D * F);   /* attn_norm, post_attention_norm, ffn (or router, experts, shared expert) */
             n += q35_recurrent(p, l) ? D * C + D * VD + K * C + 2 * Hv + 2 * D * Hv + S + VD * D : attn;
         }
         if (p->mtp) n += 2 * D * D + 3 * D + (p->mtp_head ? 2 * V * D : 0);   /* eh_proj, enorm, hnorm, shared_head_norm */
@@ -1013,9 +1023,9 @@ done:
 
 /* qwen35's keys (mkmodel.h), as the converter writes them; recurrent_layers as attention.recurrent_layers
  * (one bool per block, the MTP layer false) instead of full_attention_interval */
-static sprig_status qwen35_keys(sprig_gguf_writer *w, const struct sprig_mkmodel_params *p, sprig_error *err)
+static sprig_status qwen35_keys(sprig_gguf_writer *w, const struct sprig_mkmodel_params *p, const struct mk_arch *a, sprig_error *err)
 {
-    const char *an = "qwen35";
+    const char *an = a->name;
     const int L = p->n_layers, N = L + q35_mtp(p), HD = head_size(p);
     int32_t sec[4];
     q35_sections(p, sec);
@@ -1045,6 +1055,12 @@ static sprig_status qwen35_keys(sprig_gguf_writer *w, const struct sprig_mkmodel
         TRY(w_arch_arr(w, an, "attention.recurrent_layers", SPRIG_GGUF_BOOL, recr, N, err));
     } else {
         TRY(w_arch_u32(w, an, "full_attention_interval", (uint32_t)q35_interval(p), err));
+    }
+    if (a->moe) {   /* qwen35moe: as the converter writes them (no expert_shared_count) */
+        TRY(w_arch_u32(w, an, "expert_count", (uint32_t)moe_e(p), err));
+        TRY(w_arch_u32(w, an, "expert_used_count", (uint32_t)moe_k(p), err));
+        TRY(w_arch_u32(w, an, "expert_feed_forward_length", (uint32_t)moe_f(p), err));
+        TRY(w_arch_u32(w, an, "expert_shared_feed_forward_length", (uint32_t)moe_s(p), err));
     }
 done:
     return st;
@@ -1110,10 +1126,11 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     if (p->ftype) ftype = p->ftype->ftype;
     struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > max_q ? D : max_q) : (F > max_q ? F : max_q) };
     if (arch->moe && moe_f(p) > g.max_ne0) g.max_ne0 = moe_f(p);   /* ffn_down_exps' rows */
+    if (arch->moe && arch->hybrid && moe_s(p) > g.max_ne0) g.max_ne0 = moe_s(p);   /* ffn_down_shexp's */
     if (PL > g.max_ne0) g.max_ne0 = PL;
     if (arch->assistant && 2 * (int64_t)p->tgt.dim > g.max_ne0) g.max_ne0 = 2 * (int64_t)p->tgt.dim;   /* nextn.pre_projection */
     sprig_gguf_writer *w = NULL;
-    size_t n_t = arch->hybrid ? 8 + 20 * (size_t)NL : arch->assistant ? 6 + 13 * (size_t)L
+    size_t n_t = arch->hybrid ? 8 + 25 * (size_t)NL : arch->assistant ? 6 + 13 * (size_t)L
                : arch->per_layer ? 6 + 18 * (size_t)L : 3 + 10 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
@@ -1138,7 +1155,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
         goto vocab;
     }
     if (arch->hybrid) {
-        TRY(qwen35_keys(w, p, err));
+        TRY(qwen35_keys(w, p, arch, err));
         goto vocab;
     }
     TRY(w_arch_u32(w, an, "vocab_size", (uint32_t)V, err));
@@ -1288,12 +1305,32 @@ vocab:
                 BLK("attn_k_norm.weight");
                 ADDC(nm, HDIM, 1, 0.2f, 1.0f);
             }
-            BLK("ffn_gate.weight");
-            ADDX(nm, 2, D, F, std, 0.0f, false);
-            BLK("ffn_down.weight");
-            ADDX(nm, 2, F, D, std_out, 0.0f, false);
-            BLK("ffn_up.weight");
-            ADDX(nm, 2, D, F, std, 0.0f, false);
+            if (arch->moe) {   /* qwen35moe (llama.cpp's load_block_trunk / load_block_mtp order) */
+                const int64_t E = moe_e(p), FE = moe_f(p), FS = moe_s(p);
+                BLK("ffn_gate_inp.weight");
+                ADDX(nm, 2, D, E, std, 0.0f, false);
+                BLK("ffn_down_exps.weight");
+                ADD3(nm, FE, D, E, std_out);
+                BLK("ffn_gate_exps.weight");
+                ADD3(nm, D, FE, E, std);
+                BLK("ffn_up_exps.weight");
+                ADD3(nm, D, FE, E, std);
+                BLK("ffn_gate_inp_shexp.weight");   /* the shared expert's gate: one value per token */
+                ADDX(nm, 1, D, 1, std, 0.0f, false);
+                BLK("ffn_gate_shexp.weight");
+                ADDX(nm, 2, D, FS, std, 0.0f, false);
+                BLK("ffn_up_shexp.weight");
+                ADDX(nm, 2, D, FS, std, 0.0f, false);
+                BLK("ffn_down_shexp.weight");
+                ADDX(nm, 2, FS, D, std_out, 0.0f, false);
+            } else {
+                BLK("ffn_gate.weight");
+                ADDX(nm, 2, D, F, std, 0.0f, false);
+                BLK("ffn_down.weight");
+                ADDX(nm, 2, F, D, std_out, 0.0f, false);
+                BLK("ffn_up.weight");
+                ADDX(nm, 2, D, F, std, 0.0f, false);
+            }
             if (l == L) {   /* the MTP layer */
                 BLK("nextn.eh_proj.weight");   /* input: [enorm(embedding); hnorm(hidden)] */
                 ADDX(nm, 2, 2 * D, D, std, 0.0f, false);

@@ -109,6 +109,13 @@
  *   output_norm, starting from (0, x_0) at position 0; the MTP layer has its
  *   own KV cache.
  *
+ * qwen35moe (llama.cpp: src/models/qwen35moe.cpp): qwen35's layers (its MTP
+ * layer too) with qwen3moe's routed experts (split gate / up, as the
+ * converter writes them) and a shared expert: ffn_gate_inp_shexp [D] (one
+ * gate value per token, sigmoid), ffn_gate_shexp / ffn_up_shexp [D, S],
+ * ffn_down_shexp [S, D]; keys as qwen3moe's plus
+ * expert_shared_feed_forward_length S.
+ *
  * qwen3moe (llama.cpp: src/models/qwen3moe.cpp): qwen3's attention layers
  * (q/k norms, tied output) with routed experts instead of the FFN: keys
  * expert_count E, expert_used_count K, expert_feed_forward_length Fe;
@@ -141,7 +148,7 @@ struct sprig_mkmodel_params {
     const char *chat_template;  /* tokenizer.chat_template; NULL = none */
     int n_threads;          /* <= 0: all CPUs */
     const char *arch;       /* general.architecture: "llama" (NULL), "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3",
-                               "gemma4", "gemma4-assistant", "qwen35" */
+                               "gemma4", "gemma4-assistant", "qwen35", "qwen35moe" */
     int head_dim;           /* 0: dim / heads; else written as <arch>.attention.key_length / value_length
                                (gemma4: the global layers' head size) */
     const char *vocab_from; /* NULL, or a GGUF whose tokenizer.* keys are copied (vocab = its token count) */
@@ -184,10 +191,11 @@ struct sprig_mkmodel_params {
     int n_rot;              /* rope.dimension_count (0: head size / 4, even, at least 2) */
     int rope_sections[4];   /* rope.dimension_sections (all 0: the default described above) */
     bool mtp;               /* append the MTP layer (nextn_predict_layers = 1) */
-    /* qwen3moe only: routed experts instead of the FFN (0: the default described) */
+    /* qwen3moe, qwen35moe only: routed experts instead of the FFN (0: the default described) */
     int n_experts;          /* expert_count E (0: 8) */
     int n_experts_used;     /* expert_used_count K, at most E (0: 2) */
     int expert_ffn;         /* expert_feed_forward_length (0: ffn) */
+    int shared_expert_ffn;  /* qwen35moe: expert_shared_feed_forward_length (0: ffn) */
     bool mtp_head;          /* the MTP layer's own nextn.embed_tokens and nextn.shared_head_head */
     struct sprig_mkmodel_target_facts {   /* filled by sprig_mkmodel_target (dim 0: not yet) */
         int dim, n_layers, n_rot, n_rot_swa;

@@ -168,7 +168,6 @@ static const struct sprig_tensor_spec qwen3moe_tensors[] = {
     LX("blk.%d.ffn_down_exps.weight", SPRIG_D_FF_EXP, SPRIG_D_DIM,    exp_down),
     LX("blk.%d.ffn_up_exps.weight",   SPRIG_D_DIM,    SPRIG_D_FF_EXP, exp_up),
 };
-#undef LX
 
 /* qwen35 (dense): attention layers with q/k norms and an output gate (attn_q
  * holds [q | gate] per head), gated delta-net layers, and post_attention_norm
@@ -200,6 +199,47 @@ static const struct sprig_tensor_spec qwen35_tensors[] = {
     L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
 };
 
+/* qwen35moe: qwen35's layers with routed experts (gate and up split or fused
+ * into ffn_gate_up_exps [dim, 2 F, E]) and a shared expert whose output is
+ * gated by sigmoid(ffn_gate_inp_shexp . x) (llama.cpp's qwen35moe.cpp);
+ * model.c checks that a layer has one of the two expert forms. */
+#define LXO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
+#define QWEN35_MOE_FFN(X, XO, XR) \
+    X("blk.%d.ffn_gate_inp.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_EXPERTS, router), \
+    XR("blk.%d.ffn_down_exps.weight", SPRIG_D_FF_EXP, SPRIG_D_DIM, exp_down), \
+    XO("blk.%d.ffn_gate_exps.weight", SPRIG_BIND_EXPERTS, SPRIG_D_DIM, SPRIG_D_FF_EXP, exp_gate), \
+    XO("blk.%d.ffn_up_exps.weight",   SPRIG_BIND_EXPERTS, SPRIG_D_DIM, SPRIG_D_FF_EXP, exp_up), \
+    XO("blk.%d.ffn_gate_up_exps.weight", SPRIG_BIND_EXPERTS_GU, SPRIG_D_DIM, SPRIG_D_FF_EXP2, exp_gate), \
+    X("blk.%d.ffn_gate_inp_shexp.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, sh_gate_inp), \
+    X("blk.%d.ffn_gate_shexp.weight", SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_FF_SHEXP, sh_gate), \
+    X("blk.%d.ffn_up_shexp.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_FF_SHEXP, sh_up), \
+    X("blk.%d.ffn_down_shexp.weight", SPRIG_BIND_MATRIX, SPRIG_D_FF_SHEXP, SPRIG_D_DIM, sh_down)
+#define LXR(nm, d0, d1, field) LX(nm, d0, d1, field)
+static const struct sprig_tensor_spec qwen35moe_tensors[] = {
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
+    LO("blk.%d.attn_q.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
+    LO("blk.%d.attn_k.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    LO("blk.%d.attn_v.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    LO("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,  wo),
+    LO("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
+    LO("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    LO("blk.%d.attn_qkv.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_CONV, w_qkv),
+    LO("blk.%d.attn_gate.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_V, w_z),
+    LO("blk.%d.ssm_conv1d.weight", SPRIG_BIND_NORM,   SPRIG_D_SSM_K, SPRIG_D_SSM_CONV, conv_w),
+    LO("blk.%d.ssm_dt.bias",       SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, dt_bias),
+    LO("blk.%d.ssm_a",             SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, ssm_a),
+    LO("blk.%d.ssm_beta.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_beta),
+    LO("blk.%d.ssm_alpha.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_alpha),
+    LO("blk.%d.ssm_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_SSM_S, SPRIG_D_NONE, ssm_norm),
+    LO("blk.%d.ssm_out.weight",    SPRIG_BIND_MATRIX, SPRIG_D_SSM_V, SPRIG_D_DIM,  w_ssm_out),
+    QWEN35_MOE_FFN(L, LXO, LXR),
+};
+#undef LXR
+
 /* qwen35's MTP blocks (llama.cpp's load_block_mtp): blk.N.* for N past the last layer */
 #define NB(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 #define NX(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, field), SPRIG_D_NONE }
@@ -222,8 +262,37 @@ static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
     NX("blk.%d.nextn.shared_head_head.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, head),
     NX("blk.%d.nextn.shared_head_norm.weight", false, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, head_norm),
 };
+/* qwen35moe's MTP block: the same with the layers' experts */
+#define NBX(nm, d0, d1, field) { nm, true, true, SPRIG_BIND_EXPERTS, d0, d1, \
+    offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
+#define NBXO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, \
+    offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
+#define NBR(nm, b, d0, d1, field) NB(nm, true, b, d0, d1, field)
+static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
+    NB("blk.%d.attn_norm.weight",   true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
+    NB("blk.%d.post_attention_norm.weight", true, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
+    NB("blk.%d.attn_q.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
+    NB("blk.%d.attn_k.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
+    NB("blk.%d.attn_v.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
+    NB("blk.%d.attn_output.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
+    NB("blk.%d.attn_q_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
+    NB("blk.%d.attn_k_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    QWEN35_MOE_FFN(NBR, NBXO, NBX),
+    NX("blk.%d.nextn.eh_proj.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_DIM2, SPRIG_D_DIM, eh_proj),
+    NX("blk.%d.nextn.enorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  enorm),
+    NX("blk.%d.nextn.hnorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  hnorm),
+    NX("blk.%d.nextn.embed_tokens.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, embed),
+    NX("blk.%d.nextn.shared_head_head.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, head),
+    NX("blk.%d.nextn.shared_head_norm.weight", false, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, head_norm),
+};
+#undef NBX
+#undef NBXO
+#undef NBR
 #undef NB
 #undef NX
+#undef QWEN35_MOE_FFN
+#undef LX
+#undef LXO
 
 #undef G
 #undef L
@@ -234,14 +303,14 @@ static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
  * CAP: { reads final, reads attention, final default, attention default } */
 #define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, nt, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL, false }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL, false, false }
 #define ROW(nm, mode, t, act, es, swa, cap, shapes) \
     { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, NULL, 0, shapes, \
-      sprig_llama_forward_multi, false }
+      sprig_llama_forward_multi, false, false }
 /* a row whose FFNs are routed experts (model/moe.h) */
 #define ROW_MOE(nm, mode, t, act) \
     { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, false, { 0, false, 0, 0 }, { false, false, 0.0f, 0.0f }, \
-      false, NULL, 0, false, sprig_llama_forward_multi, true }
+      false, NULL, 0, false, sprig_llama_forward_multi, true, false }
 #define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
 #define NO_SWA SWA(0, false, 0, 0)
 #define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }
@@ -259,6 +328,10 @@ static const struct sprig_arch arches[] = {
     /* qwen35: its own forward (model/qwen35.c); multi-section RoPE that for text is NEOX over n_rot dims */
     ROWF("qwen35", SPRIG_ROPE_NEOX, qwen35_tensors, sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true,
          qwen35_nextn_tensors, false),
+    /* qwen35moe: qwen35 with routed experts and a gated shared expert, its MTP block too */
+    { "qwen35moe", SPRIG_ROPE_NEOX, qwen35moe_tensors, (int)(sizeof qwen35moe_tensors / sizeof qwen35moe_tensors[0]),
+      sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true, qwen35moe_nextn_tensors,
+      (int)(sizeof qwen35moe_nextn_tensors / sizeof qwen35moe_nextn_tensors[0]), false, NULL, true, true },
 };
 #undef NO_SWA
 #undef SWA

@@ -31,13 +31,17 @@ enum sprig_dim {
     SPRIG_D_SSM_K,    /* conv taps */
     SPRIG_D_FF_EXP,   /* an expert's FFN width (expert_feed_forward_length) */
     SPRIG_D_EXPERTS,  /* expert_count: the third dimension of expert tensors */
+    SPRIG_D_FF_EXP2,  /* 2 x the experts' width (a fused ffn_gate_up_exps) */
+    SPRIG_D_FF_SHEXP, /* the shared expert's width (expert_shared_feed_forward_length) */
 };
 
 /* Where a tensor binds: a vector or small table copied to owned f32 (ne0 x ne1
  * floats) or a matrix (sprig_weight). */
 enum sprig_bind { SPRIG_BIND_NORM, SPRIG_BIND_MATRIX,
-                  SPRIG_BIND_EXPERTS /* [ne0, ne1, n_expert]: one matrix per expert, views of the file's slices
-                                        (the field is a sprig_weight * array) */ };
+                  SPRIG_BIND_EXPERTS, /* [ne0, ne1, n_expert]: one matrix per expert, views of the file's slices
+                                         (the field is a sprig_weight * array) */
+                  SPRIG_BIND_EXPERTS_GU /* a fused [ne0, 2 x F, n_expert]: each slice's first F rows the gate
+                                           (the field: exp_gate), the last F the up projection (exp_up) */ };
 
 struct sprig_tensor_spec {
     const char *name;       /* "blk.%d.attn_q.weight" for per-layer tensors */
@@ -107,6 +111,7 @@ struct sprig_arch {
     sprig_forward_multi_fn forward_multi;   /* NULL: one sequence per forward (a hybrid's recurrent states) */
     bool moe;               /* mixture-of-experts FFNs (model/moe.h): reads the expert_* keys; a row without
                                refuses a file that sets expert_count */
+    bool moe_shared;        /* with a gated shared expert beside the routed ones (qwen35moe) */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);

@@ -393,6 +393,7 @@ static sprig_status read_layer_shapes(const sprig_gguf *g, const struct sprig_ar
         MAXF(max_rot, L->n_rot);
         MAXF(max_ff, L->n_ff);
         MAXF(max_ff, hp->n_ff_exp);
+        MAXF(max_ff, hp->n_ff_shexp);
 #undef MAXF
     }
     return SPRIG_OK;
@@ -462,7 +463,7 @@ static sprig_status read_swa(const sprig_gguf *g, const struct sprig_arch *a, st
 /* A symbolic size for a global tensor (L NULL) or layer L's tensor. */
 static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_layer *L, enum sprig_dim d)
 {
-    switch (d) {   /* eighteen symbolic sizes; a table would need the hparams anyway */
+    switch (d) {   /* twenty symbolic sizes; a table would need the hparams anyway */
     case SPRIG_D_DIM:   return hp->dim;
     case SPRIG_D_QDIM:  return L ? (int64_t)L->n_head * L->head_dim : (int64_t)hp->n_head * hp->head_dim;
     case SPRIG_D_KVDIM: return L ? (int64_t)L->n_kv_head * L->head_dim : (int64_t)hp->n_kv_head * hp->head_dim;
@@ -482,6 +483,8 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
     case SPRIG_D_SSM_K: return hp->ssm_conv;
     case SPRIG_D_FF_EXP: return hp->n_ff_exp;
     case SPRIG_D_EXPERTS: return hp->n_expert;
+    case SPRIG_D_FF_EXP2: return 2 * (int64_t)hp->n_ff_exp;
+    case SPRIG_D_FF_SHEXP: return hp->n_ff_shexp;
     case SPRIG_D_NONE:  return 1;
     }
     return -1;
@@ -489,8 +492,11 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
 
 /* An expert tensor [e0, e1, n_expert]: one weight per expert over its
  * slice of the file (views; each packed for the kernels as any matrix). */
+_Static_assert(offsetof(struct sprig_layer, exp_up) == offsetof(struct sprig_layer, exp_gate) + sizeof(sprig_weight *),
+               "a fused ffn_gate_up_exps binds exp_gate and the field after it");
+
 static sprig_status bind_experts(sprig_model *m, const sprig_gguf_tensor *t, const char *name, int64_t e0, int64_t e1,
-                                 sprig_weight **dst, sprig_error *err)
+                                 sprig_weight **dst, bool fused, sprig_error *err)
 {
     const char *path = sprig_gguf_path(m->gguf);
     const int E = m->hp.n_expert;
@@ -504,16 +510,24 @@ static sprig_status bind_experts(sprig_model *m, const sprig_gguf_tensor *t, con
                          path, name, sprig_type_name(t->type), sprig_type_readable_names());
     size_t rb;
     if (!sprig_row_bytes(t->type, e0, &rb)) return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s': bad row size", path, name);
-    sprig_weight *w = calloc((size_t)E, sizeof *w);
-    if (!w) return sprig_err(err, SPRIG_E_NOMEM, "%s: tensor '%s': out of memory", path, name);
-    *dst = w;   /* freed with the model, also after a failure below */
-    for (int e = 0; e < E; e++) {
-        char en[160];
-        snprintf(en, sizeof en, "%s (expert %d)", name, e);
-        sprig_status st = sprig_weight_init(&w[e], en, t->type, (const char *)t->data + (size_t)e * rb * (size_t)e1, e0, e1, err);
-        if (st) {
-            sprig_err_prefix(err, "%s", path);
-            return st;
+    if (dst[0] || (fused && dst[1]))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s' and the split ffn_gate_exps / ffn_up_exps are both present", path, name);
+    /* a fused tensor: each slice's first half of the rows is the gate, the second the up projection */
+    const int parts = fused ? 2 : 1;
+    const int64_t rows = e1 / parts;
+    for (int p = 0; p < parts; p++) {
+        sprig_weight *w = calloc((size_t)E, sizeof *w);
+        if (!w) return sprig_err(err, SPRIG_E_NOMEM, "%s: tensor '%s': out of memory", path, name);
+        dst[p] = w;   /* freed with the model, also after a failure below */
+        for (int e = 0; e < E; e++) {
+            char en[160];
+            snprintf(en, sizeof en, "%s (expert %d%s)", name, e, fused ? (p ? ", up" : ", gate") : "");
+            const char *raw = (const char *)t->data + ((size_t)e * (size_t)e1 + (size_t)p * (size_t)rows) * rb;
+            sprig_status st = sprig_weight_init(&w[e], en, t->type, raw, e0, rows, err);
+            if (st) {
+                sprig_err_prefix(err, "%s", path);
+                return st;
+            }
         }
     }
     m->n_params += e0 * e1 * E;
@@ -539,7 +553,8 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
     used[t - sprig_gguf_tensor_at(m->gguf, 0)] = true;
     const struct sprig_layer *L = shape;
     int64_t e0 = dim_value(&m->hp, L, s->ne0), e1 = dim_value(&m->hp, L, s->ne1);
-    if (s->bind == SPRIG_BIND_EXPERTS) return bind_experts(m, t, name, e0, e1, (sprig_weight **)((char *)base + s->offset), err);
+    if (s->bind == SPRIG_BIND_EXPERTS || s->bind == SPRIG_BIND_EXPERTS_GU)
+        return bind_experts(m, t, name, e0, e1, (sprig_weight **)((char *)base + s->offset), s->bind == SPRIG_BIND_EXPERTS_GU, err);
     int want_dims = s->ne1 == SPRIG_D_NONE ? 1 : 2;
     bool ok = t->ne[0] == e0 && t->ne[1] == e1 && t->ne[2] == 1 && t->ne[3] == 1;
     if (!ok || (t->n_dims != want_dims && !(t->n_dims == 2 && want_dims == 1 && t->ne[1] == 1))) {
@@ -583,6 +598,35 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
     return SPRIG_OK;
 }
 
+/* A layer's experts: the router, the expert arrays, the shared expert */
+static void free_experts(struct sprig_layer *L, int n_expert)
+{
+    sprig_weight_free(&L->router);
+    free(L->sh_gate_inp);
+    sprig_weight_free(&L->sh_gate);
+    sprig_weight_free(&L->sh_up);
+    sprig_weight_free(&L->sh_down);
+    sprig_weight *const ex[] = { L->exp_gate, L->exp_up, L->exp_down };
+    for (size_t j = 0; j < sizeof ex / sizeof ex[0]; j++) {
+        for (int e = 0; ex[j] && e < n_expert; e++) sprig_weight_free(&ex[j][e]);
+        free(ex[j]);
+    }
+}
+
+/* A layer of a row with experts has them whole: the gate and up projections
+ * split or fused, and the shared expert where the row has one (its tensors
+ * are optional in the table only because of the two forms). */
+static sprig_status check_experts(const sprig_model *m, const struct sprig_layer *L, int l, sprig_error *err)
+{
+    const char *path = sprig_gguf_path(m->gguf);
+    if (!L->exp_gate || !L->exp_up)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.ffn_gate_exps.weight' and 'blk.%d.ffn_up_exps.weight' "
+                         "(or the fused 'blk.%d.ffn_gate_up_exps.weight')", path, l, l, l);
+    if (m->arch->moe_shared && !L->sh_gate_inp)
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.ffn_gate_inp_shexp.weight' (the shared expert's gate)", path, l);
+    return SPRIG_OK;
+}
+
 void sprig_model_free(sprig_model *m)
 {
     if (!m) return;
@@ -619,12 +663,7 @@ void sprig_model_free(sprig_model *m)
             sprig_weight_free(&L->w_gate);
             sprig_weight_free(&L->w_up);
             sprig_weight_free(&L->w_down);
-            sprig_weight_free(&L->router);
-            sprig_weight *const ex[] = { L->exp_gate, L->exp_up, L->exp_down };
-            for (size_t j = 0; j < sizeof ex / sizeof ex[0]; j++) {
-                for (int e = 0; ex[j] && e < m->hp.n_expert; e++) sprig_weight_free(&ex[j][e]);
-                free(ex[j]);
-            }
+            free_experts(L, m->hp.n_expert);
         }
         free(m->layers);
     }
@@ -635,6 +674,7 @@ void sprig_model_free(sprig_model *m)
         sprig_weight *w[] = { &X->blk.wq, &X->blk.wk, &X->blk.wv, &X->blk.wo, &X->blk.w_gate, &X->blk.w_up, &X->blk.w_down,
                               &X->eh_proj, &X->embed, &X->head };
         for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) sprig_weight_free(w[j]);
+        free_experts(&X->blk, m->hp.n_expert);
     }
     free(m->nextn);
     free(m->out_norm);
@@ -722,6 +762,8 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         for (int j = 0; j < m->arch->n_nextn_tensors; j++)
             if ((st = bind_tensor(m, &m->arch->nextn_tensors[j], m->hp.n_layer + i, X, &X->blk, used, err))) goto fail;
     }
+    for (int l = 0; m->arch->moe && l < m->hp.n_layer + m->n_nextn; l++)
+        if ((st = check_experts(m, l < m->hp.n_layer ? &m->layers[l] : &m->nextn[l - m->hp.n_layer].blk, l, err))) goto fail;
     /* llama.cpp refuses a file with a tensor its architecture does not load
      * ("wrong number of tensors"); sprig does the same, naming it */
     for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++)

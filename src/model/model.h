@@ -60,6 +60,7 @@ struct sprig_hparams {
     int   n_expert;     /* expert_count E: routed experts per layer */
     int   n_expert_used;/* expert_used_count K: experts each token runs (top-k of the router) */
     int   n_ff_exp;     /* expert_feed_forward_length: an expert's FFN width */
+    int   n_ff_shexp;   /* expert_shared_feed_forward_length: the shared expert's width (qwen35moe; 0: none) */
     float final_softcap;    /* logits = c * tanh(logits / c); 0 = none */
     float attn_softcap;     /* attention scores likewise, after the scale (gemma2); 0 = none */
 };
@@ -84,9 +85,14 @@ struct sprig_layer {
     sprig_weight w_down;      /* n_ff -> dim */
     /* a mixture-of-experts FFN instead of w_gate / w_up / w_down (model/moe.h); router.raw NULL: dense */
     sprig_weight router;      /* dim -> n_expert (ffn_gate_inp): the router's logits */
-    sprig_weight *exp_gate;   /* [n_expert] dim -> n_ff_exp, views into ffn_gate_exps [dim, n_ff_exp, E] */
-    sprig_weight *exp_up;     /* [n_expert] dim -> n_ff_exp (ffn_up_exps) */
+    sprig_weight *exp_gate;   /* [n_expert] dim -> n_ff_exp, views into ffn_gate_exps [dim, n_ff_exp, E] (or the
+                                 first n_ff_exp rows of each slice of a fused ffn_gate_up_exps [dim, 2 n_ff_exp, E]) */
+    sprig_weight *exp_up;     /* [n_expert] dim -> n_ff_exp (ffn_up_exps, or the fused slices' last rows); must follow
+                                 exp_gate (a fused tensor binds both) */
     sprig_weight *exp_down;   /* [n_expert] n_ff_exp -> dim (ffn_down_exps [n_ff_exp, dim, E]) */
+    float       *sh_gate_inp; /* [dim] the shared expert's gate: out += sigmoid(sh_gate_inp . x) * shared(x), or NULL */
+    sprig_weight sh_gate, sh_up;  /* dim -> n_ff_shexp (ffn_gate_shexp, ffn_up_shexp) */
+    sprig_weight sh_down;     /* n_ff_shexp -> dim (ffn_down_shexp) */
     int          window;      /* sliding-window layer: keys at positions > p - window only; 0 = full */
     int          n_head, n_kv_head, head_dim, n_rot, n_ff;   /* this layer's shape */
     int          kv_layer;    /* the layer whose cache it reads: itself, or an earlier one (gemma4 shared KV) */

@@ -44,7 +44,7 @@ sprig_status sprig_moe_read_hparams(const sprig_gguf *g, const struct sprig_arch
     static const struct { const char *sfx; double a, b; bool range; const char *what; } refused[] = {
         { "expert_gating_func", 0, 1, true, "a router other than softmax (expert_gating_func 1)" },
         { "expert_group_count", 0, 1, true, "grouped expert selection" },
-        { "expert_shared_count", 0, 0, true, "shared experts" },
+        { "expert_shared_count", 0, 0, true, "shared experts (or more than one for this architecture)" },
         { "expert_weights_norm", 1, 1, true, "unnormalised expert weights (llama.cpp renormalises them for this architecture)" },
         { "expert_weights_scale", 0, 1, false, "scaled expert weights" },
     };
@@ -58,13 +58,22 @@ sprig_status sprig_moe_read_hparams(const sprig_gguf *g, const struct sprig_arch
         if (sprig_gguf_get_bool(g, key, &bv, false, NULL) == SPRIG_OK) v = bv;
         else if (sprig_gguf_get_i64(g, key, &iv, false, NULL) == SPRIG_OK) v = (double)iv;
         else if (sprig_gguf_get_f32(g, key, &fv, false, NULL) == SPRIG_OK) v = fv;
-        const bool fine = refused[i].range ? v >= refused[i].a && v <= refused[i].b : v == refused[i].a || v == refused[i].b;
+        const double hi = i == 2 && a->moe_shared ? 1 : refused[i].b;   /* a row with a shared expert: one of it */
+        const bool fine = refused[i].range ? v >= refused[i].a && v <= hi : v == refused[i].a || v == refused[i].b;
         if (!fine)
             return sprig_err(err, SPRIG_E_UNSUPPORTED, "%s: key '%s' = %g: sprig does not run %s", path, key, v, refused[i].what);
     }
     hp->n_expert = (int)E;
     hp->n_expert_used = (int)K;
     hp->n_ff_exp = (int)F;
+    if (a->moe_shared) {   /* the shared expert's width (llama.cpp's default: feed_forward_length) */
+        int64_t S = hp->n_ff;
+        snprintf(key, sizeof key, "%s.expert_shared_feed_forward_length", a->name);
+        if ((st = sprig_gguf_get_i64(g, key, &S, false, err))) return st;
+        if (S < 1 || S > (1 << 20))
+            return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [1, %d]", path, key, (long long)S, 1 << 20);
+        hp->n_ff_shexp = (int)S;
+    }
     return SPRIG_OK;
 }
 
@@ -190,6 +199,27 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         memcpy(o, sl, sizeof(float) * (size_t)D);
         for (int k = 1; k < K; k++)
             for (int d = 0; d < D; d++) o[d] += sl[(size_t)k * D + d];
+    }
+    if (!L->sh_gate_inp) return;
+    /* the shared expert on every row, gated: out += shared(x) * sigmoid(sh_gate_inp . x) (llama.cpp's qwen35moe) */
+    const int FS = hp->n_ff_shexp;
+    sprig_act_init(&a, xn, n, D, act, act_bytes);
+    const sprig_weight *gu[2] = { &L->sh_gate, &L->sh_up };
+    float *guo[2] = { gate, up };
+    sprig_matmul(pool, &a, 2, gu, guo);
+    sprig_swiglu(gate, gate, up, (int64_t)n * FS);
+    sprig_act_init(&a, gate, n, FS, act, act_bytes);
+    const sprig_weight *dw[1] = { &L->sh_down };
+    float *dout[1] = { s->y };
+    sprig_matmul(pool, &a, 1, dw, dout);
+    for (int i = 0; i < n; i++) {
+        const float *x = xn + (size_t)i * D;
+        float g = 0;
+        for (int d = 0; d < D; d++) g += L->sh_gate_inp[d] * x[d];
+        const float sg = 1.0f / (1.0f + expf(-g));
+        float *o = out + (size_t)i * D;
+        const float *y = s->y + (size_t)i * D;
+        for (int d = 0; d < D; d++) o[d] += y[d] * sg;
     }
 }
 

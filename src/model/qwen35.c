@@ -30,6 +30,7 @@
  */
 #include "model/deltanet.h"
 #include "model/internal.h"
+#include "model/moe.h"
 #include "base/mem.h"
 #include "base/timer.h"
 #include "tensor/attention.h"
@@ -339,13 +340,17 @@ void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n,
     else attention_layer(c, L, l, n, len, pos, mask);
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
     sprig_rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, hp->eps);
-    const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
-    float *gu_out[2] = { c->gate, c->up };
-    mm(c, c->xn, n, dim, 2, gu, gu_out);
-    sprig_swiglu(c->gate, c->gate, c->up, (int64_t)n * L->n_ff);
-    const sprig_weight *wd[1] = { &L->w_down };
-    float *to[1] = { c->tmp };
-    mm(c, c->gate, n, L->n_ff, 1, wd, to);
+    if (L->exp_down) {   /* qwen35moe: routed experts and the gated shared expert (model/moe.h) */
+        sprig_moe_ffn(c->pool, hp, L, n, c->xn, c->tmp, c->gate, c->up, c->act, c->act_bytes, c->moe);
+    } else {
+        const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
+        float *gu_out[2] = { c->gate, c->up };
+        mm(c, c->xn, n, dim, 2, gu, gu_out);
+        sprig_swiglu(c->gate, c->gate, c->up, (int64_t)n * L->n_ff);
+        const sprig_weight *wd[1] = { &L->w_down };
+        float *to[1] = { c->tmp };
+        mm(c, c->gate, n, L->n_ff, 1, wd, to);
+    }
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
 }
 
