@@ -13,7 +13,8 @@
  *     that differ from the target's, or a target that is not gemma4;
  *   - gemma4: each layer's head size and the cache it reads (the shared-KV
  *     layers: llama.cpp's rule), unscaled queries; a scalar pattern, a
- *     head_count_kv array of the wrong length, mixture-of-experts keys and
+ *     head_count_kv array of the wrong length, an expert count without its
+ *     expert_used_count and
  *     too many shared layers refused by the key.
  * Files: a gemma3, a gemma4 (and a llama) from sprig mkmodel, copied with
  * one key changed.
@@ -184,7 +185,8 @@ static void test_gemma4(void)
     e = (struct test_key_edit){ "gemma4.attention.head_count_kv", SPRIG_GGUF_I32, kv5, 5 };
     test_expect_load_fails(g_gemma4, "g4-kv5.gguf", &e, "gemma4.attention.head_count_kv' has 5 entries");
     e = (struct test_key_edit){ "gemma4.expert_count", SPRIG_GGUF_U32, &n128, 0 };
-    test_expect_load_fails(g_gemma4, "g4-moe.gguf", &e, "gemma4.expert_count' is set: sprig does not run mixture-of-experts");
+    /* experts are read now (model/moe.h): an expert count without expert_used_count is refused by that key */
+    test_expect_load_fails(g_gemma4, "g4-moe.gguf", &e, "gemma4.expert_used_count");
     e = (struct test_key_edit){ "gemma4.attention.shared_kv_layers", SPRIG_GGUF_U32, &six, 0 };
     test_expect_load_fails(g_gemma4, "g4-shared.gguf", &e, "gemma4.attention.shared_kv_layers' = 6");
 }

@@ -142,6 +142,8 @@ static int moe_e(const struct sprig_mkmodel_params *p) { return p->n_experts ? p
 static int moe_k(const struct sprig_mkmodel_params *p) { return p->n_experts_used ? p->n_experts_used : 2; }
 static int moe_f(const struct sprig_mkmodel_params *p) { return p->expert_ffn ? p->expert_ffn : p->ffn; }
 static int moe_s(const struct sprig_mkmodel_params *p) { return p->shared_expert_ffn ? p->shared_expert_ffn : p->ffn; }
+/* whether the model has experts: qwen3moe and qwen35moe always, gemma4 when --experts is given */
+static bool has_moe(const struct mk_arch *a, const struct sprig_mkmodel_params *p) { return a->moe || (a->per_layer && p->n_experts > 0); }
 
 static const struct mk_arch *mk_arch_find(const char *name)
 {
@@ -492,14 +494,19 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
                        p->recurrent_layers || p->n_rot || p->mtp || p->mtp_head || p->rope_sections[0] || p->rope_sections[1] ||
                        p->rope_sections[2] || p->rope_sections[3]))
         return validate_qwen35(p, a, 1, "", err);   /* names the flag */
-    if (!a->moe && (p->n_experts || p->n_experts_used || p->expert_ffn || p->shared_expert_ffn))
+    if (!a->moe && !a->per_layer && (p->n_experts || p->n_experts_used || p->expert_ffn || p->shared_expert_ffn))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --experts, --experts-used, --expert-ffn and --shared-expert-ffn are for "
                          "--arch qwen3moe or qwen35moe, not %s", a->name);
+    if (a->per_layer && !p->n_experts && (p->n_experts_used || p->expert_ffn))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: gemma4: --experts-used and --expert-ffn need --experts");
+    if (a->per_layer && p->shared_expert_ffn)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --shared-expert-ffn is for --arch qwen35moe (gemma4's dense MLP runs "
+                         "beside its experts)");
     if (a->moe && !a->hybrid && p->shared_expert_ffn)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --shared-expert-ffn is for --arch qwen35moe (qwen3moe has no shared expert)");
     if (p->shared_expert_ffn < 0 || p->shared_expert_ffn > (1 << 20))
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: shared-expert-ffn %d is out of range [1, %d]", p->shared_expert_ffn, 1 << 20);
-    if (a->moe) {
+    if (has_moe(a, p)) {
         if (p->n_experts < 0 || p->n_experts > 512)
             return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: experts %d is out of range [1, 512]", p->n_experts);
         if (p->n_experts_used < 0 || moe_k(p) > moe_e(p))
@@ -573,6 +580,8 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
         for (int l = 0; l < L; l++) {
             const int64_t hd = g4_head(p, l), kv = hd * g4_kv_heads(p, l), q = hd * p->n_heads;
             n += 4 * D + 2 * D * q + hd + 3 * D * F + 1 + (P ? 2 * D * P + D : 0);   /* norms, q, o, q norm, ffn, scale */
+            if (has_moe(a, p))   /* router and its scale, three norms, the experts and their scales */
+                n += D * moe_e(p) + D + 3 * D + 3 * D * (int64_t)moe_f(p) * moe_e(p) + moe_e(p);
             if (l < L - p->shared_kv) n += D * kv + hd;                                  /* attn_k, attn_k_norm */
             if (g4_has_v(p, l)) n += D * kv;
         }
@@ -1122,16 +1131,16 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
                     &(struct sprig_qmix_model){ .arch = an, .n_layer = NL, .n_head = p->n_heads,
                                                 .n_head_kv = arch->per_layer ? g4_kv_heads(p, 0) : p->n_kv_heads,
                                                 .tied = !has_output(p, arch), .n_attn_v = (int)n_attn_v,
-                                                .n_expert = arch->moe ? moe_e(p) : 0 });
+                                                .n_expert = has_moe(arch, p) ? moe_e(p) : 0 });
     if (p->ftype) ftype = p->ftype->ftype;
     struct gen g = { .seed = p->seed, .max_ne0 = D > F ? (D > max_q ? D : max_q) : (F > max_q ? F : max_q) };
-    if (arch->moe && moe_f(p) > g.max_ne0) g.max_ne0 = moe_f(p);   /* ffn_down_exps' rows */
+    if (has_moe(arch, p) && moe_f(p) > g.max_ne0) g.max_ne0 = moe_f(p);   /* ffn_down_exps' rows */
     if (arch->moe && arch->hybrid && moe_s(p) > g.max_ne0) g.max_ne0 = moe_s(p);   /* ffn_down_shexp's */
     if (PL > g.max_ne0) g.max_ne0 = PL;
     if (arch->assistant && 2 * (int64_t)p->tgt.dim > g.max_ne0) g.max_ne0 = 2 * (int64_t)p->tgt.dim;   /* nextn.pre_projection */
     sprig_gguf_writer *w = NULL;
     size_t n_t = arch->hybrid ? 8 + 25 * (size_t)NL : arch->assistant ? 6 + 13 * (size_t)L
-               : arch->per_layer ? 6 + 18 * (size_t)L : 3 + 10 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
+               : arch->per_layer ? 6 + 27 * (size_t)L : 3 + 10 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
         sprig_gguf_close(vsrc);
@@ -1182,7 +1191,7 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     }
     TRY(w_arch_f32(w, an, "attention.layer_norm_rms_epsilon", p->rms_eps, err));
     TRY(w_arch_f32(w, an, "rope.freq_base", p->rope_freq_base, err));
-    if (arch->moe) {
+    if (has_moe(arch, p)) {
         TRY(w_arch_u32(w, an, "expert_count", (uint32_t)moe_e(p), err));
         TRY(w_arch_u32(w, an, "expert_used_count", (uint32_t)moe_k(p), err));
         TRY(w_arch_u32(w, an, "expert_feed_forward_length", (uint32_t)moe_f(p), err));
@@ -1446,6 +1455,29 @@ vocab:
             ADD(nm, F, D, std_out);
             BLK("post_ffw_norm.weight");
             ADDC(nm, D, 1, 0.2f, 1.0f);
+            if (has_moe(arch, p)) {   /* llama.cpp's gemma4.cpp: the router with its input scale, the two branches'
+                                         norms, the experts and their output scales (the converter's per_expert_scale) */
+                const int64_t E = moe_e(p), FE = moe_f(p);
+                BLK("ffn_gate_inp.weight");   /* it reads rms_norm(x) / sqrt(D): wider, so routing is as decided as
+                                                 qwen3moe's (logits of spread ~ std x sqrt(D)) */
+                ADD(nm, D, E, std * sqrtf((float)D));
+                BLK("ffn_gate_inp.scale");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+                BLK("pre_ffw_norm_2.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+                BLK("post_ffw_norm_1.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+                BLK("post_ffw_norm_2.weight");
+                ADDC(nm, D, 1, 0.2f, 1.0f);
+                BLK("ffn_gate_exps.weight");
+                ADD3(nm, D, FE, E, std);
+                BLK("ffn_up_exps.weight");
+                ADD3(nm, D, FE, E, std);
+                BLK("ffn_down_exps.weight");
+                ADD3(nm, FE, D, E, std_out);
+                BLK("ffn_down_exps.scale");
+                ADDC(nm, E, 1, 0.2f, 1.0f);
+            }
             if (P > 0) {
                 BLK("inp_gate.weight");
                 ADD(nm, D, P, std);

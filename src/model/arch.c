@@ -113,6 +113,19 @@ static const struct sprig_tensor_spec gemma3_tensors[] = {
     L("blk.%d.post_ffw_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm),
 };
 
+/* routed experts whose gate and up come split or fused, optional per layer (gemma4) */
+#define LXOPT(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
+#define GEMMA4_EXPERTS \
+    LXOPT("blk.%d.ffn_gate_exps.weight", SPRIG_BIND_EXPERTS, SPRIG_D_DIM, SPRIG_D_FF_EXP, exp_gate), \
+    LXOPT("blk.%d.ffn_up_exps.weight",   SPRIG_BIND_EXPERTS, SPRIG_D_DIM, SPRIG_D_FF_EXP, exp_up), \
+    LXOPT("blk.%d.ffn_gate_up_exps.weight", SPRIG_BIND_EXPERTS_GU, SPRIG_D_DIM, SPRIG_D_FF_EXP2, exp_gate), \
+    LXOPT("blk.%d.ffn_down_exps.weight", SPRIG_BIND_EXPERTS, SPRIG_D_FF_EXP, SPRIG_D_DIM, exp_down)
+/* llama.cpp's per-expert output scales ([E], every architecture with experts reads them when present) */
+#define EXPERT_SCALES \
+    LO("blk.%d.ffn_gate_exps.scale", SPRIG_BIND_NORM, SPRIG_D_EXPERTS, SPRIG_D_NONE, exp_gate_s), \
+    LO("blk.%d.ffn_up_exps.scale",   SPRIG_BIND_NORM, SPRIG_D_EXPERTS, SPRIG_D_NONE, exp_up_s), \
+    LO("blk.%d.ffn_down_exps.scale", SPRIG_BIND_NORM, SPRIG_D_EXPERTS, SPRIG_D_NONE, exp_down_s)
+
 /* gemma4 (dense): gemma3's layer with per-layer shapes; K (and its norm)
  * only on layers that keep a cache, V optional (K's projection stands in),
  * a scalar output scale per layer, and the per-layer token inputs of the
@@ -143,6 +156,14 @@ static const struct sprig_tensor_spec gemma4_tensors[] = {
     LO("blk.%d.inp_gate.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_PL,    pl_gate),
     LO("blk.%d.proj.weight",       SPRIG_BIND_MATRIX, SPRIG_D_PL,   SPRIG_D_DIM,   pl_proj),
     LO("blk.%d.post_norm.weight",  SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  pl_post_norm),
+    /* a layer with experts (llama.cpp's gemma4.cpp; model.c checks a router brings the rest) */
+    LO("blk.%d.ffn_gate_inp.weight", SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_EXPERTS, router),
+    LO("blk.%d.ffn_gate_inp.scale",  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,    router_s),
+    LO("blk.%d.pre_ffw_norm_2.weight",  SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_pre_norm2),
+    LO("blk.%d.post_ffw_norm_1.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm1),
+    LO("blk.%d.post_ffw_norm_2.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_post_norm2),
+    GEMMA4_EXPERTS,
+    EXPERT_SCALES,
 };
 
 /* qwen3moe: qwen3's attention layers; the FFN is routed experts
@@ -167,6 +188,7 @@ static const struct sprig_tensor_spec qwen3moe_tensors[] = {
     LX("blk.%d.ffn_gate_exps.weight", SPRIG_D_DIM,    SPRIG_D_FF_EXP, exp_gate),
     LX("blk.%d.ffn_down_exps.weight", SPRIG_D_FF_EXP, SPRIG_D_DIM,    exp_down),
     LX("blk.%d.ffn_up_exps.weight",   SPRIG_D_DIM,    SPRIG_D_FF_EXP, exp_up),
+    EXPERT_SCALES,
 };
 
 /* qwen35 (dense): attention layers with q/k norms and an output gate (attn_q
@@ -237,6 +259,7 @@ static const struct sprig_tensor_spec qwen35moe_tensors[] = {
     LO("blk.%d.ssm_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_SSM_S, SPRIG_D_NONE, ssm_norm),
     LO("blk.%d.ssm_out.weight",    SPRIG_BIND_MATRIX, SPRIG_D_SSM_V, SPRIG_D_DIM,  w_ssm_out),
     QWEN35_MOE_FFN(L, LXO, LXR),
+    EXPERT_SCALES,
 };
 #undef LXR
 
@@ -291,6 +314,9 @@ static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
 #undef NB
 #undef NX
 #undef QWEN35_MOE_FFN
+#undef GEMMA4_EXPERTS
+#undef EXPERT_SCALES
+#undef LXOPT
 #undef LX
 #undef LXO
 
@@ -303,14 +329,14 @@ static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }
  * CAP: { reads final, reads attention, final default, attention default } */
 #define ROWF(nm, mode, t, fwd, act, es, swa, cap, hyb, nt, shapes) \
-    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL, false, false }
+    { nm, mode, t, (int)(sizeof t / sizeof t[0]), fwd, act, es, swa, cap, hyb, nt, (int)(sizeof nt / sizeof nt[0]), shapes, NULL, false, false, false }
 #define ROW(nm, mode, t, act, es, swa, cap, shapes) \
     { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, es, swa, cap, false, NULL, 0, shapes, \
-      sprig_llama_forward_multi, false, false }
+      sprig_llama_forward_multi, false, false, false }
 /* a row whose FFNs are routed experts (model/moe.h) */
 #define ROW_MOE(nm, mode, t, act) \
     { nm, mode, t, (int)(sizeof t / sizeof t[0]), sprig_llama_forward, act, false, { 0, false, 0, 0 }, { false, false, 0.0f, 0.0f }, \
-      false, NULL, 0, false, sprig_llama_forward_multi, true, false }
+      false, NULL, 0, false, sprig_llama_forward_multi, true, false, false }
 #define SWA(period, own_rope, dim_layers, window) { period, own_rope, dim_layers, window }
 #define NO_SWA SWA(0, false, 0, 0)
 #define CAP(fr, ar, fd, ad) { fr, ar, fd, ad }
@@ -324,14 +350,16 @@ static const struct sprig_arch arches[] = {
     ROW("gemma2", SPRIG_ROPE_NEOX, gemma2_tensors, SPRIG_FFN_GELU, true, SWA(2, false, 46, 4096), CAP(true, true, 30.0f, 50.0f), false),
     ROW("gemma3", SPRIG_ROPE_NEOX, gemma3_tensors, SPRIG_FFN_GELU, true, SWA(6, true, 62, 0), CAP(true, false, 0.0f, 0.0f), false),
     /* gemma4: the per-layer pattern array is required (period -1) */
-    ROW("gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, SPRIG_FFN_GELU, true, SWA(-1, true, 0, 0), CAP(true, false, 0.0f, 0.0f), true),
+    { "gemma4", SPRIG_ROPE_NEOX, gemma4_tensors, (int)(sizeof gemma4_tensors / sizeof gemma4_tensors[0]), sprig_llama_forward,
+      SPRIG_FFN_GELU, true, SWA(-1, true, 0, 0), CAP(true, false, 0.0f, 0.0f), false, NULL, 0, true, sprig_llama_forward_multi,
+      true, false, true },   /* experts where a layer has a router (26B-A4B), beside its dense MLP */
     /* qwen35: its own forward (model/qwen35.c); multi-section RoPE that for text is NEOX over n_rot dims */
     ROWF("qwen35", SPRIG_ROPE_NEOX, qwen35_tensors, sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true,
          qwen35_nextn_tensors, false),
     /* qwen35moe: qwen35 with routed experts and a gated shared expert, its MTP block too */
     { "qwen35moe", SPRIG_ROPE_NEOX, qwen35moe_tensors, (int)(sizeof qwen35moe_tensors / sizeof qwen35moe_tensors[0]),
       sprig_qwen35_forward, SPRIG_FFN_SILU, false, NO_SWA, NO_CAP, true, qwen35moe_nextn_tensors,
-      (int)(sizeof qwen35moe_nextn_tensors / sizeof qwen35moe_nextn_tensors[0]), false, NULL, true, true },
+      (int)(sizeof qwen35moe_nextn_tensors / sizeof qwen35moe_nextn_tensors[0]), false, NULL, true, true, false },
 };
 #undef NO_SWA
 #undef SWA

@@ -112,6 +112,7 @@ struct sprig_arch {
     bool moe;               /* mixture-of-experts FFNs (model/moe.h): reads the expert_* keys; a row without
                                refuses a file that sets expert_count */
     bool moe_shared;        /* with a gated shared expert beside the routed ones (qwen35moe) */
+    bool moe_optional;      /* experts only where a layer has a router (gemma4: dense files have no expert keys) */
 };
 
 const struct sprig_arch *sprig_arch_find(const char *name, size_t len);

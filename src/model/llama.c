@@ -277,6 +277,7 @@ static void forward_layers(sprig_ctx *h, struct seg *sg, int n_seg, int n, const
 
     sprig_act act;
     if (hp->n_pl) per_layer_inputs(h, tokens, n);
+    sprig_moe_begin(h->moe);
     for (int l = 0; l < hp->n_layer; l++) {
         const struct sprig_layer *L = &m->layers[l];
         const int hd = L->head_dim, qdim = L->n_head * hd, kvdim = L->n_kv_head * hd;
@@ -305,7 +306,8 @@ static void forward_layers(sprig_ctx *h, struct seg *sg, int n_seg, int n, const
 
         sprig_act_init(&act, h->att, n, qdim, h->act, h->act_bytes);
         float *wo_out[1] = { h->tmp };
-        const bool moe = L->exp_gate != NULL;   /* routed experts (model/moe.h): the router comes next */
+        /* routed experts (model/moe.h): the router comes next; gemma4 runs its dense MLP beside them */
+        const bool moe = L->exp_gate != NULL && !L->ffn_pre_norm2;
         const sprig_weight *gu[2] = { moe ? &L->router : &L->w_gate, &L->w_up };
         sprig_matmul_then(pool, &act, 1, wo, wo_out, moe ? 1 : 2, gu);
         if (L->bo)   /* tmp[n][dim] += bo[dim], before the residual add (llama's optional attn_output.bias) */
@@ -315,7 +317,8 @@ static void forward_layers(sprig_ctx *h, struct seg *sg, int n_seg, int n, const
                               .w = L->ffn_norm, .eps = hp->eps };
         rowwise(pool, &an);
         if (moe) {   /* tmp[n][dim] = the experts the rows chose, each read once for the batch */
-            sprig_moe_ffn(pool, hp, L, n, h->xn, h->tmp, h->gate, h->up, h->act, h->act_bytes, h->moe);
+            sprig_moe_ffn(pool, hp, L, n, h->xn, NULL, m->arch->ffn_act == SPRIG_FFN_GELU, h->tmp, h->gate, h->up, h->act,
+                          h->act_bytes, h->moe);
         } else {
             sprig_act_init(&act, h->xn, n, dim, h->act, h->act_bytes);
             float *gu_out[2] = { h->gate, h->up };
@@ -337,6 +340,8 @@ static void forward_layers(sprig_ctx *h, struct seg *sg, int n_seg, int n, const
                 nq[0] = &m->output; mq = 1;
             }
             sprig_matmul_then(pool, &act, 1, wd, wd_out, mq, nq);
+            if (L->ffn_pre_norm2)   /* gemma4: the experts beside the dense MLP, on the attention's residual x */
+                sprig_moe_gemma4(pool, hp, L, n, h->x, h->tmp, h->gate, h->up, h->act, h->act_bytes, h->moe);
         }
         if (L->ffn_post_norm) sprig_rmsnorm(h->tmp, h->tmp, L->ffn_post_norm, n, dim, hp->eps);   /* gemma */
         if (L->pl_gate.raw || L->out_scale) {   /* gemma4: the residual add, then the per-layer input and scale */
@@ -358,6 +363,7 @@ static void forward_layers(sprig_ctx *h, struct seg *sg, int n_seg, int n, const
         }
     }
     for (int s = 0; s < n_seg; s++) sprig_kv_commit(sg[s].c->kv, sg[s].f->n);
+    sprig_moe_end(h->moe, n);
 }
 
 sprig_status sprig_llama_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig_error *err)

@@ -602,6 +602,8 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
 static void free_experts(struct sprig_layer *L, int n_expert)
 {
     sprig_weight_free(&L->router);
+    float *const v[] = { L->exp_gate_s, L->exp_up_s, L->exp_down_s, L->router_s, L->ffn_pre_norm2, L->ffn_post_norm1, L->ffn_post_norm2 };
+    for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) free(v[j]);
     free(L->sh_gate_inp);
     sprig_weight_free(&L->sh_gate);
     sprig_weight_free(&L->sh_up);
@@ -624,6 +626,19 @@ static sprig_status check_experts(const sprig_model *m, const struct sprig_layer
                          "(or the fused 'blk.%d.ffn_gate_up_exps.weight')", path, l, l, l);
     if (m->arch->moe_shared && !L->sh_gate_inp)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.ffn_gate_inp_shexp.weight' (the shared expert's gate)", path, l);
+    if (m->arch->moe_optional) {   /* gemma4: the router's input scale and the norms of the two branches */
+        static const struct { const char *name; size_t off; } need[] = {
+            { "ffn_gate_inp.scale", offsetof(struct sprig_layer, router_s) },
+            { "pre_ffw_norm_2.weight", offsetof(struct sprig_layer, ffn_pre_norm2) },
+            { "post_ffw_norm_1.weight", offsetof(struct sprig_layer, ffn_post_norm1) },
+            { "post_ffw_norm_2.weight", offsetof(struct sprig_layer, ffn_post_norm2) },
+            { "ffn_down_exps.weight", offsetof(struct sprig_layer, exp_down) },
+        };
+        for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+            if (!*(void *const *)((const char *)L + need[i].off))
+                return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.%s' (layer %d has experts: ffn_gate_inp)", path, l,
+                                 need[i].name, l);
+    }
     return SPRIG_OK;
 }
 
@@ -762,8 +777,17 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         for (int j = 0; j < m->arch->n_nextn_tensors; j++)
             if ((st = bind_tensor(m, &m->arch->nextn_tensors[j], m->hp.n_layer + i, X, &X->blk, used, err))) goto fail;
     }
-    for (int l = 0; m->arch->moe && l < m->hp.n_layer + m->n_nextn; l++)
-        if ((st = check_experts(m, l < m->hp.n_layer ? &m->layers[l] : &m->nextn[l - m->hp.n_layer].blk, l, err))) goto fail;
+    for (int l = 0; m->arch->moe && l < m->hp.n_layer + m->n_nextn; l++) {
+        const struct sprig_layer *L = l < m->hp.n_layer ? &m->layers[l] : &m->nextn[l - m->hp.n_layer].blk;
+        if (!L->router.raw && m->arch->moe_optional) {   /* a dense layer: no expert tensor may come without the router */
+            if (L->exp_gate || L->exp_up || L->exp_down || L->router_s || L->ffn_pre_norm2 || L->exp_down_s) {
+                st = sprig_err(err, SPRIG_E_FORMAT, "%s: layer %d has expert tensors but no router 'blk.%d.ffn_gate_inp.weight'", path, l, l);
+                goto fail;
+            }
+            continue;
+        }
+        if ((st = check_experts(m, L, l, err))) goto fail;
+    }
     /* llama.cpp refuses a file with a tensor its architecture does not load
      * ("wrong number of tensors"); sprig does the same, naming it */
     for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++)

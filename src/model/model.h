@@ -90,6 +90,10 @@ struct sprig_layer {
     sprig_weight *exp_up;     /* [n_expert] dim -> n_ff_exp (ffn_up_exps, or the fused slices' last rows); must follow
                                  exp_gate (a fused tensor binds both) */
     sprig_weight *exp_down;   /* [n_expert] n_ff_exp -> dim (ffn_down_exps [n_ff_exp, dim, E]) */
+    float       *exp_gate_s, *exp_up_s, *exp_down_s;   /* [n_expert] per-expert output scales (ffn_*_exps.scale), or NULL */
+    float       *router_s;    /* [dim] gemma4: the router reads rms_norm(x) / sqrt(dim) * router_s (ffn_gate_inp.scale) */
+    float       *ffn_pre_norm2, *ffn_post_norm1, *ffn_post_norm2;   /* [dim] gemma4: the experts' input norm, the dense
+                                 MLP's and the experts' output norms (the dense MLP runs beside the experts) */
     float       *sh_gate_inp; /* [dim] the shared expert's gate: out += sigmoid(sh_gate_inp . x) * shared(x), or NULL */
     sprig_weight sh_gate, sh_up;  /* dim -> n_ff_shexp (ffn_gate_shexp, ffn_up_shexp) */
     sprig_weight sh_down;     /* n_ff_shexp -> dim (ffn_down_shexp) */

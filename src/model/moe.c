@@ -3,6 +3,7 @@
  */
 #include "model/moe.h"
 #include "model/arch.h"
+#include "base/log.h"
 #include "base/mem.h"
 #include "tensor/ops.h"
 
@@ -27,6 +28,7 @@ sprig_status sprig_moe_read_hparams(const sprig_gguf *g, const struct sprig_arch
         return SPRIG_OK;
     }
     int64_t E = 0, K = 0, F = 0;
+    if (a->moe_optional && kv < 0) return SPRIG_OK;   /* gemma4 without experts: a dense file */
     if ((st = sprig_gguf_get_i64(g, key, &E, true, err))) return st;
     if (E < 1 || E > 512)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: key '%s' = %lld is out of range [1, 512]", path, key, (long long)E);
@@ -87,12 +89,18 @@ sprig_status sprig_moe_scratch_alloc(struct sprig_moe_scratch *s, const struct s
     s->count = sprig_calloc_aligned(E + 1, sizeof(int32_t));
     s->order = sprig_calloc_aligned(b * K, sizeof(int32_t));
     s->xg = sprig_calloc_aligned(b * D, sizeof(float));
+    s->xn2 = sprig_calloc_aligned(b * D, sizeof(float));
+    s->rin = sprig_calloc_aligned(b * D, sizeof(float));
+    s->mo = sprig_calloc_aligned(b * D, sizeof(float));
+    s->ones = sprig_calloc_aligned(D, sizeof(float));
     s->y = sprig_calloc_aligned(b * D, sizeof(float));
     s->slot = sprig_calloc_aligned(b * K * D, sizeof(float));
-    if (!s->logits || !s->sel || !s->w || !s->count || !s->order || !s->xg || !s->y || !s->slot) {
+    if (!s->logits || !s->sel || !s->w || !s->count || !s->order || !s->xg || !s->y || !s->slot || !s->xn2 || !s->rin || !s->mo ||
+        !s->ones) {
         sprig_moe_scratch_free(s);
         return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the expert scratch (%d rows x %zu experts)", B, K);
     }
+    for (size_t d = 0; d < D; d++) s->ones[d] = 1.0f;
     return SPRIG_OK;
 }
 
@@ -106,13 +114,17 @@ void sprig_moe_scratch_free(struct sprig_moe_scratch *s)
     sprig_free_aligned(s->xg);
     sprig_free_aligned(s->y);
     sprig_free_aligned(s->slot);
+    sprig_free_aligned(s->xn2);
+    sprig_free_aligned(s->rin);
+    sprig_free_aligned(s->mo);
+    sprig_free_aligned(s->ones);
     memset(s, 0, sizeof *s);
 }
 
 /* One row's routing: p = softmax(l) as ggml_soft_max computes it, the K
  * largest (largest first; equal values: the lower expert id), their
  * weights renormalised as ggml_sum_rows / ggml_clamp / ggml_div do. */
-static void route(float *l, int E, int K, int32_t *sel, float *w)
+static float route(float *l, int E, int K, int32_t *sel, float *w)
 {
     float mx = -INFINITY;
     for (int e = 0; e < E; e++) if (l[e] > mx) mx = l[e];
@@ -133,26 +145,36 @@ static void route(float *l, int E, int K, int32_t *sel, float *w)
         sel[k] = best;
         w[k] = l[best];
     }
+    float next = 0;   /* the best expert not chosen: the routing's margin is p_K - p_(K+1) */
+    for (int e = 0; e < E && K < E; e++) {
+        bool taken = false;
+        for (int j = 0; j < K && !taken; j++) taken = sel[j] == e;
+        if (!taken && l[e] > next) next = l[e];
+    }
+    const float margin = K < E ? w[K - 1] - next : 1.0f;
     double ws = 0;
     for (int k = 0; k < K; k++) ws += (double)w[k];
     float s = (float)ws;
     if (s < 6.103515625e-5f) s = 6.103515625e-5f;
     for (int k = 0; k < K; k++) w[k] = w[k] / s;
+    return margin;
 }
 
-void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *xn, float *out,
-                   float *gate, float *up, void *act, size_t act_bytes, struct sprig_moe_scratch *s)
+void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *xn,
+                   const float *router_in, bool gelu, float *out, float *gate, float *up, void *act, size_t act_bytes,
+                   struct sprig_moe_scratch *s)
 {
     const int E = hp->n_expert, K = hp->n_expert_used, F = hp->n_ff_exp, D = hp->dim;
     sprig_act a;
     /* the router: logits[n][E] */
-    sprig_act_init(&a, xn, n, D, act, act_bytes);
+    sprig_act_init(&a, router_in ? router_in : xn, n, D, act, act_bytes);
     const sprig_weight *rw[1] = { &L->router };
     float *ro[1] = { s->logits };
     sprig_matmul(pool, &a, 1, rw, ro);
     memset(s->count, 0, sizeof(int32_t) * (size_t)(E + 1));
     for (int i = 0; i < n; i++) {
-        route(s->logits + (size_t)i * E, E, K, s->sel + (size_t)i * K, s->w + (size_t)i * K);
+        const float mg = route(s->logits + (size_t)i * E, E, K, s->sel + (size_t)i * K, s->w + (size_t)i * K);
+        if (i == n - 1 && mg < s->margin) s->margin = mg;
         for (int k = 0; k < K; k++) s->count[s->sel[(size_t)i * K + k] + 1]++;
     }
     for (int e = 0; e < E; e++) s->count[e + 1] += s->count[e];   /* offsets */
@@ -179,11 +201,15 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         const sprig_weight *gu[2] = { &L->exp_gate[e], &L->exp_up[e] };
         float *guo[2] = { gate, up };
         sprig_matmul(pool, &a, 2, gu, guo);
-        sprig_swiglu(gate, gate, up, (int64_t)m * F);
+        if (L->exp_gate_s) for (int64_t i = 0; i < (int64_t)m * F; i++) gate[i] *= L->exp_gate_s[e];   /* per-expert scales */
+        if (L->exp_up_s) for (int64_t i = 0; i < (int64_t)m * F; i++) up[i] *= L->exp_up_s[e];
+        if (gelu) sprig_geglu(gate, gate, up, (int64_t)m * F);
+        else sprig_swiglu(gate, gate, up, (int64_t)m * F);
         sprig_act_init(&a, gate, m, F, act, act_bytes);
         const sprig_weight *dw[1] = { &L->exp_down[e] };
         float *dout[1] = { s->y };
         sprig_matmul(pool, &a, 1, dw, dout);
+        if (L->exp_down_s) for (int64_t i = 0; i < (int64_t)m * D; i++) s->y[i] *= L->exp_down_s[e];
         for (int j = 0; j < m; j++) {
             const int rk = s->order[lo + j];
             float *dst = s->slot + (size_t)rk * D;
@@ -224,3 +250,35 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
 }
 
 int sprig_moe_last_experts(const struct sprig_moe_scratch *s) { return s->last_experts; }
+
+void sprig_moe_gemma4(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *x,
+                      float *out, float *gate, float *up, void *act, size_t act_bytes, struct sprig_moe_scratch *s)
+{
+    const int D = hp->dim;
+    /* out (the dense MLP's output) through its norm */
+    sprig_rmsnorm(out, out, L->ffn_post_norm1, n, D, hp->eps);
+    /* the experts' input, and the router's: rms_norm(x) / sqrt(dim) * scale, each step rounded as ggml's ops */
+    sprig_rmsnorm(s->xn2, x, L->ffn_pre_norm2, n, D, hp->eps);
+    sprig_rmsnorm(s->rin, x, s->ones, n, D, hp->eps);
+    const float inv = 1.0f / sqrtf((float)D);
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < D; d++) {
+            float *r = &s->rin[(size_t)i * D + d];
+            *r = *r * inv;
+            *r = *r * L->router_s[d];
+        }
+    sprig_moe_ffn(pool, hp, L, n, s->xn2, s->rin, true, s->mo, gate, up, act, act_bytes, s);
+    sprig_rmsnorm(s->mo, s->mo, L->ffn_post_norm2, n, D, hp->eps);
+    sprig_add_inplace(out, s->mo, (int64_t)n * D);   /* ggml_add(cur_mlp, cur_moe) */
+}
+
+void sprig_moe_begin(struct sprig_moe_scratch *s)
+{
+    if (s) s->margin = 1.0f;
+}
+
+void sprig_moe_end(const struct sprig_moe_scratch *s, int n)
+{
+    if (s && sprig_log_get_level() >= SPRIG_LOG_DEBUG)
+        SPRIG_LOGD("moe: forward of %d rows: the last row's smallest router margin %.6g", n, (double)s->margin);
+}

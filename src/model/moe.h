@@ -53,15 +53,37 @@ struct sprig_moe_scratch {
     float   *xg;       /* [B][dim] an expert's rows, gathered */
     float   *y;        /* [B][dim] an expert's outputs */
     float   *slot;     /* [B][K][dim] each row's expert outputs, by slot */
+    float   *xn2, *rin, *mo;   /* [B][dim] gemma4: the experts' input, the router's, their output */
+    float   *ones;     /* [dim] 1.0f: a weightless RMS norm */
     int      last_experts;   /* distinct experts the last forward's layer ran */
+    float    margin;         /* the forward's smallest p_K - p_(K+1) of its last row over the layers (sprig_moe_begin) */
 };
 sprig_status sprig_moe_scratch_alloc(struct sprig_moe_scratch *s, const struct sprig_hparams *hp, int B, sprig_error *err);
 void sprig_moe_scratch_free(struct sprig_moe_scratch *s);
 
-/* out[n][dim] = the layer's expert FFN of xn[n][dim]. gate, up: [B][max_ff]
- * scratch; act: the activation scratch (act_bytes). */
-void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *xn, float *out,
-                   float *gate, float *up, void *act, size_t act_bytes, struct sprig_moe_scratch *s);
+/* out[n][dim] = the layer's expert FFN of xn[n][dim] (router_in: what the
+ * router reads, NULL: xn; gelu: GEGLU experts, else SwiGLU), plus the
+ * shared expert where the layer has one. gate, up: [B][max_ff] scratch;
+ * act: the activation scratch (act_bytes). */
+void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *xn,
+                   const float *router_in, bool gelu, float *out, float *gate, float *up, void *act, size_t act_bytes,
+                   struct sprig_moe_scratch *s);
+
+/* gemma4's expert layer (llama.cpp's gemma4.cpp): out[n][dim] holds the dense
+ * MLP's output of x (the residual after attention); it becomes
+ *   post_norm_1(out) + post_norm_2(experts(pre_norm_2(x)))
+ * with the router reading rms_norm(x) / sqrt(dim) * ffn_gate_inp.scale and
+ * GEGLU experts. */
+void sprig_moe_gemma4(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *x,
+                      float *out, float *gate, float *up, void *act, size_t act_bytes, struct sprig_moe_scratch *s);
+
+/* A forward's start and end: the routing margin of its last row (the row
+ * whose logits a decode step reads), smallest over the layers, is logged at
+ * debug level ("moe: forward of N rows: ... margin M"): where it is tiny two
+ * engines may route that token differently, and the oracle test excuses the
+ * step as a routing near tie (tests/test-oracle-llamacpp.sh). NULL: no experts. */
+void sprig_moe_begin(struct sprig_moe_scratch *s);
+void sprig_moe_end(const struct sprig_moe_scratch *s, int n);
 
 /* How many distinct experts the last sprig_moe_ffn of this scratch ran (statistics). */
 int sprig_moe_last_experts(const struct sprig_moe_scratch *s);

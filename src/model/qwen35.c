@@ -341,7 +341,7 @@ void sprig_qwen35_block(sprig_ctx *c, const struct sprig_layer *L, int l, int n,
     sprig_add_inplace(c->x, c->tmp, (int64_t)n * dim);
     sprig_rmsnorm(c->xn, c->x, L->ffn_norm, n, dim, hp->eps);
     if (L->exp_down) {   /* qwen35moe: routed experts and the gated shared expert (model/moe.h) */
-        sprig_moe_ffn(c->pool, hp, L, n, c->xn, c->tmp, c->gate, c->up, c->act, c->act_bytes, c->moe);
+        sprig_moe_ffn(c->pool, hp, L, n, c->xn, NULL, false, c->tmp, c->gate, c->up, c->act, c->act_bytes, c->moe);
     } else {
         const sprig_weight *gu[2] = { &L->w_gate, &L->w_up };
         float *gu_out[2] = { c->gate, c->up };
@@ -389,7 +389,9 @@ sprig_status sprig_qwen35_forward(sprig_ctx *c, const struct sprig_fwd *f, sprig
     if (r->last_n) plan_steps(r, n, f->parents);
     sprig_qwen35_rope(c, pos, n);
     for (int i = 0; i < n; i++) sprig_weight_row_f32(&m->tok_embd, f->tokens[i], c->x + (size_t)i * dim);
+    sprig_moe_begin(c->moe);
     for (int l = 0; l < hp->n_layer; l++) sprig_qwen35_block(c, &m->layers[l], l, n, len, pos, f->mask);
+    sprig_moe_end(c->moe, n);
     sprig_kv_commit(c->kv, n);
     if (r->last_n) {   /* the block's states are live (a chain's); before it and after its first token wait */
         r->pre = r->live;

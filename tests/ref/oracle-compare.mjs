@@ -18,6 +18,14 @@
 //      below the cut).
 //   3. where llama.cpp's gap between its top-th and (top+1)-th candidate
 //      exceeds T, the two sets of top `top` ids are equal.
+//   4. --router LOG --router-tol R (mixture-of-experts rows): LOG is sprig's
+//      stderr at SPRIG_LOG=debug, whose k-th "moe: forward ... margin M" line
+//      is the smallest routing margin p_K - p_(K+1) over the layers of the
+//      row that made step k. A step with M below R is a routing near tie:
+//      the engines may send that token to different experts, so its token
+//      and logprob differences are excused and reported, as near ties are.
+//      (A flip in an earlier layer also reaches later steps through the
+//      cache; those steps are still held to T.)
 // Prints one line: steps matched, the largest |Δ logprob|, the smallest
 // top-1/top-2 margin llama.cpp showed over the compared steps (where it
 // was), and the verdict; exit 0 / 1, 2 on bad usage or unreadable input.
@@ -26,13 +34,15 @@ import { readFileSync } from "node:fs";
 const die = (code, msg) => { console.error(`oracle-compare: ${msg}`); process.exit(code); };
 const args = process.argv.slice(2);
 const pos = [];
-let tol = NaN, nearTies = false, name = "case", top = 5;
+let tol = NaN, nearTies = false, name = "case", top = 5, routerLog = null, routerTol = 0;
 for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--tol") tol = Number(args[++i]);
     else if (a === "--near-ties") nearTies = true;
     else if (a === "--name") name = args[++i];
     else if (a === "--top") top = Number(args[++i]);
+    else if (a === "--router") routerLog = args[++i];
+    else if (a === "--router-tol") routerTol = Number(args[++i]);
     else if (a.startsWith("-")) die(2, `unknown option '${a}'`);
     else pos.push(a);
 }
@@ -48,6 +58,14 @@ for (const [f, d] of [[pos[0], S], [pos[1], L]]) {
 if (S.tokens.length !== L.tokens.length) die(1, `${name}: sprig made ${S.tokens.length} tokens, llama.cpp ${L.tokens.length}`);
 
 const n = L.tokens.length;
+let margins = [];
+if (routerLog) {
+    let text = "";
+    try { text = readFileSync(routerLog, "utf8"); } catch (e) { die(2, `${routerLog}: ${e.message}`); }
+    margins = [...text.matchAll(/moe: forward of \d+ rows: the last row's smallest router margin ([-0-9.e+]+)/g)].map((m) => Number(m[1]));
+    if (margins.length < n) die(2, `${routerLog}: ${margins.length} router margins for ${n} steps (run sprig with SPRIG_LOG=debug)`);
+}
+const routed = [];   /* steps excused as routing near ties, with what differed there */
 const problems = [];
 let matched = 0, maxDelta = 0, maxAt = -1, minMargin = Infinity, minAt = -1;
 const exceptions = [];
@@ -55,8 +73,14 @@ for (let i = 0; i < n; i++) {
     const sr = S.top_logprobs[i], lr = L.top_logprobs[i];
     const margin = lr[0].logprob - lr[1].logprob;
     if (margin < minMargin) { minMargin = margin; minAt = i; }
+    const routerTie = routerLog && margins[i] < routerTol;
+    const before = problems.length;
     if (S.tokens[i] !== L.tokens[i]) {
         const what = `step ${i}: sprig ${S.tokens[i]}, llama.cpp ${L.tokens[i]} (llama.cpp's top-1/top-2 gap ${margin.toExponential(2)})`;
+        if (routerTie) {
+            routed.push(`${i} (router margin ${margins[i].toExponential(2)}, tokens differ)`);
+            continue;
+        }
         if (!(nearTies && margin < tol)) {
             problems.push(`token differs at ${what}`);
             break;
@@ -81,6 +105,10 @@ for (let i = 0; i < n; i++) {
         const b = lr.slice(0, top).map((e) => e.id).sort((x, y) => x - y).join(",");
         if (a !== b) problems.push(`step ${i}: top-${top} sets differ: sprig {${a}}, llama.cpp {${b}}`);
     }
+    if (routerTie && problems.length > before) {   /* the routing near tie explains this step */
+        routed.push(`${i} (router margin ${margins[i].toExponential(2)}: ${problems.slice(before).length} difference(s))`);
+        problems.length = before;
+    }
     if (problems.length) break;
 }
 const line = `${name}: ${matched}/${n} tokens equal, max |Δ logprob| ${maxDelta.toExponential(2)}` +
@@ -90,6 +118,7 @@ if (problems.length) {
     for (const p of problems.slice(0, 5)) console.log(`  ${p}`);
     process.exit(1);
 }
+const rt = routed.length ? `, ROUTING: ${routed.length} step(s) excused as router near ties below ${routerTol}: ${routed.join(", ")}` : "";
 console.log(exceptions.length
-    ? `${line}: ok, EXCEPTION: ${exceptions.length} near tie(s), the first at ${exceptions[0]}; logprobs compared at every step on sprig's text`
-    : `${line}: ok`);
+    ? `${line}: ok, EXCEPTION: ${exceptions.length} near tie(s), the first at ${exceptions[0]}; logprobs compared at every step on sprig's text${rt}`
+    : `${line}: ok${rt}`);
