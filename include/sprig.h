@@ -281,6 +281,13 @@ struct sprig_stats {
     double draft_ms, verify_ms, walk_ms, finalize_ms;
     double rollback_ms;              /* recurrent layers (qwen35): copying states before verify blocks and
                                         replaying accepted steps (inside verify_ms and finalize_ms) */
+    /* mixture-of-experts targets (0 for dense ones, and for sessions on a batch, whose forwards are shared):
+     * after the prefill, what the target's forwards read from their experts */
+    int64_t expert_forwards;         /* target forwards (verify blocks, trees, plain steps) */
+    double experts_per_layer;        /* distinct experts one forward read per expert layer (each once, however
+                                        many of its rows chose it), mean */
+    double expert_mb_per_forward;    /* expert weight megabytes (1e6) one forward read, mean */
+    double experts_per_token;        /* distinct experts read, summed over layers and forwards, per token emitted */
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 

@@ -193,6 +193,10 @@ static void spec_on(const char *path, const char *mtp)
     struct test_run plain = { 0 };
     struct sprig_session_params pp = params(SPRIG_DRAFTER_NONE, NULL, 0, SPRIG_TREE_OFF, 0, 0, false);
     if (!test_run_session(m, &pp, prompt, 96, &plain)) { sprig_model_free(m); return; }
+    /* the statistics of expert reading: a plain step is one row, so exactly K experts per layer */
+    CHECK_EQ_INT(plain.st.expert_forwards, 95);
+    CHECKF(plain.st.experts_per_layer == (double)m->hp.n_expert_used, "plain: %.3f experts per layer", plain.st.experts_per_layer);
+    CHECKF(plain.st.expert_mb_per_forward > 0 && plain.st.experts_per_token > 0, "plain: no expert bytes or reads reported");
     /* the oracle drafter (benchmarks' drafter) replays plain decoding's ids at set rates, so chains and
      * trees accept part of their drafts and side branches win, which random drafters never do */
     const char *ids = test_tmpfile("moe-ids.txt");
@@ -238,9 +242,12 @@ static void spec_on(const char *path, const char *mtp)
         CHECKF(!cases[i].accepts || (r.st.accepted > 0 && r.st.accepted < r.st.proposed),
                "%s: accepted %lld of %lld drafts", cases[i].name, (long long)r.st.accepted, (long long)r.st.proposed);
         CHECKF(!cases[i].branches || r.st.branch_rounds > 0, "%s: no round was won by a side branch", cases[i].name);
-        fprintf(stderr, "  %-22s = plain over 96 tokens: path %s, %lld rounds, %lld of %lld drafts accepted, %lld by side branches\n",
+        CHECKF(r.st.expert_forwards > 0 && r.st.experts_per_layer >= m->hp.n_expert_used,
+               "%s: %lld expert forwards, %.3f experts per layer", cases[i].name, (long long)r.st.expert_forwards, r.st.experts_per_layer);
+        fprintf(stderr, "  %-22s = plain over 96 tokens: path %s, %lld rounds, %lld of %lld drafts accepted, %lld by side branches; "
+                "%.2f experts per layer per forward, %.2f expert reads per token (plain %.2f)\n",
                 cases[i].name, r.st.path, (long long)r.st.rounds, (long long)r.st.accepted, (long long)r.st.proposed,
-                (long long)r.st.branch_rounds);
+                (long long)r.st.branch_rounds, r.st.experts_per_layer, r.st.experts_per_token, plain.st.experts_per_token);
         free(r.ids);
     }
     free(plain.ids);

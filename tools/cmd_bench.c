@@ -364,6 +364,8 @@ static int bench_forward(int argc, char **argv)
     }
     /* t[(s * n_ns + j) * reps + rep]: scheme s, batch ns[j] */
     double *t = calloc((size_t)n_sch * (size_t)n_ns * (size_t)c.reps, sizeof(double));
+    /* mixture of experts: what a forward of ns[j] rows read from its experts (the same every rep: the same tokens) */
+    double ex_layer[MAX_NS] = { 0 }, ex_mb[MAX_NS] = { 0 };
     for (int rep = -1; rep < c.reps && !rc; rep++) {        /* rep -1 is the warm-up */
         for (int si = 0; si < n_sch && !rc; si++) {
             const int s = (si + (rep < 0 ? 0 : rep)) % n_sch;  /* the schemes' order alternates too */
@@ -371,10 +373,17 @@ static int bench_forward(int argc, char **argv)
             for (int j = 0; j < n_ns && !rc; j++) {
                 int n = ns[(j + (rep < 0 ? 0 : rep)) % n_ns];      /* rotate the order each rep */
                 int jj = (j + (rep < 0 ? 0 : rep)) % n_ns;
+                struct sprig_moe_counters m0, m1;
+                sprig_ctx_moe_counters(ctx, &m0);
                 double t0 = sprig_time_ms();
                 struct sprig_fwd f = { .n = n, .tokens = toks + ctx_len, .n_out = last_only ? 1 : n, .logits = logits };
                 if (sprig_forward(ctx, &f, &err) || sprig_ctx_trim(ctx, n, &err)) { rc = 1; break; }
                 double dt = sprig_time_ms() - t0;
+                sprig_ctx_moe_counters(ctx, &m1);
+                if (m1.layer_runs > m0.layer_runs) {
+                    ex_layer[jj] = (double)(m1.experts - m0.experts) / (double)(m1.layer_runs - m0.layer_runs);
+                    ex_mb[jj] = (double)(m1.bytes - m0.bytes) / 1e6;
+                }
                 if (rep >= 0) t[((size_t)s * n_ns + jj) * c.reps + rep] = dt;
             }
         }
@@ -391,7 +400,11 @@ static int bench_forward(int argc, char **argv)
     {
         const struct sprig_hparams *hp = &m->hp;
         double qd = (double)hp->n_head * hp->head_dim, kvd = (double)hp->n_kv_head * hp->head_dim;
-        ops_tok = 2.0 * hp->n_layer * ((double)hp->dim * (qd + 2 * kvd) + qd * hp->dim + 3.0 * hp->dim * hp->n_ff)
+        /* the FFN a token runs: the dense one, or its K experts (plus a shared expert, and gemma4's dense MLP beside them) */
+        const double ff = hp->n_expert ? (double)hp->n_expert_used * hp->n_ff_exp + hp->n_ff_shexp +
+                                             (m->layers[0].ffn_pre_norm2 ? hp->n_ff : 0)
+                                       : hp->n_ff;
+        ops_tok = 2.0 * hp->n_layer * ((double)hp->dim * (qd + 2 * kvd) + qd * hp->dim + 3.0 * hp->dim * ff)
                 + 2.0 * hp->dim * hp->n_vocab;
         ops_head = 2.0 * hp->dim * hp->n_vocab;
     }
@@ -412,6 +425,20 @@ static int bench_forward(int argc, char **argv)
     struct sprig_model_info mi;
     sprig_model_get_info(m, &mi);
     double bytes = (double)m->weight_bytes;
+    /* experts: the bytes a forward reads are the dense weights plus the experts its rows chose, not the K of E
+     * a single token averages (weight_bytes' count) */
+    const bool moe = m->hp.n_expert > 0;
+    double dense_bytes = bytes;
+    for (int l = 0; moe && l < m->hp.n_layer; l++) {
+        const struct sprig_layer *L = &m->layers[l];
+        for (int e = 0; L->exp_down && e < m->hp.n_expert; e++) {
+            const double eb = (double)(L->exp_gate[e].row_bytes * (size_t)L->exp_gate[e].n_out +
+                                       L->exp_up[e].row_bytes * (size_t)L->exp_up[e].n_out +
+                                       L->exp_down[e].row_bytes * (size_t)L->exp_down[e].n_out);
+            dense_bytes -= eb * m->hp.n_expert_used / m->hp.n_expert;
+        }
+    }
+#define FWD_BYTES(j) (moe ? dense_bytes + ex_mb[j] * 1e6 : bytes)
     if (!rc) {
         if (c.json) {
             printf("{\"bench\":\"forward\",\"model\":\"%s\",\"weight_type\":\"%s\",\"n_params\":%lld,\"threads\":%d,\"kernels\":\"%s\",\"prefetch\":\"%s\","
@@ -427,9 +454,10 @@ static int bench_forward(int argc, char **argv)
                     printf("%s{\"n\":%d,", s || j ? "," : "", ns[j]);
                     if (n_sch == 2) printf("\"prefetch\":\"%s\",", s ? "far" : "near");
                     if (n_sch == 2 && s) printf("\"far_over_near\":%.4f,", pair[j]);
+                    if (moe) printf("\"experts_per_layer\":%.3f,\"weight_mb\":%.3f,", ex_layer[j], FWD_BYTES(j) / 1e6);
                     printf("\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
                            med[j], med[j] / t1s[s], gops, peak > 0 ? gops / peak : 0, ceil > 0 ? gops / ceil : 0,
-                           bytes / (med[j] * 1e-3) / 1e9);
+                           FWD_BYTES(j) / (med[j] * 1e-3) / 1e9);
                 }
             printf("]}\n");
         } else {
@@ -447,19 +475,24 @@ static int bench_forward(int argc, char **argv)
             if (ceil > 0)
                 printf("ceiling    %.1f G ops/s measured: the exact kernels from L1, weighted by their share of the work (%s), %.0f%% of peak\n",
                        ceil, cmix, peak > 0 ? 100 * ceil / peak : 0);
-            printf("%6s %10s %8s %10s %8s %8s %8s%s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s",
-                   n_sch == 2 ? " prefetch far/near" : "");
+            if (moe)
+                printf("experts    %d of %d per token per layer; GB/s counts the dense weights and the experts each forward read\n",
+                       m->hp.n_expert_used, m->hp.n_expert);
+            printf("%6s %10s %8s %10s %8s %8s %8s%s%s\n", "n", "ms", "T(n)/T(1)", "G ops/s", "of peak", "of ceil", "GB/s",
+                   moe ? " experts/layer weight MB" : "", n_sch == 2 ? " prefetch far/near" : "");
             for (int s = 0; s < n_sch; s++)
                 for (int j = 0; j < n_ns; j++) {
                     const double *med = meds[s];
                     double gops = (ops_tok * ns[j] - (last_only ? ops_head * (ns[j] - 1) : 0)) / (med[j] * 1e-3) / 1e9;
                     printf("%6d %10.3f %8.3f %10.1f %7.1f%% %7.1f%% %8.2f", ns[j], med[j], med[j] / t1s[s], gops,
-                           peak > 0 ? 100 * gops / peak : 0, ceil > 0 ? 100 * gops / ceil : 0, bytes / (med[j] * 1e-3) / 1e9);
+                           peak > 0 ? 100 * gops / peak : 0, ceil > 0 ? 100 * gops / ceil : 0, FWD_BYTES(j) / (med[j] * 1e-3) / 1e9);
+                    if (moe) printf(" %13.2f %9.1f", ex_layer[j], FWD_BYTES(j) / 1e6);
                     if (n_sch == 2) printf(" %8s %8.3f", s ? "far" : "near", s ? pair[j] : 1.0);
                     printf("\n");
                 }
         }
     }
+#undef FWD_BYTES
     free(t);
     free(toks);
     free(logits);

@@ -433,6 +433,10 @@ int sprig_cmd_run(int argc, char **argv)
                     t.path, t.drafter, t.draft_max, t.tree_branches, (long long)t.rounds, t.emitted_per_verify, t.acceptance_rate,
                     (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
                     (long long)t.full_accept_rounds, (long long)t.branch_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms, t.rollback_ms);
+        if (t.expert_forwards > 0)
+            fprintf(stderr, "sprig: experts: %lld decode forwards read %.2f experts per layer each (%.1f MB of expert weights), "
+                            "%.1f expert reads per emitted token\n", (long long)t.expert_forwards, t.experts_per_layer,
+                    t.expert_mb_per_forward, t.experts_per_token);
     }
     if (save_ids && !write_ids_file(save_ids, s)) {
         fprintf(stderr, "sprig run: --save-ids: cannot write '%s'\n", save_ids);

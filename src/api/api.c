@@ -107,6 +107,7 @@ struct sprig_session {
     sprig_text_fn on_text;
     void *user;
     double t_begin, t_end;
+    struct sprig_moe_counters moe0, moe1;   /* the target's expert reading at the start and after the prefill */
 };
 
 struct sprig_session_params sprig_session_default_params(void)
@@ -314,6 +315,7 @@ sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k,
 static bool on_token(void *user, int32_t token, const sprig_logprob *top)
 {
     sprig_session *s = user;
+    if (s->n_gen == 0) sprig_ctx_moe_counters(s->ctx, &s->moe1);   /* the prefill's forwards are done */
     if (s->n_gen < s->gen_cap) {   /* sized for everything the context lets the round loop emit */
         if (top) memcpy(s->gen_top + (size_t)s->n_gen * (size_t)s->p.top_logprobs, top,
                         (size_t)s->p.top_logprobs * sizeof *top);
@@ -406,6 +408,8 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     s->user = user;
     sprig_detok_init(&s->detok, s->prompt[need - 1]);
     s->t_begin = sprig_time_ms();
+    sprig_ctx_moe_counters(s->ctx, &s->moe0);
+    s->moe1 = s->moe0;
     sprig_status st = sprig_spec_generate(s->spec, s->prompt, need, err);
     if (s->p.batch) {
         sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
@@ -500,6 +504,16 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->walk_ms = t->ms_walk;
     o->finalize_ms = t->ms_finalize;
     o->rollback_ms = s->ctx ? sprig_ctx_rollback_ms(s->ctx) : 0;
+    if (s->ctx) {   /* the decode's expert reading: now minus after the prefill */
+        struct sprig_moe_counters c;
+        sprig_ctx_moe_counters(s->ctx, &c);
+        const double fw = (double)(c.forwards - s->moe1.forwards), runs = (double)(c.layer_runs - s->moe1.layer_runs);
+        const double ex = (double)(c.experts - s->moe1.experts), by = (double)(c.bytes - s->moe1.bytes);
+        o->expert_forwards = c.forwards - s->moe1.forwards;
+        o->experts_per_layer = runs > 0 ? ex / runs : 0;
+        o->expert_mb_per_forward = fw > 0 ? by / fw / 1e6 : 0;
+        o->experts_per_token = t->emitted > 1 ? ex / (double)(t->emitted - 1) : 0;
+    }
 }
 
 void sprig_session_get_output(const sprig_session *s, struct sprig_output *o)
@@ -522,12 +536,14 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         "\"prefill_tok_s\":%.3f,\"decode_tok_s\":%.3f,"
         "\"rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_per_verify\":%.4f,"
         "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
-        "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f}",
+        "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f,"
+        "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f}",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
         t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
         t->prefill_tok_s, t->decode_tok_s,
         (long long)t->rounds, (long long)t->proposed, (long long)t->accepted, (long long)t->emitted, t->emitted_per_verify,
         t->acceptance_rate, (long long)t->zero_accept_rounds, (long long)t->partial_accept_rounds,
-        (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms);
+        (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms,
+        (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token);
 }

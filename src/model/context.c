@@ -112,6 +112,12 @@ bool sprig_ctx_tree_ok(const sprig_ctx *c, char *reason, size_t cap)
 
 double sprig_ctx_rollback_ms(const sprig_ctx *c) { return c->rec ? c->rec->rollback_ms : 0; }
 
+void sprig_ctx_moe_counters(const sprig_ctx *c, struct sprig_moe_counters *out)
+{
+    if (c->moe) *out = c->moe->count_all;
+    else memset(out, 0, sizeof *out);
+}
+
 sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
                               sprig_ctx **out, sprig_error *err)
 {

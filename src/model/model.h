@@ -198,6 +198,14 @@ bool sprig_ctx_tree_ok(const sprig_ctx *c, char *reason, size_t cap);
 /* Milliseconds the recurrent layers spent on rollback (copies and replays). */
 double sprig_ctx_rollback_ms(const sprig_ctx *c);
 
+/* What the context's forwards read from experts, cumulative since it was
+ * made (all zero for a dense model): forwards with expert layers, expert
+ * layer runs, the distinct experts those runs read (each once per forward,
+ * however many rows chose it) and their weight bytes. A session takes
+ * differences. */
+struct sprig_moe_counters { int64_t forwards, layer_runs, experts, bytes; };
+void sprig_ctx_moe_counters(const sprig_ctx *c, struct sprig_moe_counters *out);
+
 const sprig_model *sprig_ctx_model(const sprig_ctx *c);
 sprig_kv  *sprig_ctx_kv(sprig_ctx *c);
 sprig_pool *sprig_ctx_pool(sprig_ctx *c);

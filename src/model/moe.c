@@ -193,6 +193,9 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         const int lo = s->count[e], m = s->count[e + 1] - lo;
         if (m == 0) continue;
         ran++;
+        s->count_all.bytes += (int64_t)(L->exp_gate[e].row_bytes * (size_t)L->exp_gate[e].n_out +
+                                        L->exp_up[e].row_bytes * (size_t)L->exp_up[e].n_out +
+                                        L->exp_down[e].row_bytes * (size_t)L->exp_down[e].n_out);
         for (int j = 0; j < m; j++) {
             const int i = s->order[lo + j] / K;
             memcpy(s->xg + (size_t)j * D, xn + (size_t)i * D, sizeof(float) * (size_t)D);
@@ -219,6 +222,8 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         }
     }
     s->last_experts = ran;
+    s->count_all.layer_runs++;
+    s->count_all.experts += ran;
     for (int i = 0; i < n; i++) {   /* the slots in order: ((s0 + s1) + s2) + ... as ggml_add's chain */
         float *o = out + (size_t)i * D;
         const float *sl = s->slot + (size_t)i * K * D;
@@ -274,7 +279,9 @@ void sprig_moe_gemma4(sprig_pool *pool, const struct sprig_hparams *hp, const st
 
 void sprig_moe_begin(struct sprig_moe_scratch *s)
 {
-    if (s) s->margin = 1.0f;
+    if (!s) return;
+    s->margin = 1.0f;
+    s->count_all.forwards++;
 }
 
 void sprig_moe_end(const struct sprig_moe_scratch *s, int n)

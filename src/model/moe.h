@@ -57,6 +57,7 @@ struct sprig_moe_scratch {
     float   *ones;     /* [dim] 1.0f: a weightless RMS norm */
     int      last_experts;   /* distinct experts the last forward's layer ran */
     float    margin;         /* the forward's smallest p_K - p_(K+1) of its last row over the layers (sprig_moe_begin) */
+    struct sprig_moe_counters count_all;   /* what the forwards read, cumulative (model.h) */
 };
 sprig_status sprig_moe_scratch_alloc(struct sprig_moe_scratch *s, const struct sprig_hparams *hp, int B, sprig_error *err);
 void sprig_moe_scratch_free(struct sprig_moe_scratch *s);
