@@ -1,7 +1,7 @@
 /*
  * fuzz/fuzz-model.c — libFuzzer entry point for model loading and the
- * forward pass on hostile files (llama, qwen2, qwen3, qwen3moe, gemma2/3/4,
- * qwen35; any weight type).
+ * forward pass on hostile files (llama, qwen2, qwen3, qwen3moe, gemma2/3/4 (with
+ * experts too), qwen35, qwen35moe; any weight type).
  *
  * Every input is parsed with sprig_gguf_open_memory (no copy, so ASan sees
  * any read outside the buffer) and handed to sprig_model_load_gguf (which
@@ -50,6 +50,11 @@
  *       --vocab 260 --ctx 64 --ssm-state 8 --mtp -o qwen35.gguf
  *   for t in f32 q8_0; do ../../sprig mkmodel -q --arch qwen3moe --dim 32 --heads 2 --kv-heads 1 --ffn 32 \
  *       --layers 2 --vocab 260 --ctx 64 --experts 4 --experts-used 2 --expert-ffn 16 --type $t -o qwen3moe-$t.gguf; done
+ *   ../../sprig mkmodel -q --arch qwen35moe --dim 32 --heads 2 --kv-heads 1 --head-dim 16 --ffn 32 --layers 2 --vocab 260 \
+ *       --ctx 64 --ssm-state 8 --mtp --experts 4 --experts-used 2 --expert-ffn 16 --shared-expert-ffn 16 -o qwen35moe.gguf
+ *   ../../sprig mkmodel -q --arch gemma4 --dim 32 --heads 2 --kv-heads 1 --head-dim 16 --head-dim-swa 8 --ffn 32 --layers 4 \
+ *       --vocab 260 --ctx 64 --window 8 --shared-kv 2 --swa-layers sgsg --per-layer-embd 4 --experts 4 --experts-used 2 \
+ *       --expert-ffn 16 -o gemma4moe.gguf
  *   cd ../.. && SPRIG_FUZZ_CORPUS=$PWD/build/fuzz-model-corpus ./build/tests/test-arch
  * Run (UBSan reports stop the run; -rss_limit_mb also bounds one malloc, so
  * a small hostile file that makes the loader or the context allocate
