@@ -7,7 +7,8 @@
 # agree. Three shapes: one with GQA 4 and 16 layers (the use_more_bits
 # pattern, Q2_K's attn_v rule), one without GQA, and the tiny preset, whose
 # rows of 64 take llama.cpp's fallbacks (Q8_0 output, Q5_0/Q5_1/Q4_0/Q8_0
-# for the K types).
+# for the K types). And three shapes with experts: qwen3moe, qwen35moe (with
+# its MTP block and shared expert) and gemma4 with experts.
 #
 # Needs llama-quantize: $LLAMA_QUANTIZE, else llama-quantize on $PATH; skips
 # (passing, with a message) when neither exists. Run by tests/run.sh with
@@ -85,5 +86,9 @@ compare() { # SHAPE-NAME SPRIG-SHAPE-FLAGS (one word)
 compare gqa4 "--dim 256 --layers 16 --heads 8 --kv-heads 2 --ffn 512 --vocab 1000"
 compare mha "--dim 512 --layers 6 --heads 8 --kv-heads 8 --ffn 768 --vocab 600"
 compare tiny "--preset tiny"
+# routed experts: ffn_*_exps take llama-quantize's ffn_* rules by layer, the router stays F32
+compare qwen3moe "--arch qwen3moe --dim 256 --layers 8 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --vocab 1000 --experts 8 --experts-used 2 --expert-ffn 256"
+compare qwen35moe "--arch qwen35moe --dim 256 --layers 4 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --vocab 1000 --experts 8 --experts-used 2 --expert-ffn 256 --shared-expert-ffn 256 --mtp"
+compare gemma4moe "--arch gemma4 --dim 256 --layers 6 --heads 4 --kv-heads 2 --head-dim 128 --head-dim-swa 64 --ffn 512 --vocab 1000 --window 32 --shared-kv 2 --experts 8 --experts-used 2 --expert-ffn 256"
 [ $fail -eq 0 ] && echo "test-cli-quantize-llama: ok"
 exit $fail
