@@ -454,10 +454,11 @@ static int bench_forward(int argc, char **argv)
                     printf("%s{\"n\":%d,", s || j ? "," : "", ns[j]);
                     if (n_sch == 2) printf("\"prefetch\":\"%s\",", s ? "far" : "near");
                     if (n_sch == 2 && s) printf("\"far_over_near\":%.4f,", pair[j]);
-                    if (moe) printf("\"experts_per_layer\":%.3f,\"weight_mb\":%.3f,", ex_layer[j], FWD_BYTES(j) / 1e6);
-                    printf("\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f}",
+                    printf("\"ms\":%.4f,\"ratio\":%.4f,\"gops\":%.3f,\"fraction_of_peak\":%.4f,\"fraction_of_ceiling\":%.4f,\"gb_s\":%.3f",
                            med[j], med[j] / t1s[s], gops, peak > 0 ? gops / peak : 0, ceil > 0 ? gops / ceil : 0,
                            FWD_BYTES(j) / (med[j] * 1e-3) / 1e9);
+                    if (moe) printf(",\"experts_per_layer\":%.3f,\"weight_mb\":%.3f", ex_layer[j], FWD_BYTES(j) / 1e6);
+                    printf("}");
                 }
             printf("]}\n");
         } else {
