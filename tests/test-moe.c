@@ -237,12 +237,14 @@ static void spec_on(const char *path, const char *mtp)
         if (!test_run_session(m, &cases[i].p, prompt, 96, &r)) continue;
         const int d = test_first_diff(&plain, &r);
         CHECKF(d < 0, "%s: differs from plain decoding at step %d", cases[i].name, d);
-        CHECKF(r.st.rounds > 0 && r.st.proposed > 0, "%s: no speculative round ran (path %s)", cases[i].name, r.st.path);
+        /* tree auto may find drafting never pays (drafts that are never accepted) and take bare steps */
+        CHECKF(r.st.rounds > 0 && (r.st.proposed > 0 || cases[i].p.tree_auto), "%s: no speculative round ran (path %s)",
+               cases[i].name, r.st.path);
         CHECKF(!cases[i].path || !strcmp(r.st.path, cases[i].path), "%s: path %s", cases[i].name, r.st.path);
         CHECKF(!cases[i].accepts || (r.st.accepted > 0 && r.st.accepted < r.st.proposed),
                "%s: accepted %lld of %lld drafts", cases[i].name, (long long)r.st.accepted, (long long)r.st.proposed);
         CHECKF(!cases[i].branches || r.st.branch_rounds > 0, "%s: no round was won by a side branch", cases[i].name);
-        CHECKF(r.st.expert_forwards > 0 && r.st.experts_per_layer >= m->hp.n_expert_used,
+        CHECKF(r.st.expert_forwards > 0 && r.st.experts_per_layer >= m->hp.n_expert_used - 1e-9,
                "%s: %lld expert forwards, %.3f experts per layer", cases[i].name, (long long)r.st.expert_forwards, r.st.experts_per_layer);
         fprintf(stderr, "  %-22s = plain over 96 tokens: path %s, %lld rounds, %lld of %lld drafts accepted, %lld by side branches; "
                 "%.2f experts per layer per forward, %.2f expert reads per token (plain %.2f)\n",
