@@ -191,31 +191,36 @@ static const struct sprig_tensor_spec qwen3moe_tensors[] = {
     EXPERT_SCALES,
 };
 
+/* qwen35's trunk, dense or with experts: the output, the norms, the gated
+ * attention layers' and the gated delta-net layers' tensors */
+#define QWEN35_TRUNK \
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd), \
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm), \
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output), \
+    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm), \
+    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm), \
+    LO("blk.%d.attn_q.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq), \
+    LO("blk.%d.attn_k.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk), \
+    LO("blk.%d.attn_v.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv), \
+    LO("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,  wo), \
+    LO("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm), \
+    LO("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm), \
+    LO("blk.%d.attn_qkv.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_CONV, w_qkv), \
+    LO("blk.%d.attn_gate.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_V, w_z), \
+    LO("blk.%d.ssm_conv1d.weight", SPRIG_BIND_NORM,   SPRIG_D_SSM_K, SPRIG_D_SSM_CONV, conv_w), \
+    LO("blk.%d.ssm_dt.bias",       SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, dt_bias), \
+    LO("blk.%d.ssm_a",             SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, ssm_a), \
+    LO("blk.%d.ssm_beta.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_beta), \
+    LO("blk.%d.ssm_alpha.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_alpha), \
+    LO("blk.%d.ssm_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_SSM_S, SPRIG_D_NONE, ssm_norm), \
+    LO("blk.%d.ssm_out.weight",    SPRIG_BIND_MATRIX, SPRIG_D_SSM_V, SPRIG_D_DIM,  w_ssm_out)
+
 /* qwen35 (dense): attention layers with q/k norms and an output gate (attn_q
  * holds [q | gate] per head), gated delta-net layers, and post_attention_norm
  * as the FFN's input norm (llama.cpp's name for it there); which tensors a
  * layer needs depends on its kind (model.c checks). */
 static const struct sprig_tensor_spec qwen35_tensors[] = {
-    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
-    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
-    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
-    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
-    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
-    LO("blk.%d.attn_q.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
-    LO("blk.%d.attn_k.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
-    LO("blk.%d.attn_v.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
-    LO("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,  wo),
-    LO("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
-    LO("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
-    LO("blk.%d.attn_qkv.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_CONV, w_qkv),
-    LO("blk.%d.attn_gate.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_V, w_z),
-    LO("blk.%d.ssm_conv1d.weight", SPRIG_BIND_NORM,   SPRIG_D_SSM_K, SPRIG_D_SSM_CONV, conv_w),
-    LO("blk.%d.ssm_dt.bias",       SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, dt_bias),
-    LO("blk.%d.ssm_a",             SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, ssm_a),
-    LO("blk.%d.ssm_beta.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_beta),
-    LO("blk.%d.ssm_alpha.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_alpha),
-    LO("blk.%d.ssm_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_SSM_S, SPRIG_D_NONE, ssm_norm),
-    LO("blk.%d.ssm_out.weight",    SPRIG_BIND_MATRIX, SPRIG_D_SSM_V, SPRIG_D_DIM,  w_ssm_out),
+    QWEN35_TRUNK,
     L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
     L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
     L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
@@ -238,26 +243,7 @@ static const struct sprig_tensor_spec qwen35_tensors[] = {
     X("blk.%d.ffn_down_shexp.weight", SPRIG_BIND_MATRIX, SPRIG_D_FF_SHEXP, SPRIG_D_DIM, sh_down)
 #define LXR(nm, d0, d1, field) LX(nm, d0, d1, field)
 static const struct sprig_tensor_spec qwen35moe_tensors[] = {
-    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
-    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
-    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
-    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
-    L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
-    LO("blk.%d.attn_q.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
-    LO("blk.%d.attn_k.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
-    LO("blk.%d.attn_v.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
-    LO("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,  wo),
-    LO("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
-    LO("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,  SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
-    LO("blk.%d.attn_qkv.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_CONV, w_qkv),
-    LO("blk.%d.attn_gate.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_V, w_z),
-    LO("blk.%d.ssm_conv1d.weight", SPRIG_BIND_NORM,   SPRIG_D_SSM_K, SPRIG_D_SSM_CONV, conv_w),
-    LO("blk.%d.ssm_dt.bias",       SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, dt_bias),
-    LO("blk.%d.ssm_a",             SPRIG_BIND_NORM,   SPRIG_D_SSM_VH, SPRIG_D_NONE, ssm_a),
-    LO("blk.%d.ssm_beta.weight",   SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_beta),
-    LO("blk.%d.ssm_alpha.weight",  SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_SSM_VH, w_alpha),
-    LO("blk.%d.ssm_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_SSM_S, SPRIG_D_NONE, ssm_norm),
-    LO("blk.%d.ssm_out.weight",    SPRIG_BIND_MATRIX, SPRIG_D_SSM_V, SPRIG_D_DIM,  w_ssm_out),
+    QWEN35_TRUNK,
     QWEN35_MOE_FFN(L, LXO, LXR),
     EXPERT_SCALES,
 };
@@ -314,6 +300,7 @@ static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
 #undef NB
 #undef NX
 #undef QWEN35_MOE_FFN
+#undef QWEN35_TRUNK
 #undef GEMMA4_EXPERTS
 #undef EXPERT_SCALES
 #undef LXOPT
