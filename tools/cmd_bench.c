@@ -30,6 +30,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "model/model.h"
+#include "model/moe.h"
 #include "bench_attn.h"
 #include "tensor/attention.h"
 #include "tensor/matmul.h"
@@ -431,12 +432,8 @@ static int bench_forward(int argc, char **argv)
     double dense_bytes = bytes;
     for (int l = 0; moe && l < m->hp.n_layer; l++) {
         const struct sprig_layer *L = &m->layers[l];
-        for (int e = 0; L->exp_down && e < m->hp.n_expert; e++) {
-            const double eb = (double)(L->exp_gate[e].row_bytes * (size_t)L->exp_gate[e].n_out +
-                                       L->exp_up[e].row_bytes * (size_t)L->exp_up[e].n_out +
-                                       L->exp_down[e].row_bytes * (size_t)L->exp_down[e].n_out);
-            dense_bytes -= eb * m->hp.n_expert_used / m->hp.n_expert;
-        }
+        for (int e = 0; L->exp_down && e < m->hp.n_expert; e++)
+            dense_bytes -= (double)sprig_moe_expert_bytes(L, e) * m->hp.n_expert_used / m->hp.n_expert;
     }
 #define FWD_BYTES(j) (moe ? dense_bytes + ex_mb[j] * 1e6 : bytes)
     if (!rc) {

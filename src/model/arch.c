@@ -45,8 +45,9 @@
 #define L(nm, b, d0, d1, field) { nm, true, true, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 #define LO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 
-/* what every row has */
-#define COMMON_TENSORS \
+/* what every llama-like row has before its FFN: the embeddings and output,
+ * the attention and the FFN's input norm */
+#define COMMON_ATTN \
     G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd), \
     G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm), \
     G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output), \
@@ -55,7 +56,10 @@
     L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk), \
     L("blk.%d.attn_v.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv), \
     L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo), \
-    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm), \
+    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm)
+/* ... and the dense FFN */
+#define COMMON_TENSORS \
+    COMMON_ATTN, \
     L("blk.%d.ffn_gate.weight",    SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate), \
     L("blk.%d.ffn_up.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up), \
     L("blk.%d.ffn_down.weight",    SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down)
@@ -172,18 +176,10 @@ static const struct sprig_tensor_spec gemma4_tensors[] = {
  * dim, E] (llama.cpp's qwen3moe.cpp); no dense FFN, no shared expert. */
 #define LX(nm, d0, d1, field) { nm, true, true, SPRIG_BIND_EXPERTS, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
 static const struct sprig_tensor_spec qwen3moe_tensors[] = {
-    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd),
-    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm),
-    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output),
-    L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
-    L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq),
-    L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
-    L("blk.%d.attn_v.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
-    L("blk.%d.attn_output.weight", SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
+    COMMON_ATTN,
     L("blk.%d.attn_q_norm.weight", SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
     L("blk.%d.attn_k_norm.weight", SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
     QKV_BIASES(LO),
-    L("blk.%d.ffn_norm.weight",    SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  ffn_norm),
     L("blk.%d.ffn_gate_inp.weight", SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_EXPERTS, router),
     LX("blk.%d.ffn_gate_exps.weight", SPRIG_D_DIM,    SPRIG_D_FF_EXP, exp_gate),
     LX("blk.%d.ffn_down_exps.weight", SPRIG_D_FF_EXP, SPRIG_D_DIM,    exp_down),
@@ -311,6 +307,7 @@ static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
 #undef L
 #undef LO
 #undef COMMON_TENSORS
+#undef COMMON_ATTN
 #undef QKV_BIASES
 
 /* SWA: { default period, local layers' own RoPE, 27B query-scale layer count, default window }

@@ -193,9 +193,7 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         const int lo = s->count[e], m = s->count[e + 1] - lo;
         if (m == 0) continue;
         ran++;
-        s->count_all.bytes += (int64_t)(L->exp_gate[e].row_bytes * (size_t)L->exp_gate[e].n_out +
-                                        L->exp_up[e].row_bytes * (size_t)L->exp_up[e].n_out +
-                                        L->exp_down[e].row_bytes * (size_t)L->exp_down[e].n_out);
+        s->count_all.bytes += (int64_t)sprig_moe_expert_bytes(L, e);
         for (int j = 0; j < m; j++) {
             const int i = s->order[lo + j] / K;
             memcpy(s->xg + (size_t)j * D, xn + (size_t)i * D, sizeof(float) * (size_t)D);
@@ -255,6 +253,14 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
 }
 
 int sprig_moe_last_experts(const struct sprig_moe_scratch *s) { return s->last_experts; }
+
+size_t sprig_moe_expert_bytes(const struct sprig_layer *L, int e)
+{
+    const sprig_weight *w[3] = { &L->exp_gate[e], &L->exp_up[e], &L->exp_down[e] };
+    size_t b = 0;
+    for (int i = 0; i < 3; i++) b += w[i]->row_bytes * (size_t)w[i]->n_out;
+    return b;
+}
 
 void sprig_moe_gemma4(sprig_pool *pool, const struct sprig_hparams *hp, const struct sprig_layer *L, int n, const float *x,
                       float *out, float *gate, float *up, void *act, size_t act_bytes, struct sprig_moe_scratch *s)

@@ -86,6 +86,9 @@ void sprig_moe_gemma4(sprig_pool *pool, const struct sprig_hparams *hp, const st
 void sprig_moe_begin(struct sprig_moe_scratch *s);
 void sprig_moe_end(const struct sprig_moe_scratch *s, int n);
 
+/* The weight bytes expert e of layer L reads (its gate, up and down matrices). */
+size_t sprig_moe_expert_bytes(const struct sprig_layer *L, int e);
+
 /* How many distinct experts the last sprig_moe_ffn of this scratch ran (statistics). */
 int sprig_moe_last_experts(const struct sprig_moe_scratch *s);
 
