@@ -231,6 +231,7 @@ static void spec_on(const char *path, const char *mtp)
         { "MTP chain", "chain", params(SPRIG_DRAFTER_MTP, mtp, 3, SPRIG_TREE_OFF, 0, 0, false), false, false },
         { "MTP tree", "tree", params(SPRIG_DRAFTER_MTP, mtp, 3, SPRIG_TREE_ON, 2, 0, false), false, false },
     };
+    long long zero = 0, partial = 0, full = 0;   /* across the runs: every kind of round was walked */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct test_run r = { 0 };
         if (!mtp && cases[i].p.drafter == SPRIG_DRAFTER_MTP) continue;   /* the model has no MTP head */
@@ -250,8 +251,14 @@ static void spec_on(const char *path, const char *mtp)
                 "%.2f experts per layer per forward, %.2f expert reads per token (plain %.2f)\n",
                 cases[i].name, r.st.path, (long long)r.st.rounds, (long long)r.st.accepted, (long long)r.st.proposed,
                 (long long)r.st.branch_rounds, r.st.experts_per_layer, r.st.experts_per_token, plain.st.experts_per_token);
+        zero += r.st.zero_accept_rounds;
+        partial += r.st.partial_accept_rounds;
+        full += r.st.full_accept_rounds;
         free(r.ids);
     }
+    CHECKF(zero > 0 && partial > 0 && full > 0, "rounds accepting none / part / all of their drafts: %lld / %lld / %lld", zero,
+           partial, full);
+    fprintf(stderr, "  rounds accepting none / part / all of their drafts: %lld / %lld / %lld\n", zero, partial, full);
     free(plain.ids);
     sprig_model_free(m);
 }
