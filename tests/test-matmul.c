@@ -411,6 +411,20 @@ static bool fam_has(int f, int type)
     }
 }
 
+/* Whether family f reads weights of `type` in place (sprig_weight_init_mapped). */
+static bool fam_has_rows(int f, int type)
+{
+    const struct sprig_mm_family *m = family_of(f);
+    if (!m || !m->rows) return false;
+    switch (type) {
+    case SPRIG_TYPE_Q8_0: return m->rows->q8_0 != NULL;
+    case SPRIG_MM_Q4_K: return m->rows->q4_k != NULL;
+    case SPRIG_MM_Q5_K: return m->rows->q5_k != NULL;
+    case SPRIG_MM_Q6_K: return m->rows->q6_k != NULL;
+    default: return false;
+    }
+}
+
 static void check_kernels(int type, struct shape sh, bool quick)
 {
     const int64_t K = sh.n_in, N = sh.n_out;
@@ -428,14 +442,27 @@ static void check_kernels(int type, struct shape sh, bool quick)
     float *y = malloc((size_t)MAX_N * N * sizeof(float));
     const int *ns = quick ? batch_quick : batch_full;
     int nn = quick ? (int)(sizeof batch_quick / sizeof *batch_quick) : (int)(sizeof batch_full / sizeof *batch_full);
-    for (int f = 0; f < N_FAM; f++) {
+    for (int fm = 0; fm < 2 * N_FAM; fm++) {
+        const int f = fm / 2;
+        const bool mapped = fm & 1;   /* the raw-row kernels (experts) */
         if (!sprig_kernels_force(families[f])) continue;
         sprig_weight w;
-        CHECK(sprig_weight_init(&w, "w", type, raw, K, N, NULL) == SPRIG_OK);
-        /* packed (so the family's kernel runs) exactly when it has one, and
-         * by this family */
-        CHECK((w.packed != NULL) == fam_has(f, type));
-        CHECK(w.kernel == (fam_has(f, type) ? f : SPRIG_KERNELS_REF));
+        if (mapped) {
+            CHECK(sprig_weight_init_mapped(&w, "w", type, raw, K, N, NULL) == SPRIG_OK);
+            /* mapped (no copy, the raw-row kernel runs) exactly where the family has one; else as packed */
+            CHECK(w.mapped == fam_has_rows(f, type));
+            if (!w.mapped) {
+                sprig_weight_free(&w);
+                continue;   /* the packed pass covered it */
+            }
+            CHECK(w.packed == NULL && w.kernel == f && w.raw == raw);
+        } else {
+            CHECK(sprig_weight_init(&w, "w", type, raw, K, N, NULL) == SPRIG_OK);
+            /* packed (so the family's kernel runs) exactly when it has one, and
+             * by this family */
+            CHECK((w.packed != NULL) == fam_has(f, type));
+            CHECK(w.kernel == (fam_has(f, type) ? f : SPRIG_KERNELS_REF) && !w.mapped);
+        }
         for (int th = 1; th <= 3; th++) {
             if (f == 0 && th == 2) continue;   /* the reference family is slow; 1 and 3 threads suffice */
             for (int i = 0; i < nn; i++) {
@@ -452,8 +479,9 @@ static void check_kernels(int type, struct shape sh, bool quick)
                 float *ys[1] = { y };
                 sprig_matmul(pools[th], &a, 1, ws, ys);
                 CHECKF(memcmp(y, ref, (size_t)n * N * sizeof(float)) == 0,
-                       "%s %s [%lld x %lld] n=%d threads=%d prefetch %s differs from the reference", families[f],
-                       sprig_type_name(type), (long long)K, (long long)N, n, th, pf == SPRIG_PF_FAR ? "far" : "near");
+                       "%s%s %s [%lld x %lld] n=%d threads=%d prefetch %s differs from the reference", families[f],
+                       mapped ? " (mapped rows)" : "", sprig_type_name(type), (long long)K, (long long)N, n, th,
+                       pf == SPRIG_PF_FAR ? "far" : "near");
                 if (memcmp(y, ref, (size_t)n * N * sizeof(float)) != 0) {
                     for (size_t j = 0; j < (size_t)n * N; j++)
                         if (memcmp(&y[j], &ref[j], 4)) {
@@ -867,19 +895,26 @@ static void test_kquant_extremes(void)
         CHECK(sprig_weight_init(&w0, "ref", ti, raw, K, N, NULL) == SPRIG_OK);
         sprig_matmul_ref(&w0, x, n, ref);
         sprig_weight_free(&w0);
-        for (int f = 1; f < N_FAM; f++) {
-            if (!sprig_kernels_force(families[f]) || !fam_has(f, ti)) continue;
+        for (int fm = 2; fm < 2 * N_FAM; fm++) {
+            const int f = fm / 2;
+            const bool mapped = fm & 1;
+            if (!sprig_kernels_force(families[f]) || !fam_has(f, ti) || (mapped && !fam_has_rows(f, ti))) continue;
             sprig_weight w;
-            CHECK(sprig_weight_init(&w, "w", ti, raw, K, N, NULL) == SPRIG_OK);
-            CHECK(w.packed != NULL && w.kernel == f);
+            if (mapped) {
+                CHECK(sprig_weight_init_mapped(&w, "w", ti, raw, K, N, NULL) == SPRIG_OK);
+                CHECK(w.mapped && w.packed == NULL && w.kernel == f);
+            } else {
+                CHECK(sprig_weight_init(&w, "w", ti, raw, K, N, NULL) == SPRIG_OK);
+                CHECK(w.packed != NULL && w.kernel == f);
+            }
             for (int nn = 1; nn <= n; nn++) {
                 sprig_act a;
                 sprig_act_init(&a, x, nn, K, scratch, sb);
                 const sprig_weight *ws[1] = { &w };
                 float *ys[1] = { y };
                 sprig_matmul(pools[1], &a, 1, ws, ys);
-                CHECKF(memcmp(y, ref, (size_t)nn * N * sizeof(float)) == 0, "%s %s extremes n=%d differ from the reference",
-                       families[f], sprig_type_name(ti), nn);
+                CHECKF(memcmp(y, ref, (size_t)nn * N * sizeof(float)) == 0, "%s%s %s extremes n=%d differ from the reference",
+                       families[f], mapped ? " (mapped rows)" : "", sprig_type_name(ti), nn);
             }
             sprig_weight_free(&w);
         }

@@ -5,8 +5,10 @@
 #include "base/err.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void *sprig_calloc_aligned(size_t n, size_t size)
 {
@@ -36,4 +38,25 @@ bool sprig_grow(char **buf, size_t *cap, size_t need)
     *buf = n;
     *cap = c;
     return true;
+}
+
+double sprig_mem_available(void)
+{
+    const char *o = getenv("SPRIG_MEM_AVAILABLE");
+    if (o && *o) {
+        char *end;
+        const double v = strtod(o, &end);
+        if (*end == 0 && v >= 0) return v;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        double kb = 0;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+        fclose(f);
+        if (kb > 0) return kb * 1024.0;
+    }
+    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    return phys > 0 ? phys : 0;
 }

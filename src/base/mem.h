@@ -22,4 +22,9 @@ void  sprig_free_aligned(void *p);
  * memory or the size would overflow. */
 bool sprig_grow(char **buf, size_t *cap, size_t need);
 
+/* Bytes of memory available now (/proc/meminfo's MemAvailable, else the
+ * physical memory; 0 if unknown). SPRIG_MEM_AVAILABLE=BYTES overrides it
+ * (to test the memory checks, or to keep a share of a machine free). */
+double sprig_mem_available(void);
+
 #endif

@@ -80,3 +80,11 @@ sprig_status sprig_read_file(const char *path, char **out, size_t *len, size_t m
     if (len) *len = n;
     return SPRIG_OK;
 }
+
+void sprig_map_drop(const void *p, size_t len)
+{
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (!p || !pg) return;
+    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + len) & ~(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);   /* advice: a failure changes nothing */
+}

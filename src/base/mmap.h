@@ -17,6 +17,11 @@ typedef struct sprig_map {
 sprig_status sprig_map_file(const char *path, sprig_map *m, sprig_error *err);
 void         sprig_unmap(sprig_map *m);
 
+/* Drop the whole pages of [p, p + len) (inside a mapping made here) from the
+ * resident set: a later read maps them from the file again. For file bytes
+ * that were copied (packed weights), so the copy is not counted twice. */
+void sprig_map_drop(const void *p, size_t len);
+
 /* Read a whole (small) file into a malloc'd buffer, NUL-terminated. */
 sprig_status sprig_read_file(const char *path, char **out, size_t *len, size_t max_len, sprig_error *err);
 

@@ -35,22 +35,6 @@ void sprig_ctx_free(sprig_ctx *c)
     free(c);
 }
 
-/* Bytes of memory available now (MemAvailable), or physical memory, or 0 if unknown. */
-static double mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        double kb = 0;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-        fclose(f);
-        if (kb > 0) return kb * 1024.0;
-    }
-    const double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    return phys > 0 ? phys : 0;
-}
-
 /* A sliding layer keeps a ring when its window binds: the ring (window - 1
  * + a batch) is smaller than the context. */
 static bool ring_fits(int window, int n_batch, int n_ctx) { return (int64_t)window - 1 + n_batch < n_ctx; }
@@ -161,7 +145,7 @@ sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const stru
         }
         const double kv = kv_pool ? 0 : kvb;
         const double scratch = 4.0 * (double)sprig_attn_scratch_floats(n_batch, hp->n_head, n_ctx, pool ? sprig_pool_size(pool) : 1);
-        const double avail = mem_available();
+        const double avail = sprig_mem_available();
         if (avail > 0 && kv + scratch > avail)
             return sprig_err(err, SPRIG_E_NOMEM,
                              "n_ctx: %d slots need %.2f GiB (a %s KV cache: %d layers x %lld bytes each on average = %.2f GiB; "

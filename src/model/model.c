@@ -7,6 +7,8 @@
 #include "model/arch.h"
 #include "model/moe.h"
 #include "base/log.h"
+#include "base/mem.h"
+#include "base/mmap.h"
 #include "base/timer.h"
 #include "tensor/attention.h"
 #include "tensor/ops.h"
@@ -523,12 +525,19 @@ static sprig_status bind_experts(sprig_model *m, const sprig_gguf_tensor *t, con
             char en[160];
             snprintf(en, sizeof en, "%s (expert %d%s)", name, e, fused ? (p ? ", up" : ", gate") : "");
             const char *raw = (const char *)t->data + ((size_t)e * (size_t)e1 + (size_t)p * (size_t)rows) * rb;
-            sprig_status st = sprig_weight_init(&w[e], en, t->type, raw, e0, rows, err);
+            /* in place where the kernels read the type's rows (a token touches K of E experts) */
+            sprig_status st = sprig_weight_init_mapped(&w[e], en, t->type, raw, e0, rows, err);
             if (st) {
                 sprig_err_prefix(err, "%s", path);
                 return st;
             }
         }
+    }
+    if (dst[0][0].packed) {
+        m->copied_bytes += t->nbytes;
+        sprig_map_drop(t->data, t->nbytes);
+    } else {
+        m->mapped_bytes += t->nbytes;
     }
     m->n_params += e0 * e1 * E;
     /* a decode step reads K of the E experts */
@@ -587,12 +596,17 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         w->raw = t->data;
         if (!sprig_row_bytes(t->type, e0, &w->row_bytes))
             return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor '%s': bad row size", path, name);
+        m->mapped_bytes += t->nbytes;
         return SPRIG_OK;
     }
     sprig_status st = sprig_weight_init(w, name, t->type, t->data, e0, e1, err);
     if (st) {   /* the matmul layer names the weight; the file is named here */
         sprig_err_prefix(err, "%s", path);
         return st;
+    }
+    if (w->packed) {   /* the copy is what the kernels read: the file's pages leave the resident set */
+        m->copied_bytes += t->nbytes;
+        sprig_map_drop(t->data, t->nbytes);
     }
     m->weight_bytes += t->nbytes;
     return SPRIG_OK;
@@ -702,6 +716,39 @@ void sprig_model_free(sprig_model *m)
     free(m);
 }
 
+/* Before anything is packed: the copies sprig makes (every matrix but the
+ * experts the kernels read in place and the embeddings, which are looked
+ * up by row) must fit the memory available; the mapped bytes need not (the
+ * kernel pages in what routing asks for), but a run is fast only while the
+ * experts it touches stay cached, which is said. */
+static sprig_status check_memory(const sprig_model *m, sprig_error *err)
+{
+    const sprig_gguf *g = m->gguf;
+    double copies = 0, mapped = 0;
+    bool has_output = false;
+    for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++) {
+        const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
+        const bool exps = strstr(t->name, "_exps.weight") != NULL;
+        const bool view = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "per_layer_token_embd.weight") ||
+                          strstr(t->name, ".nextn.embed_tokens.");
+        has_output |= !strcmp(t->name, "output.weight");
+        if (view || (exps && sprig_weight_maps(t->type))) mapped += (double)t->nbytes;
+        else copies += (double)t->nbytes;
+    }
+    const sprig_gguf_tensor *emb = sprig_gguf_find_tensor(g, "token_embd.weight");
+    if (!has_output && emb) copies += (double)emb->nbytes;   /* the tied output is packed from the embeddings */
+    const double avail = sprig_mem_available(), gib = 1073741824.0;
+    if (avail > 0 && copies > avail)
+        return sprig_err(err, SPRIG_E_NOMEM, "%s: the weights sprig packs need %.2f GiB (the file holds %.2f GiB; %.2f GiB of it "
+                         "is read in place); %.2f GiB of memory is available", sprig_gguf_path(g), copies / gib,
+                         (double)sprig_gguf_file_size(g) / gib, mapped / gib, avail / gib);
+    if (avail > 0 && copies + mapped > avail)
+        SPRIG_LOGI("%s: %.2f GiB of packed weights and %.2f GiB read in place exceed the %.2f GiB of memory available: "
+                   "experts will be read from the disk as routing asks for them", sprig_gguf_path(g), copies / gib, mapped / gib,
+                   avail / gib);
+    return SPRIG_OK;
+}
+
 sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error *err)
 {
     *out = NULL;
@@ -745,6 +792,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
         }
     }
 
+    if ((st = check_memory(m, err))) goto fail;
     m->layers = calloc((size_t)m->hp.n_layer, sizeof *m->layers);
     used = calloc((size_t)sprig_gguf_n_tensors(g) + 1, sizeof *used);
     if (!m->layers || !used) { st = sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path); goto fail; }

@@ -153,6 +153,8 @@ typedef struct sprig_model {
     struct sprig_nextn *nextn;    /* [n_nextn] MTP blocks (qwen35), or NULL */
     int n_nextn;
     size_t weight_bytes;          /* bytes a decode step reads from the weights */
+    size_t copied_bytes;          /* weights packed into memory of their own (the file's pages dropped) */
+    size_t mapped_bytes;          /* weights read in place from the mapped file (experts, embeddings) */
     double load_ms;               /* wall time of sprig_model_load */
     int64_t n_params;
 } sprig_model;

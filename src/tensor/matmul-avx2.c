@@ -1220,4 +1220,5 @@ const struct sprig_mm_family sprig_mm_family_avx2 = {
     .quant_k = kquant_row,
     .peak = peak,
     .tile_panels = tile_panels,
+    .rows = &sprig_mm_rows_avx2,   /* matmul-rows-avx2.c */
 };

@@ -1143,4 +1143,5 @@ const struct sprig_mm_family sprig_mm_family_avx512 = {
     .quant = quant_row, .quant_k = quant_row_k,
     .peak = peak,
     .tile_panels = tile_panels,
+    .rows = &sprig_mm_rows_avx512,   /* matmul-rows-avx512.c */
 };

@@ -143,6 +143,15 @@ typedef struct sprig_mm_job {
 
 typedef void (*sprig_mm_kernel_fn)(const sprig_mm_job *job);
 
+/* Kernels on a weight's raw GGUF rows (a weight mapped, not packed:
+ * sprig_weight_init_mapped): the same job, with packed = the first raw row
+ * and pstride = the bytes per row; panels [p0, p1) name output rows
+ * [16 p0, min(16 p1, n_out)). NULL: that type is packed as usual. */
+struct sprig_mm_rows {
+    sprig_mm_kernel_fn q8_0, q4_k, q5_k, q6_k;
+};
+extern const struct sprig_mm_rows sprig_mm_rows_avx2, sprig_mm_rows_avx512;
+
 /* Quantize one activation row of k = 32 * nb floats (rule in matmul.c); block b
  * goes to out[b * stride]. */
 typedef void (*sprig_mm_quant_fn)(const float *x, int64_t nb, int64_t stride, sprig_mm_qblock *out);
@@ -170,6 +179,7 @@ struct sprig_mm_family {
     /* Panels one tile of n activation rows covers for weights of `type`: the
      * threads split a matmul at multiples of it, so tiles stay whole. */
     int (*tile_panels)(int type, int n);
+    const struct sprig_mm_rows *rows;   /* raw-row kernels (NULL: none) */
 };
 
 extern const struct sprig_mm_family sprig_mm_family_avx512;

@@ -218,25 +218,29 @@ struct mm_type {
     size_t k_bytes;     /* packed bytes per k per panel (float types) */
     size_t slot;        /* offsetof the family's kernel for this type */
     const struct kq *kq;/* K-quants */
+    size_t rslot;       /* offsetof the raw-row kernel in sprig_mm_rows (NO_ROWS: none) */
 };
 
 #define SLOT(f) offsetof(struct sprig_mm_family, f)
+#define RSLOT(f) offsetof(struct sprig_mm_rows, f)
+#define NO_ROWS SIZE_MAX
 static const struct mm_type mm_types[] = {
-    { SPRIG_TYPE_F32,  ACT_FLOAT, 4 * SPRIG_MM_PANEL, SLOT(f32),  NULL },
-    { SPRIG_TYPE_F16,  ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(f16),  NULL },
-    { SPRIG_TYPE_BF16, ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(bf16), NULL },
-    { SPRIG_TYPE_Q8_0, ACT_Q32,   0,                  SLOT(q8_0), NULL },
-    { SPRIG_TYPE_Q4_0, ACT_Q32,   0,                  SLOT(q4_0), NULL },
-    { SPRIG_TYPE_Q4_1, ACT_Q32,   0,                  SLOT(q4_1), NULL },
-    { SPRIG_TYPE_Q5_0, ACT_Q32,   0,                  SLOT(q5_0), NULL },
-    { SPRIG_TYPE_Q5_1, ACT_Q32,   0,                  SLOT(q5_1), NULL },
-    { SPRIG_MM_Q2_K,   ACT_Q256,  0,                  SLOT(q2_k), &kq_q2k },
-    { SPRIG_MM_Q3_K,   ACT_Q256,  0,                  SLOT(q3_k), &kq_q3k },
-    { SPRIG_MM_Q4_K,   ACT_Q256,  0,                  SLOT(q4_k), &kq_q4k },
-    { SPRIG_MM_Q5_K,   ACT_Q256,  0,                  SLOT(q5_k), &kq_q5k },
-    { SPRIG_MM_Q6_K,   ACT_Q256,  0,                  SLOT(q6_k), &kq_q6k },
+    { SPRIG_TYPE_F32,  ACT_FLOAT, 4 * SPRIG_MM_PANEL, SLOT(f32),  NULL,    NO_ROWS },
+    { SPRIG_TYPE_F16,  ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(f16),  NULL,    NO_ROWS },
+    { SPRIG_TYPE_BF16, ACT_FLOAT, 2 * SPRIG_MM_PANEL, SLOT(bf16), NULL,    NO_ROWS },
+    { SPRIG_TYPE_Q8_0, ACT_Q32,   0,                  SLOT(q8_0), NULL,    RSLOT(q8_0) },
+    { SPRIG_TYPE_Q4_0, ACT_Q32,   0,                  SLOT(q4_0), NULL,    NO_ROWS },
+    { SPRIG_TYPE_Q4_1, ACT_Q32,   0,                  SLOT(q4_1), NULL,    NO_ROWS },
+    { SPRIG_TYPE_Q5_0, ACT_Q32,   0,                  SLOT(q5_0), NULL,    NO_ROWS },
+    { SPRIG_TYPE_Q5_1, ACT_Q32,   0,                  SLOT(q5_1), NULL,    NO_ROWS },
+    { SPRIG_MM_Q2_K,   ACT_Q256,  0,                  SLOT(q2_k), &kq_q2k, NO_ROWS },
+    { SPRIG_MM_Q3_K,   ACT_Q256,  0,                  SLOT(q3_k), &kq_q3k, NO_ROWS },
+    { SPRIG_MM_Q4_K,   ACT_Q256,  0,                  SLOT(q4_k), &kq_q4k, RSLOT(q4_k) },
+    { SPRIG_MM_Q5_K,   ACT_Q256,  0,                  SLOT(q5_k), &kq_q5k, RSLOT(q5_k) },
+    { SPRIG_MM_Q6_K,   ACT_Q256,  0,                  SLOT(q6_k), &kq_q6k, RSLOT(q6_k) },
 };
 #undef SLOT
+#undef RSLOT
 
 static const struct mm_type *mm_type(int type)
 {
@@ -267,6 +271,14 @@ static sprig_mm_kernel_fn fam_kernel(const struct sprig_mm_family *f, int type)
 {
     const struct mm_type *t = mm_type(type);
     return t ? *(const sprig_mm_kernel_fn *)(const void *)((const char *)f + t->slot) : NULL;
+}
+
+/* The family's raw-row kernel for `type` (NULL: none). */
+static sprig_mm_kernel_fn rows_kernel(const struct sprig_mm_family *f, int type)
+{
+    const struct mm_type *t = mm_type(type);
+    if (!f || !f->rows || !t || t->rslot == NO_ROWS) return NULL;
+    return *(const sprig_mm_kernel_fn *)(const void *)((const char *)f->rows + t->rslot);
 }
 
 /* ---------------------------------------------------------------- K-quant blocks */
@@ -519,8 +531,9 @@ void sprig_mm_pack(const sprig_weight *w, void *packed, bool q8_xor)
     }
 }
 
-sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, const void *raw,
-                               int64_t n_in, int64_t n_out, sprig_error *err)
+/* Checks the shape and type and fills w for the reference (no packing). */
+static sprig_status weight_check(sprig_weight *w, const char *name, int type, const void *raw,
+                                              int64_t n_in, int64_t n_out, sprig_error *err)
 {
     if (!name) name = "(unnamed)";
     if (!w) return sprig_err(err, SPRIG_E_INVALID_ARG, "weight '%s': NULL weight", name);
@@ -546,6 +559,15 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
     w->raw = raw;
     w->row_bytes = rb;
     w->kernel = FAM_REF;
+    return SPRIG_OK;
+}
+
+sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, const void *raw,
+                               int64_t n_in, int64_t n_out, sprig_error *err)
+{
+    sprig_status st = weight_check(w, name, type, raw, n_in, n_out, err);
+    if (st) return st;
+    if (!name) name = "(unnamed)";
     int f = fam_current();
     if (f == FAM_REF || !fam_kernel(family(f), type)) return SPRIG_OK;   /* the reference on the raw rows */
     size_t panels = (size_t)((n_out + SPRIG_MM_PANEL - 1) / SPRIG_MM_PANEL);
@@ -558,6 +580,25 @@ sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, cons
     w->packed_bytes = bytes;
     w->kernel = f;
     sprig_mm_pack(w, w->packed, family(f)->q8_xor);
+    return SPRIG_OK;
+}
+
+bool sprig_weight_maps(int type)
+{
+    const int f = fam_current();
+    return f != FAM_REF && rows_kernel(family(f), type);
+}
+
+sprig_status sprig_weight_init_mapped(sprig_weight *w, const char *name, int type, const void *raw,
+                                      int64_t n_in, int64_t n_out, sprig_error *err)
+{
+    const int f = fam_current();
+    if (!sprig_weight_maps(type)) return sprig_weight_init(w, name, type, raw, n_in, n_out, err);
+    /* the checks of sprig_weight_init, without the packing: run it on the reference family's terms */
+    sprig_status st = weight_check(w, name, type, raw, n_in, n_out, err);
+    if (st) return st;
+    w->kernel = f;
+    w->mapped = true;
     return SPRIG_OK;
 }
 
@@ -962,6 +1003,15 @@ static void mm_range(const struct mm_ctx *c, int64_t lo, int64_t hi)
         if (p0 >= p1) continue;
         const sprig_weight *w = c->w[i];
         const struct sprig_mm_family *f = family(w->kernel);
+        if (w->mapped) {
+            sprig_mm_job job = {
+                .type = w->type, .n_in = w->n_in, .n_out = w->n_out, .packed = w->raw, .pstride = w->row_bytes,
+                .n = c->a->n, .x = c->a->x, .aq = c->aq, .ak = c->ak, .y = c->y[i], .p0 = p0, .p1 = p1,
+                .pf_far = c->pf_far,
+            };
+            rows_kernel(f, w->type)(&job);
+            continue;
+        }
         if (!f || !w->packed) {
             int64_t o1 = p1 * SPRIG_MM_PANEL;
             ref_cols(w, c->a->n, c->a->x, c->aq, c->ak, c->y[i], p0 * SPRIG_MM_PANEL, o1 < w->n_out ? o1 : w->n_out);

@@ -81,6 +81,7 @@ typedef struct sprig_weight {
     void    *packed;       /* kernel-specific layout, owned; NULL when the reference path runs */
     size_t   packed_bytes;
     int      kernel;       /* which kernel family packed it (internal) */
+    bool     mapped;       /* the family's raw-row kernel reads `raw` in place (no packed copy) */
 } sprig_weight;
 
 /* Prepare `w` over raw GGUF data (kept as a view, not copied) and build the
@@ -89,6 +90,15 @@ typedef struct sprig_weight {
 sprig_status sprig_weight_init(sprig_weight *w, const char *name, int type, const void *raw,
                                int64_t n_in, int64_t n_out, sprig_error *err);
 void sprig_weight_free(sprig_weight *w);
+
+/* The same, but the weight stays in its GGUF rows (a view of the mapped
+ * file, never copied) where the kernel family has a raw-row kernel for the
+ * type (matmul-rows-avx2.c: Q8_0, Q4_K, Q5_K, Q6_K); other types are packed
+ * as sprig_weight_init does. Same numerics either way. For weights of which
+ * a forward reads a few (experts): resident memory is what was touched. */
+bool sprig_weight_maps(int type);   /* whether sprig_weight_init_mapped keeps `type` in place now */
+sprig_status sprig_weight_init_mapped(sprig_weight *w, const char *name, int type, const void *raw,
+                                      int64_t n_in, int64_t n_out, sprig_error *err);
 
 /* Dequantize row o of W into out[n_in] (embedding lookup). */
 void sprig_weight_row_f32(const sprig_weight *w, int64_t o, float *out);

@@ -1,0 +1,158 @@
+/*
+ * tensor/matmul-rows-avx2 — matmul kernels that read a weight in its GGUF
+ * row layout, straight from the mapped file (no packed copy).
+ *
+ * Why: a mixture-of-experts file is mostly experts (Qwen3-30B-A3B: 128 per
+ * layer, 8 read per token). Packing them would copy the whole file into
+ * anonymous memory at load; read in place, a run's resident set is the
+ * experts it touched, and a file larger than memory pages in what routing
+ * asks for. The packed kernels stay for everything else: they batch 16
+ * columns per vector without horizontal sums.
+ *
+ * Numerics: exactly the contract of matmul.h (the reference's sums): the
+ * integer sums of a block are exact in any order, so each output row's
+ * int32 block sums are formed per row (vpmaddubsw units x activations into
+ * int16 pairs, vpmaddwd with the sub-block scales into int32 lanes) and
+ * eight rows' lane vectors are reduced together by a hadd tree into one
+ * vector of eight sums; the float steps then run eight outputs per vector
+ * in the reference's order: acc = fma(cvt(isum), dw * da, acc) block by
+ * block (K-quants: then fma(cvt(-M), dmin * da, acc)). Bounds: Q4_K units
+ * <= 15, Q5_K <= 31, Q6_K <= 63, Q8_0 |w| <= 128 (vpsignb moves the sign to
+ * the activation): a vpmaddubsw pair is at most 2 * 63 * 128 = 16128, never
+ * saturating.
+ *
+ * Shape: the driver's job names panels [p0, p1) of 16 output rows; here
+ * J->packed is the first raw row and J->pstride the bytes per row. Eight
+ * output rows at a time, each activation row in turn (the eight rows of one
+ * super-block stay in L1 across activation rows); rows past n_out repeat
+ * the last row and are not stored. Compiled with AVX2 flags; the AVX-512
+ * family uses these too (a family may borrow another's kernel).
+ */
+#include "tensor/matmul-kern.h"
+#include "tensor/types.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* Control bytes for vpshufb that spread scale byte b into every int16 lane
+ * (low byte; the high byte zeroed), one table row per b. */
+#define SPREAD(b) { b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, \
+                    b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80, b, 0x80 }
+static const uint8_t spread_u8[8][32] __attribute__((aligned(32))) = {
+    SPREAD(0), SPREAD(1), SPREAD(2), SPREAD(3), SPREAD(4), SPREAD(5), SPREAD(6), SPREAD(7),
+};
+#undef SPREAD
+/* Q6_K: signed scale byte j into the high byte of the int16 lanes of the low
+ * 128-bit lane and byte j + 1 into those of the high lane (then >> 8 with
+ * sign), for j = 0, 2, .., 14. */
+#define PAIR(j) { 0x80, j, 0x80, j, 0x80, j, 0x80, j, 0x80, j, 0x80, j, 0x80, j, 0x80, j, \
+                  0x80, j + 1, 0x80, j + 1, 0x80, j + 1, 0x80, j + 1, 0x80, j + 1, 0x80, j + 1, 0x80, j + 1, 0x80, j + 1 }
+static const uint8_t pair_s8[8][32] __attribute__((aligned(32))) = {
+    PAIR(0), PAIR(2), PAIR(4), PAIR(6), PAIR(8), PAIR(10), PAIR(12), PAIR(14),
+};
+#undef PAIR
+
+/* Q4_K / Q5_K's 6-bit scales and mins (12 bytes) as bytes sc[0..7], m[0..7]
+ * of one 128-bit vector (llama.cpp's block layout; k4_scale_min in matmul.c):
+ * with the 32-bit words u0..u2 of the 12 bytes, the four words are
+ * u0 & 0x3f.., (u2 & 0x0f..) | ((u0 >> 6) & 0x03..) << 4, u1 & 0x3f..,
+ * ((u2 >> 4) & 0x0f..) | ((u1 >> 6) & 0x03..) << 4. */
+AI __m128i k45_scales(const uint8_t *s)
+{
+    const __m128i u = _mm_loadu_si128((const __m128i *)s);   /* 12 bytes and 4 of qh/qs after them */
+    const __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));   /* u0 u2 u1 u2 */
+    const __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));   /* u0 u0 u1 u1 */
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                                     _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    const __m128i hi = _mm_and_si128(_mm_slli_epi32(_mm_srli_epi32(b, 6), 4), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(lo, hi);
+}
+
+/* Q4_K / Q5_K super-block: lanes summing to I; *mv: lanes summing to M */
+/* The activation record as the dot pieces take it (here: as it is). */
+typedef struct { const sprig_mm_kblock *a; } kact;
+AI void k_prep(const sprig_mm_kblock *a, kact *P) { P->a = a; }
+
+AI __m256i k45_dot(const uint8_t *blk, const kact *P, const bool q5, __m128i *mv)
+{
+    const sprig_mm_kblock *a = P->a;
+    const size_t qs_off = q5 ? offsetof(sprig_kblk_q5_k, qs) : offsetof(sprig_kblk_q4_k, qs);
+    const __m128i sm = k45_scales(blk + (q5 ? offsetof(sprig_kblk_q5_k, scales) : offsetof(sprig_kblk_q4_k, scales)));
+    /* M = sum_j m_j * bsum32_j: eight int16 products summed in pairs */
+    *mv = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), _mm_loadu_si128((const __m128i *)a->bsum32));
+    const __m256i scb = _mm256_broadcastsi128_si256(sm);
+    const __m256i lo4 = _mm256_set1_epi8(15);
+    __m256i acc = _mm256_setzero_si256(), hb = _mm256_setzero_si256();
+    if (q5) hb = _mm256_loadu_si256((const __m256i *)(blk + offsetof(sprig_kblk_q5_k, qh)));
+    UNROLL for (int g = 0; g < 4; g++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(blk + qs_off + 32 * g));
+        __m256i ul = _mm256_and_si256(q, lo4), uh = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4);
+        if (q5) {
+            const __m256i one = _mm256_set1_epi8(1);
+            ul = _mm256_or_si256(ul, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one), 4));
+            uh = _mm256_or_si256(uh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one), 4));
+        }
+        const __m256i al = _mm256_load_si256((const __m256i *)(a->q + 64 * g));
+        const __m256i ah = _mm256_load_si256((const __m256i *)(a->q + 64 * g + 32));
+        const __m256i sl = _mm256_shuffle_epi8(scb, _mm256_load_si256((const __m256i *)spread_u8[2 * g]));
+        const __m256i sh = _mm256_shuffle_epi8(scb, _mm256_load_si256((const __m256i *)spread_u8[2 * g + 1]));
+        const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(ul, al), sl);
+        const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(uh, ah), sh);
+        acc = _mm256_add_epi32(acc, _mm256_add_epi32(pl, ph));
+    }
+    return acc;
+}
+
+/* Q6_K super-block: lanes summing to I = sum_j sc_j * (sum u*a - 32 * bsum_j) */
+AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
+{
+    const sprig_mm_kblock *a = P->a;
+    const uint8_t *ql = blk + offsetof(sprig_kblk_q6_k, ql), *qh = blk + offsetof(sprig_kblk_q6_k, qh);
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(blk + offsetof(sprig_kblk_q6_k, scales)));
+    const __m256i lo4 = _mm256_set1_epi8(15), lo2 = _mm256_set1_epi8(3);
+    const __m256i scb = _mm256_broadcastsi128_si256(sc8);
+    /* the offset: 32 * sum_j sc_j * bsum_j, subtracted */
+    __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8),
+                                                                       _mm256_loadu_si256((const __m256i *)a->bsum)), 5));
+    UNROLL for (int h = 0; h < 2; h++) {
+        const __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h + 32));
+        const __m256i hh = _mm256_loadu_si256((const __m256i *)(qh + 32 * h));
+        const __m256i u[4] = {
+            _mm256_or_si256(_mm256_and_si256(l0, lo4), _mm256_slli_epi16(_mm256_and_si256(hh, lo2), 4)),
+            _mm256_or_si256(_mm256_and_si256(l1, lo4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), lo2), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), lo4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), lo2), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), lo4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), lo2), 4)),
+        };
+        UNROLL for (int t = 0; t < 4; t++) {   /* elements 128h + 32t .. +31: sub-blocks 8h + 2t (low lane), 8h + 2t + 1 (high) */
+            const __m256i av = _mm256_load_si256((const __m256i *)(a->q + 128 * h + 32 * t));
+            const __m256i sc = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_load_si256((const __m256i *)pair_s8[4 * h + t])), 8);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[t], av), sc));
+        }
+    }
+    return acc;
+}
+
+/* Q8_0 block: lanes summing to sum w*a (|w| via vpsignb onto a) */
+AI __m256i q8_dot(const uint8_t *blk, const sprig_mm_qblock *a)
+{
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));
+    const __m256i av = _mm256_loadu_si256((const __m256i *)a->q);   /* records of 48 bytes */
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+#include "tensor/matmul-rows.h"
+
+static void r_q4k(const sprig_mm_job *J) { rows_drive(J, R_Q4K); }
+static void r_q5k(const sprig_mm_job *J) { rows_drive(J, R_Q5K); }
+static void r_q6k(const sprig_mm_job *J) { rows_drive(J, R_Q6K); }
+static void r_q8(const sprig_mm_job *J) { rows_drive(J, R_Q8); }
+
+const struct sprig_mm_rows sprig_mm_rows_avx2 = { .q8_0 = r_q8, .q4_k = r_q4k, .q5_k = r_q5k, .q6_k = r_q6k };

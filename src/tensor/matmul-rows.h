@@ -1,0 +1,135 @@
+/*
+ * tensor/matmul-rows — the driver the raw-row kernel files share
+ * (matmul-rows-avx2.c, matmul-rows-avx512.c): eight output rows at a time,
+ * each activation row in turn, the block sums of the eight rows reduced into
+ * one vector and the float steps of matmul.h's contract run eight outputs per
+ * vector. Included by a kernel file after it defines, for its ISA, the dot
+ * pieces that return one row's int32 lane vector of a block:
+ *   kact, k_prep(const sprig_mm_kblock *a, kact *P)   the activation record
+ *       as its dot pieces want it, prepared once for the eight rows
+ *   __m256i k45_dot(blk, const kact *P, bool q5, __m128i *mv)
+ *   __m256i q6k_dot(blk, const kact *P)
+ *   __m256i q8_dot(blk, const sprig_mm_qblock *a)
+ * (lanes summing to the block's exact int sum; mv: lanes summing to M).
+ * Not a public header: the static inline functions it defines take the ISA
+ * of the file that includes it.
+ */
+#ifndef SPRIG_TENSOR_MATMUL_ROWS_H
+#define SPRIG_TENSOR_MATMUL_ROWS_H
+
+/* The sums of eight rows' lane vectors, reduced as the rows come (so few
+ * vectors stay live): pairs t[p] = hadd(v[2p], v[2p+1]); then lane i of
+ * hsum_fin is the sum of row i's lanes (exact int32). */
+AI __m256i hsum_fin(const __m256i t[4])
+{
+    const __m256i u0 = _mm256_hadd_epi32(t[0], t[1]), u1 = _mm256_hadd_epi32(t[2], t[3]);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+/* the same for 128-bit lane vectors: lane i of the result sums row i's four lanes */
+AI __m256i hsum_fin128(const __m128i t[4])
+{
+    return _mm256_set_m128i(_mm_hadd_epi32(t[2], t[3]), _mm_hadd_epi32(t[0], t[1]));
+}
+
+/* The 32-bit words at byte `off` of eight rows' blocks (one gather; idx:
+ * the rows' byte offsets from w0), and the f16 values in their low / high
+ * halves as floats. */
+AI __m256i word8(const uint8_t *w0, size_t off, __m256i idx)
+{
+    return _mm256_i32gather_epi32((const int *)(const void *)(w0 + off), idx, 1);
+}
+AI __m256 f16_lo(__m256i v)
+{
+    const __m256i p = _mm256_packus_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), v);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0))));
+}
+AI __m256 f16_hi(__m256i v)
+{
+    const __m256i p = _mm256_packus_epi32(_mm256_srli_epi32(v, 16), v);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0))));
+}
+
+#ifndef ROWS_PF_BYTES
+#define ROWS_PF_BYTES 8192   /* measured on Zen 5 (4096 and 16384 slower) */
+#endif
+enum { R_Q4K, R_Q5K, R_Q6K, R_Q8 };
+
+/* Output rows [o0, o0 + 8) (those below n_out stored), every activation row. */
+AI void rows8(const sprig_mm_job *J, int64_t o0, const int kind)
+{
+    const uint8_t *w[8];
+    int32_t ix[8];
+    for (int j = 0; j < 8; j++) {
+        const int64_t o = o0 + j < J->n_out ? o0 + j : J->n_out - 1;
+        w[j] = J->packed + (size_t)o * J->pstride;
+        ix[j] = (int32_t)((o - o0) * (int64_t)J->pstride);   /* < 8 rows of < 2^27 bytes */
+    }
+    const __m256i idx = _mm256_loadu_si256((const __m256i *)ix);
+    const bool kq = kind != R_Q8;
+    const size_t bsz = kind == R_Q4K ? sizeof(sprig_kblk_q4_k) : kind == R_Q5K ? sizeof(sprig_kblk_q5_k)
+                     : kind == R_Q6K ? sizeof(sprig_kblk_q6_k) : 34;
+    const int64_t nb = kq ? J->n_in / SPRIG_MM_QK_K : J->n_in / 32;
+    const int n = J->n;
+    /* prefetch whole groups of eight rows at least ROWS_PF_BYTES ahead */
+    const size_t g8 = 8 * J->pstride, pf = (ROWS_PF_BYTES + g8 - 1) / g8 * g8;
+    for (int r = 0; r < n; r++) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *bw[8];
+            UNROLL for (int j = 0; j < 8; j++) bw[j] = w[j] + (size_t)b * bsz;
+            if (r == 0)   /* the next eight rows' block, a group ahead (the rows are contiguous) */
+                for (size_t l = 0; l < bsz; l += 64)
+                    UNROLL for (int j = 0; j < 8; j++) _mm_prefetch((const char *)bw[j] + pf + l, _MM_HINT_T0);
+            __m256i t[4];
+            if (kind == R_Q8) {
+                const sprig_mm_qblock *a = &J->aq[b * n + r];
+                UNROLL for (int p = 0; p < 4; p++) t[p] = _mm256_hadd_epi32(q8_dot(bw[2 * p], a), q8_dot(bw[2 * p + 1], a));
+                const __m256 dd = _mm256_mul_ps(f16_lo(word8(bw[0], 0, idx)), _mm256_set1_ps(a->d));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc);
+                continue;
+            }
+            const sprig_mm_kblock *a = &J->ak[b * n + r];
+            const __m256 da = _mm256_set1_ps(a->d);
+            kact P;
+            k_prep(a, &P);
+            if (kind == R_Q6K) {
+                UNROLL for (int p = 0; p < 4; p++) t[p] = _mm256_hadd_epi32(q6k_dot(bw[2 * p], &P), q6k_dot(bw[2 * p + 1], &P));
+                /* d is the block's last two bytes: the word ending there */
+                const __m256 dd = _mm256_mul_ps(f16_hi(word8(bw[0], offsetof(sprig_kblk_q6_k, d) - 2, idx)), da);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc);
+                continue;
+            }
+            __m128i mt[4];
+            UNROLL for (int p = 0; p < 4; p++) {
+                __m128i m0, m1;
+                const __m256i v0 = k45_dot(bw[2 * p], &P, kind == R_Q5K, &m0);
+                const __m256i v1 = k45_dot(bw[2 * p + 1], &P, kind == R_Q5K, &m1);
+                t[p] = _mm256_hadd_epi32(v0, v1);
+                mt[p] = _mm_hadd_epi32(m0, m1);
+            }
+            /* d and dmin lead both block types */
+            const __m256i ddm = word8(bw[0], 0, idx);
+            const __m256 dd = _mm256_mul_ps(f16_lo(ddm), da), dm = _mm256_mul_ps(f16_hi(ddm), da);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc);
+            const __m256i nm = _mm256_sub_epi32(_mm256_setzero_si256(), hsum_fin128(mt));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(nm), dm, acc);
+        }
+        float *y = J->y + (int64_t)r * J->n_out + o0;
+        if (o0 + 8 <= J->n_out) {
+            _mm256_storeu_ps(y, acc);
+        } else {
+            float t[8];
+            _mm256_storeu_ps(t, acc);
+            memcpy(y, t, sizeof(float) * (size_t)(J->n_out - o0));
+        }
+    }
+}
+
+AI void rows_drive(const sprig_mm_job *J, const int kind)
+{
+    const int64_t e = J->p1 * 16 < J->n_out ? J->p1 * 16 : J->n_out;
+    for (int64_t o = J->p0 * 16; o < e; o += 8) rows8(J, o, kind);
+}
+
+#endif
