@@ -73,6 +73,12 @@ struct sprig_model_info {
     double load_ms;            /* time sprig_model_load took */
     const char *kernels;       /* kernel family in use: "avx512-vnni", "avx2", "reference" */
     int32_t token_bos, token_eos;  /* the vocabulary's BOS / EOS ids (-1 = none) */
+    /* memory: the weights sprig packed into memory of its own, and those read in place from the
+     * mapped file (experts, embeddings), in MB (1e6); of the latter, what is resident is what was read */
+    double weights_copied_mb, weights_mapped_mb;
+    int64_t experts_total;     /* expert FFNs in the file (all layers; 0 for a dense model) */
+    int64_t experts_touched;   /* of those, the ones some forward has read since the load */
+    double experts_touched_mb; /* their weight megabytes */
 };
 void sprig_model_get_info(const sprig_model *m, struct sprig_model_info *out);
 

@@ -35,6 +35,8 @@
 #include "model/model.h"
 #include "model/moe.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -401,6 +403,86 @@ static void test_bad_files(void)
     expect_refused(rewrite(g_f32, "moe-bad-count.gguf", NULL, "blk.1.ffn_up_exps.weight", fewer), "blk.1.ffn_up_exps.weight");
 }
 
+/* A figure of /proc/self/status ("RssAnon:", "RssFile:") in bytes */
+static double status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    double kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, strlen(key))) kb = strtod(line + strlen(key), NULL);
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+/* Experts are read in place (never copied) where the kernels read their
+ * type's rows: the weights are views of the file, the resident set grows by
+ * the experts touched, and the touched count is what the forwards read. The
+ * copies sprig makes must fit the memory available, else the load is refused
+ * with the figures. */
+static void test_memory(void)
+{
+    if (!sprig_weight_maps(SPRIG_TYPE_Q8_0)) {
+        fprintf(stderr, "  (the reference kernels pack every weight: nothing is read in place)\n");
+        return;
+    }
+    /* 64 experts of 256 x 256 in 4 layers: 50 MB of Q8_0 experts, a little else */
+    sprig_error err = { 0 };
+    struct sprig_mkmodel_params mp;
+    CHECK(sprig_mkmodel_preset("tiny", &mp, &err) == SPRIG_OK);
+    mp.arch = "qwen3moe";
+    mp.dim = 256;
+    mp.n_heads = 4;
+    mp.n_kv_heads = 2;
+    mp.head_dim = 64;
+    mp.n_layers = 4;
+    mp.ffn = 256;
+    mp.ctx = 128;
+    mp.type = SPRIG_TYPE_Q8_0;
+    mp.n_experts = 64;
+    mp.n_experts_used = 2;
+    mp.expert_ffn = 256;
+    mp.seed = 11;
+    const char *path = test_tmpfile("moe-memory.gguf");
+    CHECKF(sprig_mkmodel_write(&mp, path, &err) == SPRIG_OK, "%s", err.msg);
+    const double anon0 = status_bytes("RssAnon:"), file0 = status_bytes("RssFile:");
+    sprig_model *m = load(path);
+    if (!m) return;
+    struct sprig_model_info mi;
+    sprig_model_get_info(m, &mi);
+    const double expert_bytes = 4.0 * 64 * 3 * 256 * 256 * 34 / 32;
+    CHECKF(fabs(mi.weights_mapped_mb * 1e6 - expert_bytes) < 2e6, "mapped %.1f MB, the experts are %.1f MB", mi.weights_mapped_mb,
+           expert_bytes / 1e6);
+    CHECK(mi.experts_total == 4 * 64 && mi.experts_touched == 0);
+    for (int l = 0; l < m->hp.n_layer; l++)
+        for (int e = 0; e < m->hp.n_expert; e++) {
+            const sprig_weight *w[3] = { &m->layers[l].exp_gate[e], &m->layers[l].exp_up[e], &m->layers[l].exp_down[e] };
+            for (int i = 0; i < 3; i++)
+                CHECKF(w[i]->mapped && !w[i]->packed, "layer %d expert %d: a packed copy", l, e);
+        }
+    float *logits = calloc((size_t)m->hp.n_vocab, sizeof(float));
+    const int32_t tok = 5;
+    if (run_rows(m, 2, &tok, 1, true, logits, NULL)) {
+        sprig_model_get_info(m, &mi);
+        CHECK_EQ_INT((int)mi.experts_touched, 4 * 2);   /* one row: K experts per layer */
+        /* anonymous memory (what sprig allocates) grew by its copies and buffers, never by the experts; the
+         * file's pages are the page cache's, mapped as the kernel maps them (whole large folios here) */
+        const double anon = status_bytes("RssAnon:") - anon0, file = status_bytes("RssFile:") - file0;
+        fprintf(stderr, "  64 experts x 4 layers of Q8_0 (%.1f MB) read in place; one token touched %lld (%.2f MB); "
+                "anonymous memory grew %.1f MB (packed weights %.1f MB), the mapped file's resident pages %.1f MB\n",
+                expert_bytes / 1e6, (long long)mi.experts_touched, mi.experts_touched_mb, anon / 1e6, mi.weights_copied_mb,
+                file / 1e6);
+        CHECKF(anon < mi.weights_copied_mb * 1e6 + 16e6, "anonymous memory grew %.1f MB", anon / 1e6);
+    }
+    free(logits);
+    sprig_model_free(m);
+    /* the memory check: what would be packed must fit */
+    setenv("SPRIG_MEM_AVAILABLE", "100000", 1);
+    expect_refused(path, "GiB of memory is available");
+    expect_refused(path, "the weights sprig packs need");
+    unsetenv("SPRIG_MEM_AVAILABLE");
+}
+
 int main(void)
 {
     g_f32 = make("qwen3moe", SPRIG_TYPE_F32, 3, "moe-f32.gguf");
@@ -429,6 +511,7 @@ int main(void)
     RUN(test_speculation);
     RUN(test_fused_gate_up);
     RUN(test_bad_files);
+    RUN(test_memory);
     free(g_f32);
     free(g_q8);
     free(g_draft);

@@ -169,6 +169,23 @@ static bool write_stats_json(const char *path, const sprig_session *s, const str
 }
 
 /* the prompt as evaluated, then the generated ids: what --draft-oracle reads */
+/* A figure of /proc/self/status in MB (1e6), e.g. "VmRSS:"; 0 if absent. */
+static double proc_status_mb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    const size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl)) {
+            kb = strtod(line + kl, NULL);
+            break;
+        }
+    fclose(f);
+    return kb * 1024.0 / 1e6;
+}
+
 static bool write_ids_file(const char *path, const sprig_session *s)
 {
     FILE *f = fopen(path, "w");
@@ -437,6 +454,12 @@ int sprig_cmd_run(int argc, char **argv)
             fprintf(stderr, "sprig: experts: %lld decode forwards read %.2f experts per layer each (%.1f MB of expert weights), "
                             "%.1f expert reads per emitted token\n", (long long)t.expert_forwards, t.experts_per_layer,
                     t.expert_mb_per_forward, t.experts_per_token);
+        sprig_model_get_info(m, &mi);
+        if (mi.experts_total > 0)
+            fprintf(stderr, "sprig: memory: %.0f MB of weights packed, %.0f MB read in place; %lld of %lld experts read since the "
+                            "load (%.0f MB); resident now %.0f MB, at most %.0f MB\n", mi.weights_copied_mb, mi.weights_mapped_mb,
+                    (long long)mi.experts_touched, (long long)mi.experts_total, mi.experts_touched_mb, proc_status_mb("VmRSS:"),
+                    proc_status_mb("VmHWM:"));
     }
     if (save_ids && !write_ids_file(save_ids, s)) {
         fprintf(stderr, "sprig run: --save-ids: cannot write '%s'\n", save_ids);

@@ -43,6 +43,8 @@ class _ModelInfo(ctypes.Structure):
         ("n_layer", ctypes.c_int), ("n_head", ctypes.c_int), ("n_head_kv", ctypes.c_int), ("n_ff", ctypes.c_int),
         ("n_params", ctypes.c_int64), ("weight_bytes", ctypes.c_uint64), ("load_ms", ctypes.c_double),
         ("kernels", ctypes.c_char_p), ("token_bos", ctypes.c_int32), ("token_eos", ctypes.c_int32),
+        ("weights_copied_mb", ctypes.c_double), ("weights_mapped_mb", ctypes.c_double),
+        ("experts_total", ctypes.c_int64), ("experts_touched", ctypes.c_int64), ("experts_touched_mb", ctypes.c_double),
     ]
 
 

@@ -45,6 +45,11 @@ void sprig_model_get_info(const sprig_model *m, struct sprig_model_info *out)
     out->kernels = sprig_kernels_name();
     out->token_bos = sprig_tokenizer_bos(m->tok);
     out->token_eos = sprig_tokenizer_eos(m->tok);
+    out->weights_copied_mb = (double)m->copied_bytes / 1e6;
+    out->weights_mapped_mb = (double)m->mapped_bytes / 1e6;
+    double eb;
+    sprig_model_experts_touched(m, &out->experts_touched, &out->experts_total, &eb);
+    out->experts_touched_mb = eb / 1e6;
 }
 
 const char *sprig_model_meta_str(const sprig_model *m, const char *key, size_t *len)

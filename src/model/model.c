@@ -619,6 +619,7 @@ static void free_experts(struct sprig_layer *L, int n_expert)
     float *const v[] = { L->exp_gate_s, L->exp_up_s, L->exp_down_s, L->router_s, L->ffn_pre_norm2, L->ffn_post_norm1, L->ffn_post_norm2 };
     for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) free(v[j]);
     free(L->sh_gate_inp);
+    free(L->exp_touched);
     sprig_weight_free(&L->sh_gate);
     sprig_weight_free(&L->sh_up);
     sprig_weight_free(&L->sh_down);
@@ -632,9 +633,11 @@ static void free_experts(struct sprig_layer *L, int n_expert)
 /* A layer of a row with experts has them whole: the gate and up projections
  * split or fused, and the shared expert where the row has one (its tensors
  * are optional in the table only because of the two forms). */
-static sprig_status check_experts(const sprig_model *m, const struct sprig_layer *L, int l, sprig_error *err)
+static sprig_status check_experts(const sprig_model *m, struct sprig_layer *L, int l, sprig_error *err)
 {
     const char *path = sprig_gguf_path(m->gguf);
+    if (!(L->exp_touched = calloc(((size_t)m->hp.n_expert + 63) / 64, sizeof(uint64_t))))
+        return sprig_err(err, SPRIG_E_NOMEM, "%s: out of memory", path);
     if (!L->exp_gate || !L->exp_up)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.ffn_gate_exps.weight' and 'blk.%d.ffn_up_exps.weight' "
                          "(or the fused 'blk.%d.ffn_gate_up_exps.weight')", path, l, l, l);
@@ -654,6 +657,22 @@ static sprig_status check_experts(const sprig_model *m, const struct sprig_layer
                                  need[i].name, l);
     }
     return SPRIG_OK;
+}
+
+void sprig_model_experts_touched(const sprig_model *m, int64_t *touched, int64_t *total, double *bytes)
+{
+    *touched = *total = 0;
+    *bytes = 0;
+    for (int l = 0; l < m->hp.n_layer + m->n_nextn; l++) {
+        const struct sprig_layer *L = l < m->hp.n_layer ? &m->layers[l] : &m->nextn[l - m->hp.n_layer].blk;
+        if (!L->exp_touched) continue;
+        *total += m->hp.n_expert;
+        for (int e = 0; e < m->hp.n_expert; e++)
+            if (__atomic_load_n(&L->exp_touched[e >> 6], __ATOMIC_RELAXED) >> (e & 63) & 1) {
+                ++*touched;
+                *bytes += (double)sprig_moe_expert_bytes(L, e);
+            }
+    }
 }
 
 void sprig_model_free(sprig_model *m)
@@ -826,7 +845,7 @@ sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error
             if ((st = bind_tensor(m, &m->arch->nextn_tensors[j], m->hp.n_layer + i, X, &X->blk, used, err))) goto fail;
     }
     for (int l = 0; m->arch->moe && l < m->hp.n_layer + m->n_nextn; l++) {
-        const struct sprig_layer *L = l < m->hp.n_layer ? &m->layers[l] : &m->nextn[l - m->hp.n_layer].blk;
+        struct sprig_layer *L = l < m->hp.n_layer ? &m->layers[l] : &m->nextn[l - m->hp.n_layer].blk;
         if (!L->router.raw && m->arch->moe_optional) {   /* a dense layer: no expert tensor may come without the router */
             if (L->exp_gate || L->exp_up || L->exp_down || L->router_s || L->ffn_pre_norm2 || L->exp_down_s) {
                 st = sprig_err(err, SPRIG_E_FORMAT, "%s: layer %d has expert tensors but no router 'blk.%d.ffn_gate_inp.weight'", path, l, l);

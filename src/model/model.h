@@ -95,6 +95,8 @@ struct sprig_layer {
     float       *ffn_pre_norm2, *ffn_post_norm1, *ffn_post_norm2;   /* [dim] gemma4: the experts' input norm, the dense
                                  MLP's and the experts' output norms (the dense MLP runs beside the experts) */
     float       *sh_gate_inp; /* [dim] the shared expert's gate: out += sigmoid(sh_gate_inp . x) * shared(x), or NULL */
+    uint64_t    *exp_touched; /* [(n_expert + 63) / 64] bit e: some forward read expert e since the load (set atomically;
+                                 the model's resident experts when they are read in place) */
     sprig_weight sh_gate, sh_up;  /* dim -> n_ff_shexp (ffn_gate_shexp, ffn_up_shexp) */
     sprig_weight sh_down;     /* n_ff_shexp -> dim (ffn_down_shexp) */
     int          window;      /* sliding-window layer: keys at positions > p - window only; 0 = full */
@@ -163,6 +165,9 @@ typedef struct sprig_model {
 sprig_status sprig_model_load(const char *path, sprig_model **out, sprig_error *err);
 /* Load from an already-open GGUF (ownership of g passes to the model, also on failure). */
 sprig_status sprig_model_load_gguf(sprig_gguf *g, sprig_model **out, sprig_error *err);
+/* Distinct experts some forward has read since the load, of all there are,
+ * and their weight bytes (the resident share of experts read in place). */
+void sprig_model_experts_touched(const sprig_model *m, int64_t *touched, int64_t *total, double *bytes);
 void sprig_model_free(sprig_model *m);
 
 /* ---------------------------------------------------------------- context */

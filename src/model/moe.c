@@ -194,6 +194,7 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         if (m == 0) continue;
         ran++;
         s->count_all.bytes += (int64_t)sprig_moe_expert_bytes(L, e);
+        __atomic_fetch_or(&L->exp_touched[e >> 6], (uint64_t)1 << (e & 63), __ATOMIC_RELAXED);
         for (int j = 0; j < m; j++) {
             const int i = s->order[lo + j] / K;
             memcpy(s->xg + (size_t)j * D, xn + (size_t)i * D, sizeof(float) * (size_t)D);
