@@ -468,6 +468,61 @@ static void test_shape_choice(void)
     CHECK(s.trials[14] == before + 3 && s.hits[14] == 180 + 2);
 }
 
+/* A mixture-of-experts target: rows are priced by the experts they read.
+ * Random routing's union is the profile's; the rounds teach the rows'
+ * locality, which prices every size (also those never chosen), and a round
+ * enters the profile as its random-routing equivalent. */
+static void test_shape_experts(void)
+{
+    sprig_shape s;
+    sprig_shape_init(&s);
+    CHECK(sprig_shape_union_random(&s, 4) == 0 && sprig_shape_expert_ms(&s) == 0);   /* dense: off */
+    /* 4 layers of 64 experts, 4 per row; 1 MB an expert, 4 MB of other weights: a row reads 20 MB */
+    const sprig_expert_load el = { .layers = 4, .n_expert = 64, .n_used = 4, .expert_bytes = 1e6, .dense_bytes = 4e6, .last = -1 };
+    sprig_shape_set_experts(&s, &el);
+    CHECK(fabs(sprig_shape_union_random(&s, 1) - 16.0) < 1e-9);            /* one row: k per layer */
+    CHECK(fabs(sprig_shape_union_random(&s, 2) - 4 * 64 * (1 - pow(60.0 / 64, 2))) < 1e-9);
+    /* the profile: T(n) = 10 ms + 0.5 ms per expert past one row's (c = T(1) * 1 MB / 20 MB = 0.5) */
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0 + 0.5 * (sprig_shape_union_random(&s, n) - 16), true);
+    CHECK(fabs(sprig_shape_expert_ms(&s) - 0.5) < 1e-9);
+    CHECK(fabs(sprig_shape_alpha(&s) - 1.0) < 1e-9);   /* the prior: rows route as unrelated ones */
+    CHECK(fabs(sprig_shape_t(&s, 8) - (10.0 + 0.5 * (sprig_shape_union_random(&s, 8) - 16))) < 1e-9);
+    /* a chain of 0.9 drafts: with random routing's price the rows cost too much */
+    enum { V = 8, D = 10 };
+    static sprig_dyntree t;
+    float logits[V];
+    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.9f) : logf(0.1f / (V - 1));
+    sprig_dyntree_init(&t, 1);
+    sprig_dyntree_expand(&t, 0, logits, V, 1);
+    for (int depth = 1; depth < D; depth++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        CHECK(sprig_dyntree_frontier(&t, depth, 1, batch) == 1);
+        t.slot[batch[0]] = 0;
+        CHECK(sprig_dyntree_expand(&t, batch[0], logits, V, 1) == 1);
+    }
+    for (int i = 0; i < 200; i++) { s.trials[14] += 1; s.hits[14] += i % 10 != 0; }
+    sprig_tree before, after;
+    sprig_shape_select(&s, &t, 16, D, &before, NULL);
+    /* rounds of 8 rows that share experts: the union of 1 + 0.1 * 7 unrelated rows */
+    const double t8 = sprig_shape_t(&s, 8), u8 = sprig_shape_union_random(&s, 1.7);
+    for (int i = 0; i < 100; i++) sprig_shape_cost_round(&s, 8, 10.0 + 0.5 * (u8 - 16), u8);
+    CHECKF(fabs(sprig_shape_alpha(&s) - (64 * 0.1 + 2) / 66) < 1e-6, "alpha %.4f", sprig_shape_alpha(&s));
+    /* the profile kept its random-routing time at 8 rows (the rounds entered as their equivalent) */
+    const double tr8 = 10.0 + 0.5 * (sprig_shape_union_random(&s, 8) - 16);
+    CHECKF(fabs(s.t_ms[8] - tr8) < 1e-6, "T_random(8) %.4f, expected %.4f", s.t_ms[8], tr8);
+    /* every size is priced by the locality: 8 rows now as the rounds measured, 16 (never run) below random's */
+    CHECKF(sprig_shape_t(&s, 8) < t8 && fabs(sprig_shape_t(&s, 8) - (10.0 + 0.5 * (sprig_shape_union(&s, 8) - 16))) < 1e-6,
+           "T(8) %.3f", sprig_shape_t(&s, 8));
+    CHECK(sprig_shape_t(&s, 16) < s.t_ms[16] && sprig_shape_t(&s, 16) >= sprig_shape_t(&s, 1));
+    sprig_shape_select(&s, &t, 16, D, &after, NULL);
+    CHECKF(after.n > before.n, "rows sharing experts must buy a longer chain: %d then %d nodes", before.n, after.n);
+    /* a dense round (experts unknown) is the plain cost */
+    sprig_shape d;
+    sprig_shape_init(&d);
+    sprig_shape_cost_round(&d, 4, 12.0, -1);
+    CHECK(d.known[4] && d.t_ms[4] == 12.0);
+}
+
 /* Candidates for the shape tests: every node's children are a 0.6 and a 0.3
  * draft; the 0.6 one is expanded, depth after depth, to `depth`. */
 static void chain_06_03(sprig_dyntree *t, int depth)
@@ -606,5 +661,6 @@ int main(void)
     RUN(test_tree_from_draft);
     RUN(test_dyntree_select);
     RUN(test_shape_choice);
+    RUN(test_shape_experts);
     return test_summary("test-tree");
 }

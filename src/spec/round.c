@@ -229,6 +229,10 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
     s->n_history = 0;
     s->st = (sprig_target_state){ 0 };
     uint64_t t0 = sprig_time_ns();
+    if (s->shape && !s->shape->moe.on && s->t->vt->expert_load) {   /* a mixture of experts: rows priced by their experts */
+        sprig_expert_load el;
+        if (s->t->vt->expert_load(s->t, &el)) sprig_shape_set_experts(s->shape, &el);
+    }
     if (s->shape && !s->shape->profiled && s->t->vt->time_rows) {   /* T(n) on this machine, once: the best of two */
         static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++) {
@@ -345,7 +349,11 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     if (st) return fail(s, st);
     const double verify_ms = ms_since(&t0);
     s->stats.ms_verify += verify_ms;
-    if (s->shape && !(s->shape->others_rows > 0)) sprig_shape_cost(s->shape, n, verify_ms, false);   /* alone: T(n) itself */
+    if (s->shape && !(s->shape->others_rows > 0)) {   /* alone: T(n) itself (and the experts its rows read) */
+        sprig_expert_load el;
+        const bool moe = s->shape->moe.on && t->vt->expert_load && t->vt->expert_load(t, &el);
+        sprig_shape_cost_round(s->shape, n, verify_ms, moe ? el.last : -1);
+    }
 
     /* 4: walk */
     if (!s->p.sampling) {

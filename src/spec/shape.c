@@ -55,7 +55,79 @@ void sprig_shape_draft_cost(sprig_shape *s, double ms)
     if (ms >= 0) s->draft_ms = s->draft_ms > 0 ? s->draft_ms + 0.25 * (ms - s->draft_ms) : ms;
 }
 
+void sprig_shape_set_experts(sprig_shape *s, const sprig_expert_load *el)
+{
+    if (!el || el->layers < 1 || el->n_expert < 1 || el->n_used < 1 || el->n_used > el->n_expert) return;
+    s->moe.on = true;
+    s->moe.layers = el->layers;
+    s->moe.e = el->n_expert;
+    s->moe.k = el->n_used;
+    s->moe.expert_bytes = el->expert_bytes > 0 ? el->expert_bytes : 0;
+    s->moe.dense_bytes = el->dense_bytes > 0 ? el->dense_bytes : 0;
+}
+
+double sprig_shape_union_random(const sprig_shape *s, double x)
+{
+    if (!s->moe.on || !(x > 0)) return 0;
+    return s->moe.layers * s->moe.e * (1.0 - pow(1.0 - s->moe.k / s->moe.e, x));
+}
+
+double sprig_shape_alpha(const sprig_shape *s)
+{
+    return (s->moe.alpha_sum + 2.0) / (s->moe.alpha_w + 2.0);   /* prior: unrelated rows, weight 2 */
+}
+
+double sprig_shape_union(const sprig_shape *s, int n)
+{
+    return sprig_shape_union_random(s, 1.0 + sprig_shape_alpha(s) * (n - 1));
+}
+
+/* T(n) of rows with random routing: the profile's and the rounds' times as it stands */
+static double t_random(const sprig_shape *s, int n);
+
+double sprig_shape_expert_ms(const sprig_shape *s)
+{
+    if (!s->moe.on || !(s->moe.expert_bytes > 0)) return 0;
+    const double one = s->moe.layers * s->moe.k * s->moe.expert_bytes;   /* a row's expert bytes */
+    return t_random(s, 1) * s->moe.expert_bytes / (s->moe.dense_bytes + one);
+}
+
+void sprig_shape_cost_round(sprig_shape *s, int n, double ms, double experts)
+{
+    if (!s->moe.on || !(experts > 0) || n < 1) {
+        sprig_shape_cost(s, n, ms, false);
+        return;
+    }
+    s->moe.u_sum += experts;
+    s->moe.u_n += 1;
+    const double u1 = s->moe.layers * s->moe.k, cap = s->moe.layers * s->moe.e;
+    if (n >= 2 && s->moe.k < s->moe.e) {   /* the x unrelated rows this union is worth: alpha = (x - 1) / (n - 1) */
+        const double u = experts < u1 ? u1 : experts > cap * 0.999 ? cap * 0.999 : experts;
+        const double x = log(1.0 - u / cap) / log(1.0 - s->moe.k / s->moe.e);
+        double a = (x - 1.0) / (n - 1);
+        a = a < 0 ? 0 : a > 1.5 ? 1.5 : a;
+        s->moe.alpha_sum += a;
+        s->moe.alpha_w += 1;
+        if (s->moe.alpha_w > 64) {   /* a moving estimate: the last ~64 rounds */
+            s->moe.alpha_sum *= 64.0 / s->moe.alpha_w;
+            s->moe.alpha_w = 64;
+        }
+    }
+    /* into the profile as the time random routing would have taken */
+    const double c = sprig_shape_expert_ms(s);
+    sprig_shape_cost(s, n, ms + c * (sprig_shape_union_random(s, n) - experts), false);
+}
+
 double sprig_shape_t(const sprig_shape *s, int n)
+{
+    const double t = t_random(s, n);
+    if (!s->moe.on || n < 2) return t;
+    const double c = sprig_shape_expert_ms(s), saved = c * (sprig_shape_union_random(s, n) - sprig_shape_union(s, n));
+    const double t1 = t_random(s, 1);
+    return t - saved > t1 ? t - saved : t1;   /* never cheaper than one row */
+}
+
+static double t_random(const sprig_shape *s, int n)
 {
     int lo = 0, hi = 0;   /* the nearest known sizes below / above n */
     for (int i = n < SPRIG_TREE_MAX ? n : SPRIG_TREE_MAX; i >= 1 && !lo; i--) if (s->known[i]) lo = i;
@@ -170,6 +242,10 @@ void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
     if (o + 96 < cap)
         o += (size_t)snprintf(buf + o, cap - o, "; T(n) ms: 1 %.2f, 4 %.2f, 8 %.2f, 16 %.2f; drafter %.2f ms/round", sprig_shape_t(s, 1),
                               sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
+    if (s->moe.on && o + 160 < cap)
+        o += (size_t)snprintf(buf + o, cap - o, "; experts: %.3f ms each, %.1f per verify (random routing of 4 / 8 rows: %.1f / %.1f; "
+                              "locality alpha %.2f)", sprig_shape_expert_ms(s), s->moe.u_n > 0 ? s->moe.u_sum / s->moe.u_n : 0,
+                              sprig_shape_union_random(s, 4), sprig_shape_union_random(s, 8), sprig_shape_alpha(s));
     if (o + 32 < cap) o += (size_t)snprintf(buf + o, cap - o, "; accepted/verified by draft q:");
     for (int b = 0; b < SPRIG_SHAPE_BINS && o + 40 < cap; b++)
         if (s->trials[b] > 0)

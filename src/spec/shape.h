@@ -9,6 +9,20 @@
  *             spec/profile.h) and then tracked per n from the rounds
  *             (moving average), linear between measured sizes; plus the
  *             drafter's time per round.
+ *             A mixture-of-experts target (spec/target.h, expert_load)
+ *             prices rows by the experts they read: n rows read the union
+ *             of their routed experts, u(n) <= n * k per layer. The profile
+ *             times rows of unrelated ids, whose union is random routing's,
+ *             U(x) = layers * E * (1 - (1 - k/E)^x) for x rows; a round's
+ *             rows are related (a draft continues its text) and may share
+ *             experts, read as x = 1 + alpha (n - 1) independent rows with
+ *             alpha learned from the unions the rounds read (a prior of 1,
+ *             weight 2). One expert read costs c = T(1) * expert_bytes /
+ *             (the bytes a one-row forward reads); so T(n) = T_random(n) -
+ *             c * (U(n) - U(1 + alpha (n - 1))), and a round's time enters
+ *             the profile as its random-routing equivalent, ms + c * (U(n)
+ *             - its union). Sizes never chosen are priced from what the
+ *             chosen ones taught about the experts.
  *   accept:   the drafter's conditional probability q of a node's token is
  *             mapped to the chance the target accepts it given its parent
  *             was accepted, by counting, per bucket of q, the verified
@@ -69,6 +83,13 @@ typedef struct sprig_shape {
     sprig_shared_cost shared;               /* and what a shared step costs (spec/target.h) */
     uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
     int n_depths;
+    struct {                                /* a mixture-of-experts target (sprig_shape_set_experts), else off */
+        bool on;
+        double layers, e, k;                /* expert layers, experts per layer, experts a row runs */
+        double expert_bytes, dense_bytes;   /* one expert's weights; a row's other weights */
+        double alpha_sum, alpha_w;          /* the rows' routing locality: sum of observations and their weight */
+        double u_sum, u_n;                  /* unions read by the rounds (for the summary) */
+    } moe;
 } sprig_shape;
 
 /* A line ms = a + b * rows fitted to timed forwards (moving averages over
@@ -92,6 +113,20 @@ int sprig_shape_profile_need(int cap);
 void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap);
 
 void sprig_shape_init(sprig_shape *s);
+/* The target routes its rows to experts (spec/target.h's sprig_expert_load). */
+void sprig_shape_set_experts(sprig_shape *s, const sprig_expert_load *el);
+/* The union of experts x unrelated rows read (random routing), summed over layers. */
+double sprig_shape_union_random(const sprig_shape *s, double x);
+/* The union n rows of a round are expected to read (the locality learned). */
+double sprig_shape_union(const sprig_shape *s, int n);
+/* The rows' locality alpha: n rows read as 1 + alpha (n - 1) unrelated ones. */
+double sprig_shape_alpha(const sprig_shape *s);
+/* Milliseconds one expert read costs (0 for a dense target). */
+double sprig_shape_expert_ms(const sprig_shape *s);
+/* A round's verify of n rows that read `experts` distinct experts (summed over
+ * layers; < 0 unknown): T(n) learns from it as sprig_shape_cost, an expert
+ * target's locality too. */
+void sprig_shape_cost_round(sprig_shape *s, int n, double ms, double experts);
 /* A measured T(n) (profile or a round); rounds blend in with weight 1/4. */
 void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile);
 void sprig_shape_draft_cost(sprig_shape *s, double ms);

@@ -63,6 +63,17 @@ typedef struct sprig_shared_cost {
     double gap_ms, base_ms, row_ms;
 } sprig_shared_cost;
 
+/* A mixture-of-experts target's reading (sprig_target_vt.expert_load): a
+ * verify's price depends on the experts its rows route to, not on the rows
+ * alone. */
+typedef struct sprig_expert_load {
+    int layers;              /* layers with routed experts */
+    int n_expert, n_used;    /* experts per layer; experts one row runs */
+    double expert_bytes;     /* the weights of one expert (mean) */
+    double dense_bytes;      /* what one row's forward reads besides its experts */
+    double last;             /* distinct experts the last forward read, summed over layers (-1: unknown) */
+} sprig_expert_load;
+
 #define SPRIG_TARGET_MAX_EOS 16
 
 /* Per-row outputs of a forward; buffers are session-owned, sized at
@@ -131,6 +142,8 @@ struct sprig_target_vt {
      * (continuous batching, spec/batch.h): their rows per forward and tokens emitted per round, summed,
      * and what a shared step costs (tree auto weighs its own rows against everyone's tokens). */
     void (*shared_load)(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost);
+    /* Optional (NULL = a dense target). Its experts: shape, bytes and what the last forward read. */
+    bool (*expert_load)(sprig_target *t, sprig_expert_load *out);
 };
 
 /* Common header every target embeds first. */

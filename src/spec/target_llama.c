@@ -5,6 +5,7 @@
 #include "spec/batch.h"
 #include "base/mem.h"
 #include "base/timer.h"
+#include "model/moe.h"
 #include "tensor/ops.h"
 
 #include <stdlib.h>
@@ -25,7 +26,18 @@ typedef struct model_target {
     float *mask;            /* [max_rows][n_ctx] tree mask with history */
     int32_t pos[SPRIG_TREE_MAX];
     int depths[SPRIG_TREE_MAX];
+    int64_t seen_experts;   /* the context's expert counter after the last forward */
+    double last_experts;    /* distinct experts the last forward read (summed over layers) */
 } model_target;
+
+/* After a forward: what it read from the experts (the context counts them). */
+static void note_experts(model_target *mt)
+{
+    struct sprig_moe_counters c;
+    sprig_ctx_moe_counters(mt->ctx, &c);
+    mt->last_experts = (double)(c.experts - mt->seen_experts);
+    mt->seen_experts = c.experts;
+}
 
 static void fill_rows(model_target *mt, int n, sprig_rows *rows)
 {
@@ -57,6 +69,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
     model_target *mt = (model_target *)t;
     if (!t->all_hidden) {
         sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
+        note_experts(mt);
         if (s) return s;
         fill_rows(mt, 1, rows);
         fill_state(mt, mt->hidden, 1, st);
@@ -70,6 +83,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
         mt->prompt_cap = n;
     }
     sprig_status s = sprig_prefill_rows(mt->ctx, tokens, n, mt->logits, mt->prompt_hidden, err);
+    note_experts(mt);
     if (s) return s;
     fill_rows(mt, 1, rows);
     fill_state(mt, mt->prompt_hidden, n, st);
@@ -87,7 +101,9 @@ static sprig_status check_rows(model_target *mt, int n, sprig_error *err)
 /* A verify forward: alone, or with the batch's other members */
 static sprig_status verify_fwd(model_target *mt, const struct sprig_fwd *f, sprig_error *err)
 {
-    return mt->batch ? sprig_batch_forward(mt->batch, mt->ctx, f, err) : sprig_forward(mt->ctx, f, err);
+    const sprig_status st = mt->batch ? sprig_batch_forward(mt->batch, mt->ctx, f, err) : sprig_forward(mt->ctx, f, err);
+    note_experts(mt);
+    return st;
 }
 
 static sprig_status t_verify_forward(sprig_target *t, const int32_t *block, int n, sprig_rows *rows,
@@ -166,10 +182,19 @@ static double t_time_rows(sprig_target *t, int n)
     model_target *mt = (model_target *)t;
     sprig_error err = { 0 };
     if (n < 1 || n > mt->max_rows || sprig_kv_len(sprig_ctx_kv(mt->ctx)) + n > sprig_ctx_n_ctx(mt->ctx)) return -1;
-    int32_t toks[SPRIG_TREE_MAX] = { 0 };   /* any ids: the time does not depend on them */
+    /* distinct pseudo-random ids: a dense target's time does not depend on them, a mixture of experts'
+     * does (equal ids route alike and read few experts; random ones route as unrelated rows do) */
+    int32_t toks[SPRIG_TREE_MAX];
+    uint32_t x = 0x9e3779b9u ^ (uint32_t)n;
+    for (int i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        toks[i] = (int32_t)((x >> 8) % (uint32_t)mt->m->hp.n_vocab);
+    }
     struct sprig_fwd f = { .n = n, .tokens = toks, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
     const uint64_t t0 = sprig_time_ns();
-    if (sprig_forward(mt->ctx, &f, &err)) return -1;
+    const sprig_status st = sprig_forward(mt->ctx, &f, &err);
+    note_experts(mt);
+    if (st) return -1;
     const double ms = (double)(sprig_time_ns() - t0) * 1e-6;
     return sprig_ctx_trim(mt->ctx, n, &err) ? -1 : ms;
 }
@@ -178,6 +203,31 @@ static void t_shared_load(sprig_target *t, double *rows, double *emitted, sprig_
 {
     model_target *mt = (model_target *)t;
     if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted, cost);
+}
+
+static bool t_expert_load(sprig_target *t, sprig_expert_load *out)
+{
+    model_target *mt = (model_target *)t;
+    const sprig_model *m = mt->m;
+    memset(out, 0, sizeof *out);
+    out->last = -1;
+    if (!m->hp.n_expert) return false;
+    double eb = 0;
+    int layers = 0;
+    for (int l = 0; l < m->hp.n_layer; l++)
+        if (m->layers[l].exp_gate) {
+            layers++;
+            eb += (double)sprig_moe_expert_bytes(&m->layers[l], 0);
+        }
+    if (!layers) return false;
+    out->layers = layers;
+    out->n_expert = m->hp.n_expert;
+    out->n_used = m->hp.n_expert_used;
+    out->expert_bytes = eb / layers;
+    out->dense_bytes = (double)m->weight_bytes - (double)layers * m->hp.n_expert_used * out->expert_bytes;
+    if (out->dense_bytes < 0) out->dense_bytes = 0;
+    out->last = mt->last_experts;
+    return true;
 }
 
 static const struct sprig_target_vt model_target_vt = {
@@ -190,6 +240,7 @@ static const struct sprig_target_vt model_target_vt = {
     .verify_finalize_tree = t_verify_finalize_tree,
     .time_rows = t_time_rows,
     .shared_load = t_shared_load,
+    .expert_load = t_expert_load,
 };
 
 void sprig_model_target_set_batch(sprig_target *t, sprig_batch *b) { ((model_target *)t)->batch = b; }
