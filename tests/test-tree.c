@@ -15,6 +15,7 @@
 #include "spec/drafter.h"
 #include "spec/dyntree.h"
 #include "spec/shape.h"
+#include "spec/routes.h"
 
 #include <math.h>
 #include "spec/tree.h"
@@ -523,6 +524,53 @@ static void test_shape_experts(void)
     CHECK(d.known[4] && d.t_ms[4] == 12.0);
 }
 
+/* With the target's routings remembered, at equal acceptance the draft whose
+ * token routed to the experts the tree already reads is verified, not the
+ * one that brings new experts; swapping the routings swaps the choice, and
+ * without routings the choice is by acceptance alone (the drafter's order). */
+static void test_shape_shared_experts(void)
+{
+    for (int swap = 0; swap < 3; swap++) {
+        sprig_shape s;
+        sprig_shape_init(&s);
+        const sprig_expert_load el = { .layers = 4, .n_expert = 64, .n_used = 4, .expert_bytes = 1e6, .dense_bytes = 4e6, .last = -1 };
+        sprig_shape_set_experts(&s, &el);
+        for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0 + 0.5 * (sprig_shape_union_random(&s, n) - 16), true);
+        for (int i = 0; i < 200; i++) { s.trials[7] += 1; s.hits[7] += i % 20 < 9; }   /* q 0.45: 0.45 */
+        static sprig_routes R;
+        CHECK(sprig_routes_init(&R, 4, 64, 4, NULL) == SPRIG_OK);
+        int16_t same[4][4], fresh[4][4];
+        for (int l = 0; l < 4; l++)
+            for (int j = 0; j < 4; j++) { same[l][j] = (int16_t)j; fresh[l][j] = (int16_t)(40 + j); }
+        const int32_t root = 10, a = 11, b = 12;
+        sprig_routes_note(&R, &root, 1, &same[0][0], 4, 4);
+        sprig_routes_note(&R, &a, 1, swap == 1 ? &fresh[0][0] : &same[0][0], 4, 4);
+        sprig_routes_note(&R, &b, 1, swap == 1 ? &same[0][0] : &fresh[0][0], 4, 4);
+        CHECK(sprig_routes_get(&R, 11) && !sprig_routes_get(&R, 11 + SPRIG_ROUTES_CAP));
+        s.routes = swap == 2 ? NULL : &R;
+        enum { V = 16 };
+        static sprig_dyntree t;
+        float logits[V];
+        for (int i = 0; i < V; i++) logits[i] = i == a || i == b ? logf(0.45f) : logf(0.1f / (V - 2));
+        sprig_dyntree_init(&t, root);
+        CHECK(sprig_dyntree_expand(&t, 0, logits, V, 2) == 2);   /* a first (equal q: the lower id) */
+        sprig_tree out;
+        sprig_shape_select(&s, &t, 2, 1, &out, NULL);
+        if (swap == 2) {   /* priced as random routing: a 0.45 draft does not pay for 15 more experts */
+            CHECK_EQ_INT(out.n, 1);
+            CHECK_EQ_INT((int)s.moe.by_experts, 0);
+            sprig_routes_free(&R);
+            continue;
+        }
+        CHECK_EQ_INT(out.n, 2);   /* a draft that reads no new expert costs a row's dense share only */
+        const int32_t want = swap == 1 ? b : a;
+        CHECKF(out.tokens[1] == want, "routings %s: verified draft %d, expected %d", swap == 0 ? "a shares" : swap == 1 ? "b shares" : "none",
+               out.tokens[1], want);
+        CHECK_EQ_INT((int)s.moe.by_experts, 1);
+        sprig_routes_free(&R);
+    }
+}
+
 /* Candidates for the shape tests: every node's children are a 0.6 and a 0.3
  * draft; the 0.6 one is expanded, depth after depth, to `depth`. */
 static void chain_06_03(sprig_dyntree *t, int depth)
@@ -662,5 +710,6 @@ int main(void)
     RUN(test_dyntree_select);
     RUN(test_shape_choice);
     RUN(test_shape_experts);
+    RUN(test_shape_shared_experts);
     return test_summary("test-tree");
 }

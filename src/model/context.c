@@ -102,6 +102,16 @@ void sprig_ctx_moe_counters(const sprig_ctx *c, struct sprig_moe_counters *out)
     else memset(out, 0, sizeof *out);
 }
 
+const int16_t *sprig_ctx_moe_routes(const sprig_ctx *c, int *rows, int *layers, int *k)
+{
+    *rows = *layers = *k = 0;
+    if (!c->moe) return NULL;
+    *rows = c->moe->route_rows;
+    *layers = c->moe->route_layers;
+    *k = c->m->hp.n_expert_used;
+    return c->moe->route;
+}
+
 sprig_status sprig_ctx_create(const sprig_model *m, sprig_pool *pool, const struct sprig_ctx_params *p,
                               sprig_ctx **out, sprig_error *err)
 {

@@ -212,6 +212,9 @@ double sprig_ctx_rollback_ms(const sprig_ctx *c);
  * differences. */
 struct sprig_moe_counters { int64_t forwards, layer_runs, experts, bytes; };
 void sprig_ctx_moe_counters(const sprig_ctx *c, struct sprig_moe_counters *out);
+/* The last forward's routing: [rows][SPRIG_MOE_ROUTE_LAYERS][k] expert ids at its
+ * first `layers` expert layers (model/moe.h); NULL for a dense model. */
+const int16_t *sprig_ctx_moe_routes(const sprig_ctx *c, int *rows, int *layers, int *k);
 
 const sprig_model *sprig_ctx_model(const sprig_ctx *c);
 sprig_kv  *sprig_ctx_kv(sprig_ctx *c);

@@ -95,8 +95,9 @@ sprig_status sprig_moe_scratch_alloc(struct sprig_moe_scratch *s, const struct s
     s->ones = sprig_calloc_aligned(D, sizeof(float));
     s->y = sprig_calloc_aligned(b * D, sizeof(float));
     s->slot = sprig_calloc_aligned(b * K * D, sizeof(float));
+    s->route = sprig_calloc_aligned(b * SPRIG_MOE_ROUTE_LAYERS * K, sizeof(int16_t));
     if (!s->logits || !s->sel || !s->w || !s->count || !s->order || !s->xg || !s->y || !s->slot || !s->xn2 || !s->rin || !s->mo ||
-        !s->ones) {
+        !s->ones || !s->route) {
         sprig_moe_scratch_free(s);
         return sprig_err(err, SPRIG_E_NOMEM, "context: out of memory for the expert scratch (%d rows x %zu experts)", B, K);
     }
@@ -118,6 +119,7 @@ void sprig_moe_scratch_free(struct sprig_moe_scratch *s)
     sprig_free_aligned(s->rin);
     sprig_free_aligned(s->mo);
     sprig_free_aligned(s->ones);
+    sprig_free_aligned(s->route);
     memset(s, 0, sizeof *s);
 }
 
@@ -176,6 +178,14 @@ void sprig_moe_ffn(sprig_pool *pool, const struct sprig_hparams *hp, const struc
         const float mg = route(s->logits + (size_t)i * E, E, K, s->sel + (size_t)i * K, s->w + (size_t)i * K);
         if (i == n - 1 && mg < s->margin) s->margin = mg;
         for (int k = 0; k < K; k++) s->count[s->sel[(size_t)i * K + k] + 1]++;
+    }
+    if (s->layer_at < SPRIG_MOE_ROUTE_LAYERS) {   /* the routing, for the rounds' predictions */
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < K; k++)
+                s->route[((size_t)i * SPRIG_MOE_ROUTE_LAYERS + (size_t)s->layer_at) * (size_t)K + (size_t)k] =
+                    (int16_t)s->sel[(size_t)i * K + k];
+        s->route_layers = ++s->layer_at;
+        s->route_rows = n;
     }
     for (int e = 0; e < E; e++) s->count[e + 1] += s->count[e];   /* offsets */
     {   /* (row, slot) pairs grouped by expert, rows ascending within an expert: count[e] is expert e's
@@ -289,6 +299,7 @@ void sprig_moe_begin(struct sprig_moe_scratch *s)
     if (!s) return;
     s->margin = 1.0f;
     s->count_all.forwards++;
+    s->layer_at = s->route_layers = s->route_rows = 0;
 }
 
 void sprig_moe_end(const struct sprig_moe_scratch *s, int n)

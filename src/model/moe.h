@@ -42,6 +42,10 @@ struct sprig_arch;
  * scalar hyper-parameters (n_ff, n_layer) are read. */
 sprig_status sprig_moe_read_hparams(const sprig_gguf *g, const struct sprig_arch *a, struct sprig_hparams *hp, sprig_error *err);
 
+/* The expert layers whose routing a forward records (the first ones): what
+ * a speculative round predicts its rows' experts from (spec/routes.h). */
+#define SPRIG_MOE_ROUTE_LAYERS 16
+
 /* Scratch for one forward of up to B rows (B = n_batch; no allocation per
  * forward). */
 struct sprig_moe_scratch {
@@ -55,6 +59,8 @@ struct sprig_moe_scratch {
     float   *slot;     /* [B][K][dim] each row's expert outputs, by slot */
     float   *xn2, *rin, *mo;   /* [B][dim] gemma4: the experts' input, the router's, their output */
     float   *ones;     /* [dim] 1.0f: a weightless RMS norm */
+    int16_t *route;    /* [B][SPRIG_MOE_ROUTE_LAYERS][K] the last forward's routing at its first expert layers */
+    int      route_rows, route_layers, layer_at;   /* its rows, the layers recorded, the next layer's index */
     int      last_experts;   /* distinct experts the last forward's layer ran */
     float    margin;         /* the forward's smallest p_K - p_(K+1) of its last row over the layers (sprig_moe_begin) */
     struct sprig_moe_counters count_all;   /* what the forwards read, cumulative (model.h) */

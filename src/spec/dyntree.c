@@ -168,9 +168,14 @@ void sprig_dyntree_select_by(const sprig_dyntree *t, const float *key, int max_n
 {
     /* the best candidates whose parent is already in: a child never outranks its parent,
      * so taking them best first keeps the set a tree */
-    static _Thread_local int16_t in_tree[SPRIG_DYNTREE_CAP];   /* candidate -> tree node + 1, or 0 */
     int chosen[SPRIG_TREE_MAX];
     const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
+    sprig_dyntree_tree_of(t, key, chosen, n, out, map);
+}
+
+void sprig_dyntree_tree_of(const sprig_dyntree *t, const float *key, const int *chosen, int n, sprig_tree *out, int *map)
+{
+    static _Thread_local int16_t in_tree[SPRIG_DYNTREE_CAP];   /* candidate -> tree node + 1, or 0 */
     for (int i = 0; i < t->n; i++) in_tree[i] = 0;
     for (int j = 0; j < n; j++) in_tree[chosen[j]] = 1;
     /* by depth, each node's children best first: breadth-first over the chosen set */

@@ -71,6 +71,9 @@ void sprig_dyntree_select(const sprig_dyntree *t, int max_nodes, int max_depth, 
 /* The same ranked by key[t->n] (log-space; a child's key never above its
  * parent's) instead of the score. */
 void sprig_dyntree_select_by(const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, sprig_tree *out, int *map);
+/* The tree of candidates chosen[n] (chosen[0] = 0, each one's parent before
+ * it), by depth, each node's children best first by key. */
+void sprig_dyntree_tree_of(const sprig_dyntree *t, const float *key, const int *chosen, int n, sprig_tree *out, int *map);
 /* The best max_nodes candidates (root first) by key, best first, into chosen[]; returns the count. */
 int sprig_dyntree_best(const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, int *chosen);
 /* Sampled trees: q->row[i] = the q row of tree node i's children (map from a select). */

@@ -325,7 +325,10 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
 
     /* 1-2: gate and draft */
     bool use_tree = choose_tree(s);
-    if (s->shape) sprig_target_shared_load(t, &s->shape->others_rows, &s->shape->others_emit, &s->shape->shared);
+    if (s->shape) {
+        sprig_target_shared_load(t, &s->shape->others_rows, &s->shape->others_emit, &s->shape->shared);
+        s->shape->routes = s->shape->moe.on && t->vt->routes ? t->vt->routes(t) : NULL;
+    }
     if (s->use_q) sprig_draft_q_reset(&s->q);
     sprig_draft_ctx ctx = draft_ctx(s);
     if (!s->d) {

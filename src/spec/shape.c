@@ -2,8 +2,11 @@
  * spec/shape — see shape.h.
  */
 #include "spec/shape.h"
+#include "model/moe.h"
+#include "spec/routes.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,6 +189,102 @@ static double step_t(const sprig_shape *s, int others, int rows)
     return others > 0 && sc->row_ms > 0 ? sc->base_ms + sc->row_ms * rows : sprig_shape_t(s, rows);
 }
 
+/* The experts' bitsets of the tree being grown: one row of words per layer remembered */
+#define EX_WORDS 8   /* experts per layer <= 512 */
+struct ex_set {
+    uint64_t bits[SPRIG_MOE_ROUTE_LAYERS][EX_WORDS];
+    double known;   /* distinct experts the known rows read, over the layers remembered */
+    double unknown; /* rows whose tokens have no routing remembered */
+};
+
+/* New experts a row of routing r (NULL: unknown) brings, over the layers remembered */
+static double ex_new(const struct sprig_routes *R, const struct ex_set *x, const int16_t *r)
+{
+    if (!r) return R->layers * R->k * (1.0 - x->known / (R->layers * (double)R->e));
+    int fresh = 0;
+    for (int l = 0; l < R->layers; l++)
+        for (int j = 0; j < R->k; j++) {
+            const int e = r[l * R->k + j];
+            if (e >= 0 && e < R->e && !(x->bits[l][e >> 6] >> (e & 63) & 1)) {
+                bool dup = false;   /* counted once if the row names it twice */
+                for (int i = 0; i < j && !dup; i++) dup = r[l * R->k + i] == e;
+                fresh += !dup;
+            }
+        }
+    return fresh;
+}
+
+static void ex_add(const struct sprig_routes *R, struct ex_set *x, const int16_t *r)
+{
+    if (!r) {
+        x->unknown += 1;
+        return;
+    }
+    for (int l = 0; l < R->layers; l++)
+        for (int j = 0; j < R->k; j++) {
+            const int e = r[l * R->k + j];
+            if (e < 0 || e >= R->e) continue;
+            uint64_t *w = &x->bits[l][e >> 6];
+            if (!(*w >> (e & 63) & 1)) {
+                *w |= (uint64_t)1 << (e & 63);
+                x->known += 1;
+            }
+        }
+}
+
+/* The union the set reads, summed over all the target's expert layers: its known rows' experts, and its
+ * unknown rows as alpha * unknown unrelated rows more on each layer */
+static double ex_union(const sprig_shape *s, const struct sprig_routes *R, const struct ex_set *x)
+{
+    const double e = R->e, per = x->known / R->layers, k = R->k;
+    const double more = x->unknown > 0 ? (e - per) * (1.0 - pow(1.0 - k / e, sprig_shape_alpha(s) * x->unknown)) : 0;
+    return (per + more) * R->layers * R->scale;
+}
+
+/* The dense share of T(m): the profile's random-routing time less its experts */
+static double t_dense(const sprig_shape *s, int m)
+{
+    return t_random(s, m) - sprig_shape_expert_ms(s) * sprig_shape_union_random(s, m);
+}
+
+/* Grow the candidates for their experts (shape.h); chosen[] in order, t_pred[m] = T of the first m. */
+static int grow_by_experts(sprig_shape *s, const sprig_dyntree *t, const float *key, int max_nodes, int max_depth, int *chosen,
+                           double *t_pred)
+{
+    if (max_nodes > SPRIG_TREE_MAX) max_nodes = SPRIG_TREE_MAX;
+    struct sprig_routes *R = s->routes;
+    static _Thread_local bool in[SPRIG_DYNTREE_CAP];
+    static _Thread_local const int16_t *rt[SPRIG_DYNTREE_CAP];
+    static _Thread_local struct ex_set x;
+    memset(&x, 0, sizeof x);
+    const double c = sprig_shape_expert_ms(s);
+    for (int i = 0; i < t->n; i++) {
+        in[i] = false;
+        rt[i] = sprig_routes_get(R, t->token[i]);
+    }
+    in[0] = true;
+    chosen[0] = 0;
+    ex_add(R, &x, rt[0]);
+    t_pred[1] = t_dense(s, 1) + c * ex_union(s, R, &x);
+    int n = 1;
+    while (n < max_nodes) {
+        const double dt = t_dense(s, n + 1) - t_dense(s, n), row = dt > 1e-6 ? dt : 1e-6;
+        int best = -1;
+        double best_v = 0;
+        for (int i = 1; i < t->n; i++) {
+            if (in[i] || t->depth[i] > max_depth || !in[t->parent[i]]) continue;
+            const double v = exp((double)key[i]) / (row + c * ex_new(R, &x, rt[i]) * R->scale);
+            if (best < 0 || v > best_v) { best = i; best_v = v; }
+        }
+        if (best < 0) break;
+        in[best] = true;
+        chosen[n++] = best;
+        ex_add(R, &x, rt[best]);
+        t_pred[n] = t_dense(s, n) + c * ex_union(s, R, &x);
+    }
+    return n;
+}
+
 void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map_out)
 {
     static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
@@ -199,20 +298,25 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
         key[i] = key[t->parent[i]] + (float)log(sprig_shape_accept_at(s, q, t->depth[i], r));
     }
     int chosen[SPRIG_TREE_MAX];
-    const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
+    double t_pred[SPRIG_TREE_MAX + 1];
+    const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
+    /* alone on a mixture of experts whose routings are remembered: grown for the experts */
+    const bool experts = s->moe.on && s->routes && others == 0 && sprig_shape_expert_ms(s) > 0;
+    const int n = experts ? grow_by_experts(s, t, key, max_nodes, max_depth, chosen, t_pred)
+                          : sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
      * this round whatever m is, so the bare bonus pays it too) */
-    const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
     const double fixed = others > 0 && s->shared.gap_ms > s->draft_ms ? s->shared.gap_ms : s->draft_ms;
-    double e = 1.0 + s->others_emit, best = e / (step_t(s, others, others + 1) + fixed);
+    double e = 1.0 + s->others_emit, best = e / ((experts ? t_pred[1] : step_t(s, others, others + 1)) + fixed);
     int m = 1;
     for (int j = 1; j < n; j++) {
         e += exp((double)key[chosen[j]]);
-        const double rate = e / (step_t(s, others, others + j + 1) + fixed);
+        const double rate = e / ((experts ? t_pred[j + 1] : step_t(s, others, others + j + 1)) + fixed);
         if (rate > best) { best = rate; m = j + 1; }
     }
     int map[SPRIG_TREE_MAX];
-    sprig_dyntree_select_by(t, key, m, max_depth, out, map);
+    sprig_dyntree_tree_of(t, key, chosen, m, out, map);
+    s->moe.by_experts += experts;
     s->last_n = out->n;
     for (int i = 0; i < out->n; i++) {
         s->q[i] = i ? (float)exp((double)t->score[map[i]] - (double)t->real[t->parent[map[i]]]) : 1.0f;
@@ -244,8 +348,11 @@ void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
                               sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
     if (s->moe.on && o + 160 < cap)
         o += (size_t)snprintf(buf + o, cap - o, "; experts: %.3f ms each, %.1f per verify (random routing of 4 / 8 rows: %.1f / %.1f; "
-                              "locality alpha %.2f)", sprig_shape_expert_ms(s), s->moe.u_n > 0 ? s->moe.u_sum / s->moe.u_n : 0,
-                              sprig_shape_union_random(s, 4), sprig_shape_union_random(s, 8), sprig_shape_alpha(s));
+                              "locality alpha %.2f; %lld trees grown for their experts, %lld of %lld draft routings known)",
+                              sprig_shape_expert_ms(s), s->moe.u_n > 0 ? s->moe.u_sum / s->moe.u_n : 0,
+                              sprig_shape_union_random(s, 4), sprig_shape_union_random(s, 8), sprig_shape_alpha(s),
+                              (long long)s->moe.by_experts, (long long)(s->routes ? s->routes->hits : 0),
+                              (long long)(s->routes ? s->routes->lookups : 0));
     if (o + 32 < cap) o += (size_t)snprintf(buf + o, cap - o, "; accepted/verified by draft q:");
     for (int b = 0; b < SPRIG_SHAPE_BINS && o + 40 < cap; b++)
         if (s->trials[b] > 0)

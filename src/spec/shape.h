@@ -36,6 +36,15 @@
  *             target agrees with its top choice on other grounds), or whose
  *             deep drafts are overconfident (a head fed its own hidden
  *             states), is believed accordingly.
+ *             With the target's routings remembered per token
+ *             (spec/routes.h), a tree is grown for its experts: from the
+ *             root, the candidate whose parent is in with the most path
+ *             acceptance per the time it adds (a row's dense share, plus c
+ *             times the experts its token routed to that the tree does not
+ *             read yet; an unknown token: random routing's expected new
+ *             ones) comes next, so at equal acceptance a draft that shares
+ *             the tree's experts wins; T(m) of the grown prefix is its
+ *             dense part plus c times its predicted union.
  *   choice:   candidates best first by their path's calibrated acceptance
  *             v (a child's v never exceeds its parent's, so every prefix is
  *             a tree); the number of nodes m maximises expected emitted
@@ -89,7 +98,10 @@ typedef struct sprig_shape {
         double expert_bytes, dense_bytes;   /* one expert's weights; a row's other weights */
         double alpha_sum, alpha_w;          /* the rows' routing locality: sum of observations and their weight */
         double u_sum, u_n;                  /* unions read by the rounds (for the summary) */
+        int64_t by_experts;                 /* rounds whose tree the experts' prediction chose */
     } moe;
+    struct sprig_routes *routes;            /* the target's tokens' last routings (spec/routes.h), set before each
+                                               choice; NULL: none */
 } sprig_shape;
 
 /* A line ms = a + b * rows fitted to timed forwards (moving averages over

@@ -144,6 +144,8 @@ struct sprig_target_vt {
     void (*shared_load)(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost);
     /* Optional (NULL = a dense target). Its experts: shape, bytes and what the last forward read. */
     bool (*expert_load)(sprig_target *t, sprig_expert_load *out);
+    /* Optional (NULL = none). Each token's last routing (spec/routes.h), to price drafts by their experts. */
+    struct sprig_routes *(*routes)(sprig_target *t);
 };
 
 /* Common header every target embeds first. */

@@ -6,6 +6,7 @@
 #include "base/mem.h"
 #include "base/timer.h"
 #include "model/moe.h"
+#include "spec/routes.h"
 #include "tensor/ops.h"
 
 #include <stdlib.h>
@@ -28,15 +29,21 @@ typedef struct model_target {
     int depths[SPRIG_TREE_MAX];
     int64_t seen_experts;   /* the context's expert counter after the last forward */
     double last_experts;    /* distinct experts the last forward read (summed over layers) */
+    sprig_routes routes;    /* a mixture of experts: each token's last routing (tag NULL: dense) */
 } model_target;
 
-/* After a forward: what it read from the experts (the context counts them). */
-static void note_experts(model_target *mt)
+/* After a forward of tokens[n] (NULL: ids not known here): what it read from
+ * the experts (the context counts them) and where its rows routed. */
+static void note_experts(model_target *mt, const int32_t *tokens, int n)
 {
     struct sprig_moe_counters c;
     sprig_ctx_moe_counters(mt->ctx, &c);
     mt->last_experts = (double)(c.experts - mt->seen_experts);
     mt->seen_experts = c.experts;
+    int rows, layers, k;
+    const int16_t *r = sprig_ctx_moe_routes(mt->ctx, &rows, &layers, &k);
+    if (r && tokens && rows == n)   /* alone (a shared forward's rows are everyone's) */
+        sprig_routes_note(&mt->routes, tokens, n, r, SPRIG_MOE_ROUTE_LAYERS, layers);
 }
 
 static void fill_rows(model_target *mt, int n, sprig_rows *rows)
@@ -69,7 +76,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
     model_target *mt = (model_target *)t;
     if (!t->all_hidden) {
         sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
-        note_experts(mt);
+        note_experts(mt, NULL, 0);
         if (s) return s;
         fill_rows(mt, 1, rows);
         fill_state(mt, mt->hidden, 1, st);
@@ -83,7 +90,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
         mt->prompt_cap = n;
     }
     sprig_status s = sprig_prefill_rows(mt->ctx, tokens, n, mt->logits, mt->prompt_hidden, err);
-    note_experts(mt);
+    note_experts(mt, NULL, 0);
     if (s) return s;
     fill_rows(mt, 1, rows);
     fill_state(mt, mt->prompt_hidden, n, st);
@@ -102,7 +109,7 @@ static sprig_status check_rows(model_target *mt, int n, sprig_error *err)
 static sprig_status verify_fwd(model_target *mt, const struct sprig_fwd *f, sprig_error *err)
 {
     const sprig_status st = mt->batch ? sprig_batch_forward(mt->batch, mt->ctx, f, err) : sprig_forward(mt->ctx, f, err);
-    note_experts(mt);
+    note_experts(mt, f->tokens, f->n);
     return st;
 }
 
@@ -193,7 +200,7 @@ static double t_time_rows(sprig_target *t, int n)
     struct sprig_fwd f = { .n = n, .tokens = toks, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
     const uint64_t t0 = sprig_time_ns();
     const sprig_status st = sprig_forward(mt->ctx, &f, &err);
-    note_experts(mt);
+    note_experts(mt, NULL, 0);   /* pseudo-random ids: not a routing to remember */
     if (st) return -1;
     const double ms = (double)(sprig_time_ns() - t0) * 1e-6;
     return sprig_ctx_trim(mt->ctx, n, &err) ? -1 : ms;
@@ -230,6 +237,12 @@ static bool t_expert_load(sprig_target *t, sprig_expert_load *out)
     return true;
 }
 
+static sprig_routes *t_routes(sprig_target *t)
+{
+    model_target *mt = (model_target *)t;
+    return mt->routes.tag ? &mt->routes : NULL;
+}
+
 static const struct sprig_target_vt model_target_vt = {
     .name = "model",
     .prefill = t_prefill,
@@ -241,6 +254,7 @@ static const struct sprig_target_vt model_target_vt = {
     .time_rows = t_time_rows,
     .shared_load = t_shared_load,
     .expert_load = t_expert_load,
+    .routes = t_routes,
 };
 
 void sprig_model_target_set_batch(sprig_target *t, sprig_batch *b) { ((model_target *)t)->batch = b; }
@@ -255,6 +269,7 @@ void sprig_model_target_free(sprig_target *t)
     sprig_free_aligned(mt->kept);
     sprig_free_aligned(mt->prompt_hidden);
     sprig_free_aligned(mt->mask);
+    sprig_routes_free(&mt->routes);
     free(mt);
 }
 
@@ -297,6 +312,14 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
         sprig_model_target_free(&mt->base);
         sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for %d rows", max_rows);
         return NULL;
+    }
+    if (m->hp.n_expert) {   /* a mixture of experts: remember where tokens route */
+        int layers = 0;
+        for (int l = 0; l < m->hp.n_layer; l++) layers += m->layers[l].exp_gate != NULL;
+        if (layers && sprig_routes_init(&mt->routes, layers, m->hp.n_expert, m->hp.n_expert_used, err)) {
+            sprig_model_target_free(&mt->base);
+            return NULL;
+        }
     }
     if (sprig_ctx_speculative(ctx, max_rows, err)) {   /* sliding layers keep verify tails gatherable; recurrent ones their rollback */
         sprig_model_target_free(&mt->base);
