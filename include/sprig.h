@@ -294,6 +294,7 @@ struct sprig_stats {
                                         many of its rows chose it), mean */
     double expert_mb_per_forward;    /* expert weight megabytes (1e6) one forward read, mean */
     double experts_per_token;        /* distinct experts read, summed over layers and forwards, per token emitted */
+    double experts_per_verify;       /* distinct experts one forward read, summed over its expert layers, mean */
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 

@@ -199,6 +199,14 @@ static void spec_on(const char *path, const char *mtp)
     CHECK_EQ_INT(plain.st.expert_forwards, 95);
     CHECKF(plain.st.experts_per_layer == (double)m->hp.n_expert_used, "plain: %.3f experts per layer", plain.st.experts_per_layer);
     CHECKF(plain.st.expert_mb_per_forward > 0 && plain.st.experts_per_token > 0, "plain: no expert bytes or reads reported");
+    {   /* per verify: K in each expert layer; per token: the same (one forward a token) */
+        int layers = 0;
+        for (int l = 0; l < m->hp.n_layer; l++) layers += m->layers[l].exp_gate != NULL;
+        CHECKF(plain.st.experts_per_verify == (double)layers * m->hp.n_expert_used, "plain: %.3f experts per verify",
+               plain.st.experts_per_verify);
+        CHECKF(fabs(plain.st.experts_per_token - plain.st.experts_per_verify) < 1e-9, "plain: %.3f reads per token",
+               plain.st.experts_per_token);
+    }
     /* the oracle drafter (benchmarks' drafter) replays plain decoding's ids at set rates, so chains and
      * trees accept part of their drafts and side branches win, which random drafters never do */
     const char *ids = test_tmpfile("moe-ids.txt");

@@ -451,9 +451,9 @@ int sprig_cmd_run(int argc, char **argv)
                     (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
                     (long long)t.full_accept_rounds, (long long)t.branch_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms, t.rollback_ms);
         if (t.expert_forwards > 0)
-            fprintf(stderr, "sprig: experts: %lld decode forwards read %.2f experts per layer each (%.1f MB of expert weights), "
-                            "%.1f expert reads per emitted token\n", (long long)t.expert_forwards, t.experts_per_layer,
-                    t.expert_mb_per_forward, t.experts_per_token);
+            fprintf(stderr, "sprig: experts: %lld decode forwards read %.2f experts per layer each (%.1f per forward, %.1f MB of "
+                            "expert weights), %.1f expert reads per emitted token\n", (long long)t.expert_forwards, t.experts_per_layer,
+                    t.experts_per_verify, t.expert_mb_per_forward, t.experts_per_token);
         sprig_model_get_info(m, &mi);
         if (mi.experts_total > 0)
             fprintf(stderr, "sprig: memory: %.0f MB of weights packed, %.0f MB read in place; %lld of %lld experts read since the "

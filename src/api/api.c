@@ -518,6 +518,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
         o->experts_per_layer = runs > 0 ? ex / runs : 0;
         o->expert_mb_per_forward = fw > 0 ? by / fw / 1e6 : 0;
         o->experts_per_token = t->emitted > 1 ? ex / (double)(t->emitted - 1) : 0;
+        o->experts_per_verify = fw > 0 ? ex / fw : 0;
     }
 }
 
@@ -542,7 +543,7 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         "\"rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_per_verify\":%.4f,"
         "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
         "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f,"
-        "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f}",
+        "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f,\"experts_per_verify\":%.3f}",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
         t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
@@ -550,5 +551,5 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         (long long)t->rounds, (long long)t->proposed, (long long)t->accepted, (long long)t->emitted, t->emitted_per_verify,
         t->acceptance_rate, (long long)t->zero_accept_rounds, (long long)t->partial_accept_rounds,
         (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms,
-        (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token);
+        (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token, t->experts_per_verify);
 }
