@@ -28,14 +28,8 @@
  * the last row and are not stored. Compiled with AVX2 flags; the AVX-512
  * family uses these too (a family may borrow another's kernel).
  */
-#include "tensor/matmul-kern.h"
-#include "tensor/types.h"
+#include "tensor/matmul-rows.h"   /* the shared pieces */
 
-#include <immintrin.h>
-#include <string.h>
-
-#define AI static inline __attribute__((always_inline))
-#define UNROLL _Pragma("GCC unroll 8")
 
 /* Control bytes for vpshufb that spread scale byte b into every int16 lane
  * (low byte; the high byte zeroed), one table row per b. */
@@ -55,25 +49,9 @@ static const uint8_t pair_s8[8][32] __attribute__((aligned(32))) = {
 };
 #undef PAIR
 
-/* Q4_K / Q5_K's 6-bit scales and mins (12 bytes) as bytes sc[0..7], m[0..7]
- * of one 128-bit vector (llama.cpp's block layout; k4_scale_min in matmul.c):
- * with the 32-bit words u0..u2 of the 12 bytes, the four words are
- * u0 & 0x3f.., (u2 & 0x0f..) | ((u0 >> 6) & 0x03..) << 4, u1 & 0x3f..,
- * ((u2 >> 4) & 0x0f..) | ((u1 >> 6) & 0x03..) << 4. */
-AI __m128i k45_scales(const uint8_t *s)
-{
-    const __m128i u = _mm_loadu_si128((const __m128i *)s);   /* 12 bytes and 4 of qh/qs after them */
-    const __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));   /* u0 u2 u1 u2 */
-    const __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));   /* u0 u0 u1 u1 */
-    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
-                                     _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    const __m128i hi = _mm_and_si128(_mm_slli_epi32(_mm_srli_epi32(b, 6), 4), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-    return _mm_or_si128(lo, hi);
-}
-
 /* Q4_K / Q5_K super-block: lanes summing to I; *mv: lanes summing to M */
 /* The activation record as the dot pieces take it (here: as it is). */
-typedef struct { const sprig_mm_kblock *a; } kact;
+struct kact { const sprig_mm_kblock *a; };
 AI void k_prep(const sprig_mm_kblock *a, kact *P) { P->a = a; }
 
 AI __m256i k45_dot(const uint8_t *blk, const kact *P, const bool q5, __m128i *mv)
@@ -139,20 +117,6 @@ AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
     return acc;
 }
 
-/* Q8_0 block: lanes summing to sum w*a (|w| via vpsignb onto a) */
-AI __m256i q8_dot(const uint8_t *blk, const sprig_mm_qblock *a)
-{
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));
-    const __m256i av = _mm256_loadu_si256((const __m256i *)a->q);   /* records of 48 bytes */
-    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
+#include "tensor/matmul-rows.h"   /* the driver */
 
-#include "tensor/matmul-rows.h"
-
-static void r_q4k(const sprig_mm_job *J) { rows_drive(J, R_Q4K); }
-static void r_q5k(const sprig_mm_job *J) { rows_drive(J, R_Q5K); }
-static void r_q6k(const sprig_mm_job *J) { rows_drive(J, R_Q6K); }
-static void r_q8(const sprig_mm_job *J) { rows_drive(J, R_Q8); }
-
-const struct sprig_mm_rows sprig_mm_rows_avx2 = { .q8_0 = r_q8, .q4_k = r_q4k, .q5_k = r_q5k, .q6_k = r_q6k };
+SPRIG_MM_ROWS_DEFINE(sprig_mm_rows_avx2)

@@ -18,14 +18,8 @@
  * see the closing figures in the model README; the AVX2 pieces ran ~1.6x
  * the packed kernel's time.
  */
-#include "tensor/matmul-kern.h"
-#include "tensor/types.h"
+#include "tensor/matmul-rows.h"   /* the shared pieces */
 
-#include <immintrin.h>
-#include <string.h>
-
-#define AI static inline __attribute__((always_inline))
-#define UNROLL _Pragma("GCC unroll 8")
 
 /* int16 index vectors for vpermw: sub-block scale j of a 16-entry int16
  * vector spread over the 16 int16 lanes (32 elements, vpmaddubsw pairs) it
@@ -43,23 +37,11 @@ static const uint16_t q6_idx[4][32] __attribute__((aligned(64))) = { I8(0), I8(4
 /* 16 int32 lanes folded to 8 (exact) */
 AI __m256i fold(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
 
-/* Q4_K / Q5_K scales and mins: bytes sc[0..7], m[0..7] (see matmul-rows-avx2.c) */
-AI __m128i k45_scales(const uint8_t *s)
-{
-    const __m128i u = _mm_loadu_si128((const __m128i *)s);
-    const __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));
-    const __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));
-    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
-                                     _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-    const __m128i hi = _mm_and_si128(_mm_slli_epi32(_mm_srli_epi32(b, 6), 4), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-    return _mm_or_si128(lo, hi);
-}
-
 /* The activation record as the nibble order wants it, built once per block
  * and activation row for all eight weight rows: for c = 0, 1, v[c][0] =
  * elements 128c + 0..31 and 128c + 64..95 (the low nibbles of one 64-byte
  * load of qs), v[c][1] = 128c + 32..63 and 128c + 96..127 (the high ones). */
-typedef struct { __m512i v[2][2]; const sprig_mm_kblock *a; } kact;
+struct kact { __m512i v[2][2]; const sprig_mm_kblock *a; };
 
 AI void k_prep(const sprig_mm_kblock *a, kact *P)
 {
@@ -130,20 +112,6 @@ AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
     return fold(acc);
 }
 
-/* Q8_0: the AVX2 piece (|w| via vpsignb onto the activation) */
-AI __m256i q8_dot(const uint8_t *blk, const sprig_mm_qblock *a)
-{
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));
-    const __m256i av = _mm256_loadu_si256((const __m256i *)a->q);
-    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
+#include "tensor/matmul-rows.h"   /* the driver */
 
-#include "tensor/matmul-rows.h"
-
-static void r_q4k(const sprig_mm_job *J) { rows_drive(J, R_Q4K); }
-static void r_q5k(const sprig_mm_job *J) { rows_drive(J, R_Q5K); }
-static void r_q6k(const sprig_mm_job *J) { rows_drive(J, R_Q6K); }
-static void r_q8(const sprig_mm_job *J) { rows_drive(J, R_Q8); }
-
-const struct sprig_mm_rows sprig_mm_rows_avx512 = { .q8_0 = r_q8, .q4_k = r_q4k, .q5_k = r_q5k, .q6_k = r_q6k };
+SPRIG_MM_ROWS_DEFINE(sprig_mm_rows_avx512)

@@ -11,11 +11,58 @@
  *   __m256i q6k_dot(blk, const kact *P)
  *   __m256i q8_dot(blk, const sprig_mm_qblock *a)
  * (lanes summing to the block's exact int sum; mv: lanes summing to M).
- * Not a public header: the static inline functions it defines take the ISA
- * of the file that includes it.
+ * Included twice: first for the pieces both files share (Q4_K / Q5_K scales,
+ * the Q8_0 block), then, after the file's own pieces (a struct kact and the
+ * K-quant dots), for the driver; SPRIG_MM_ROWS_DEFINE(name) then makes the
+ * family's table. Not a public header: the static inline functions it
+ * defines take the ISA of the file that includes it.
  */
 #ifndef SPRIG_TENSOR_MATMUL_ROWS_H
 #define SPRIG_TENSOR_MATMUL_ROWS_H
+
+#include "tensor/matmul-kern.h"
+#include "tensor/types.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define AI static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* The pieces both files share: Q4_K / Q5_K's scales, the Q8_0 block (AVX2). */
+
+/* Each file's form of a K activation record for its dots (it defines struct kact and
+ * k_prep, k45_dot, q6k_dot before including this header again) */
+typedef struct kact kact;
+
+/* Q4_K / Q5_K's 6-bit scales and mins (12 bytes) as bytes sc[0..7], m[0..7]
+ * of one 128-bit vector (llama.cpp's block layout; k4_scale_min in matmul.c):
+ * with the 32-bit words u0..u2 of the 12 bytes, the four words are
+ * u0 & 0x3f.., (u2 & 0x0f..) | ((u0 >> 6) & 0x03..) << 4, u1 & 0x3f..,
+ * ((u2 >> 4) & 0x0f..) | ((u1 >> 6) & 0x03..) << 4. */
+AI __m128i k45_scales(const uint8_t *s)
+{
+    const __m128i u = _mm_loadu_si128((const __m128i *)s);   /* 12 bytes and 4 of qh/qs after them */
+    const __m128i a = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));   /* u0 u2 u1 u2 */
+    const __m128i b = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));   /* u0 u0 u1 u1 */
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                                     _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    const __m128i hi = _mm_and_si128(_mm_slli_epi32(_mm_srli_epi32(b, 6), 4), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(lo, hi);
+}
+
+/* Q8_0 block: lanes summing to sum w*a (|w| via vpsignb onto a; activation records of 48 bytes) */
+AI __m256i q8_dot(const uint8_t *blk, const sprig_mm_qblock *a)
+{
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));
+    const __m256i av = _mm256_loadu_si256((const __m256i *)a->q);   /* records of 48 bytes */
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+#elif !defined(SPRIG_TENSOR_MATMUL_ROWS_DRIVER)
+/* Included the second time, after the file's own pieces: the driver. */
+#define SPRIG_TENSOR_MATMUL_ROWS_DRIVER
 
 /* The sums of eight rows' lane vectors, reduced as the rows come (so few
  * vectors stay live): pairs t[p] = hadd(v[2p], v[2p+1]); then lane i of
@@ -131,5 +178,13 @@ AI void rows_drive(const sprig_mm_job *J, const int kind)
     const int64_t e = J->p1 * 16 < J->n_out ? J->p1 * 16 : J->n_out;
     for (int64_t o = J->p0 * 16; o < e; o += 8) rows8(J, o, kind);
 }
+
+/* The kernels of one file, as the family's table of raw-row kernels */
+#define SPRIG_MM_ROWS_DEFINE(NAME)                                        \
+    static void r_q4k(const sprig_mm_job *J) { rows_drive(J, R_Q4K); }   \
+    static void r_q5k(const sprig_mm_job *J) { rows_drive(J, R_Q5K); }   \
+    static void r_q6k(const sprig_mm_job *J) { rows_drive(J, R_Q6K); }   \
+    static void r_q8(const sprig_mm_job *J) { rows_drive(J, R_Q8); }      \
+    const struct sprig_mm_rows NAME = { .q8_0 = r_q8, .q4_k = r_q4k, .q5_k = r_q5k, .q6_k = r_q6k };
 
 #endif
