@@ -27,19 +27,27 @@ typedef struct model_target {
     float *mask;            /* [max_rows][n_ctx] tree mask with history */
     int32_t pos[SPRIG_TREE_MAX];
     int depths[SPRIG_TREE_MAX];
-    int64_t seen_experts;   /* the context's expert counter after the last forward */
+    int64_t seen_experts;   /* the context's expert counter before the last forward */
     double last_experts;    /* distinct experts the last forward read (summed over layers) */
     sprig_routes routes;    /* a mixture of experts: each token's last routing (tag NULL: dense) */
 } model_target;
 
-/* After a forward of tokens[n] (NULL: ids not known here): what it read from
- * the experts (the context counts them) and where its rows routed. */
+/* Before a forward: the context's expert counter (a drafter's forwards on the
+ * same context, an MTP block's, count there too). */
+static void mark_experts(model_target *mt)
+{
+    struct sprig_moe_counters c;
+    sprig_ctx_moe_counters(mt->ctx, &c);
+    mt->seen_experts = c.experts;
+}
+
+/* After it, for tokens[n] (NULL: ids not known here): what it read from the
+ * experts and where its rows routed. */
 static void note_experts(model_target *mt, const int32_t *tokens, int n)
 {
     struct sprig_moe_counters c;
     sprig_ctx_moe_counters(mt->ctx, &c);
     mt->last_experts = (double)(c.experts - mt->seen_experts);
-    mt->seen_experts = c.experts;
     int rows, layers, k;
     const int16_t *r = sprig_ctx_moe_routes(mt->ctx, &rows, &layers, &k);
     if (r && tokens && rows == n)   /* alone (a shared forward's rows are everyone's) */
@@ -75,6 +83,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
 {
     model_target *mt = (model_target *)t;
     if (!t->all_hidden) {
+        mark_experts(mt);
         sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
         note_experts(mt, NULL, 0);
         if (s) return s;
@@ -89,6 +98,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
         mt->prompt_hidden = p;
         mt->prompt_cap = n;
     }
+    mark_experts(mt);
     sprig_status s = sprig_prefill_rows(mt->ctx, tokens, n, mt->logits, mt->prompt_hidden, err);
     note_experts(mt, NULL, 0);
     if (s) return s;
@@ -108,6 +118,7 @@ static sprig_status check_rows(model_target *mt, int n, sprig_error *err)
 /* A verify forward: alone, or with the batch's other members */
 static sprig_status verify_fwd(model_target *mt, const struct sprig_fwd *f, sprig_error *err)
 {
+    mark_experts(mt);
     const sprig_status st = mt->batch ? sprig_batch_forward(mt->batch, mt->ctx, f, err) : sprig_forward(mt->ctx, f, err);
     note_experts(mt, f->tokens, f->n);
     return st;
@@ -198,6 +209,7 @@ static double t_time_rows(sprig_target *t, int n)
         toks[i] = (int32_t)((x >> 8) % (uint32_t)mt->m->hp.n_vocab);
     }
     struct sprig_fwd f = { .n = n, .tokens = toks, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
+    mark_experts(mt);
     const uint64_t t0 = sprig_time_ns();
     const sprig_status st = sprig_forward(mt->ctx, &f, &err);
     note_experts(mt, NULL, 0);   /* pseudo-random ids: not a routing to remember */
