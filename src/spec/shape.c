@@ -261,7 +261,9 @@ static int grow_by_experts(sprig_shape *s, const sprig_dyntree *t, const float *
     for (int i = 0; i < t->n; i++) {
         in[i] = false;
         rt[i] = sprig_routes_get(R, t->token[i]);
+        s->moe.known += rt[i] != NULL;
     }
+    s->moe.candidates += t->n;
     in[0] = true;
     chosen[0] = 0;
     ex_add(R, &x, rt[0]);
@@ -348,11 +350,10 @@ void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
                               sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
     if (s->moe.on && o + 160 < cap)
         o += (size_t)snprintf(buf + o, cap - o, "; experts: %.3f ms each, %.1f per verify (random routing of 4 / 8 rows: %.1f / %.1f; "
-                              "locality alpha %.2f; %lld trees grown for their experts, %lld of %lld draft routings known)",
+                              "locality alpha %.2f; %lld trees grown for their experts, %lld of %lld candidates' routings known)",
                               sprig_shape_expert_ms(s), s->moe.u_n > 0 ? s->moe.u_sum / s->moe.u_n : 0,
                               sprig_shape_union_random(s, 4), sprig_shape_union_random(s, 8), sprig_shape_alpha(s),
-                              (long long)s->moe.by_experts, (long long)(s->routes ? s->routes->hits : 0),
-                              (long long)(s->routes ? s->routes->lookups : 0));
+                              (long long)s->moe.by_experts, (long long)s->moe.known, (long long)s->moe.candidates);
     if (o + 32 < cap) o += (size_t)snprintf(buf + o, cap - o, "; accepted/verified by draft q:");
     for (int b = 0; b < SPRIG_SHAPE_BINS && o + 40 < cap; b++)
         if (s->trials[b] > 0)

@@ -99,6 +99,7 @@ typedef struct sprig_shape {
         double alpha_sum, alpha_w;          /* the rows' routing locality: sum of observations and their weight */
         double u_sum, u_n;                  /* unions read by the rounds (for the summary) */
         int64_t by_experts;                 /* rounds whose tree the experts' prediction chose */
+        int64_t known, candidates;          /* of their candidates, those whose token's routing was remembered */
     } moe;
     struct sprig_routes *routes;            /* the target's tokens' last routings (spec/routes.h), set before each
                                                choice; NULL: none */
