@@ -29,7 +29,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-#define SPRIG_VERSION "0.1.0"
+#define SPRIG_VERSION "0.2.0"
 
 /* ---------------------------------------------------------------- status */
 
@@ -360,7 +360,7 @@ void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *out);
 const char *sprig_version(void);
 
 struct sprig_build_info {
-    const char *version;             /* "0.1.0" */
+    const char *version;             /* "0.2.0" */
     const char *kernels_compiled;    /* the kernel families built in, plain C first: "reference avx2 avx512-vnni" */
     const char *kernels_cpu;         /* those this CPU can run */
     const char *kernels_selected;    /* the one that runs (the best the CPU has, capped by SPRIG_KERNELS / SPRIG_NO_SIMD) */

@@ -27,7 +27,7 @@ import threading
 
 __all__ = ["Error", "Model", "Session", "version", "build_info", "load_library"]
 
-ABI = "0.1"          # the soname this module was written against: libsprig.so.0.1
+ABI = "0.2"          # the soname this module was written against: libsprig.so.0.2
 
 # ---------------------------------------------------------------- C structures
 
@@ -161,7 +161,7 @@ def _raise(status, err):
 
 
 def version():
-    """The library's version string ("0.1.0")."""
+    """The library's version string ("0.2.0")."""
     return load_library().sprig_version().decode()
 
 
