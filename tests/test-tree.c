@@ -567,6 +567,10 @@ static void test_shape_shared_experts(void)
         CHECKF(out.tokens[1] == want, "routings %s: verified draft %d, expected %d", swap == 0 ? "a shares" : swap == 1 ? "b shares" : "none",
                out.tokens[1], want);
         CHECK_EQ_INT((int)s.moe.by_experts, 1);
+        /* sampled drafts (the root's children drawn from q) are never chosen by their own tokens */
+        t.qrow[0] = 0;
+        sprig_shape_select(&s, &t, 2, 1, &out, NULL);
+        CHECK_EQ_INT((int)s.moe.by_experts, 1);
         sprig_routes_free(&R);
     }
 }

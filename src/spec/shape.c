@@ -302,8 +302,12 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     int chosen[SPRIG_TREE_MAX];
     double t_pred[SPRIG_TREE_MAX + 1];
     const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
-    /* alone on a mixture of experts whose routings are remembered: grown for the experts */
-    const bool experts = s->moe.on && s->routes && others == 0 && sprig_shape_expert_ms(s) > 0;
+    /* alone on a mixture of experts whose routings are remembered: grown for the experts. Not for
+     * sampled drafts: a drawn child must be kept or dropped on its slot's estimate alone (dyntree.h),
+     * never on its own token, or the acceptance would no longer keep the target's distribution */
+    bool sampled = false;
+    for (int i = 0; i < t->n && !sampled; i++) sampled = t->qrow[i] >= 0;
+    const bool experts = s->moe.on && s->routes && others == 0 && !sampled && sprig_shape_expert_ms(s) > 0;
     const int n = experts ? grow_by_experts(s, t, key, max_nodes, max_depth, chosen, t_pred)
                           : sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
