@@ -45,12 +45,16 @@
 #define L(nm, b, d0, d1, field) { nm, true, true, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 #define LO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 
+/* the embeddings, the final norm and the output (absent: tied to the embeddings) */
+#define EMBED_OUTPUT \
+    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd), \
+    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm), \
+    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output)
+
 /* what every llama-like row has before its FFN: the embeddings and output,
  * the attention and the FFN's input norm */
 #define COMMON_ATTN \
-    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd), \
-    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm), \
-    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output), \
+    EMBED_OUTPUT, \
     L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm), \
     L("blk.%d.attn_q.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QDIM,  wq), \
     L("blk.%d.attn_k.weight",      SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk), \
@@ -190,9 +194,7 @@ static const struct sprig_tensor_spec qwen3moe_tensors[] = {
 /* qwen35's trunk, dense or with experts: the output, the norms, the gated
  * attention layers' and the gated delta-net layers' tensors */
 #define QWEN35_TRUNK \
-    G("token_embd.weight",  true,  SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, tok_embd), \
-    G("output_norm.weight", true,  SPRIG_BIND_NORM,   SPRIG_D_DIM, SPRIG_D_NONE,  out_norm), \
-    G("output.weight",      false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, output), \
+    EMBED_OUTPUT, \
     L("blk.%d.attn_norm.weight",   SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm), \
     L("blk.%d.post_attention_norm.weight", SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm), \
     LO("blk.%d.attn_q.weight",     SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq), \

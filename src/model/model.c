@@ -492,6 +492,12 @@ static int64_t dim_value(const struct sprig_hparams *hp, const struct sprig_laye
     return -1;
 }
 
+/* Tables only looked up by row (embeddings): bound as views, never packed. */
+static bool is_lookup_table(const char *name)
+{
+    return !strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight") || strstr(name, ".nextn.embed_tokens.");
+}
+
 /* An expert tensor [e0, e1, n_expert]: one weight per expert over its
  * slice of the file (views; each packed for the kernels as any matrix). */
 _Static_assert(offsetof(struct sprig_layer, exp_up) == offsetof(struct sprig_layer, exp_gate) + sizeof(sprig_weight *),
@@ -587,7 +593,7 @@ static sprig_status bind_tensor(sprig_model *m, const struct sprig_tensor_spec *
         return SPRIG_OK;
     }
     sprig_weight *w = dst;
-    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight") || strstr(name, ".nextn.embed_tokens.")) {
+    if (is_lookup_table(name)) {
         /* Only rows are looked up: keep the view, no packed copy. */
         memset(w, 0, sizeof *w);
         w->type = t->type;
@@ -748,8 +754,7 @@ static sprig_status check_memory(const sprig_model *m, sprig_error *err)
     for (int64_t i = 0; i < sprig_gguf_n_tensors(g); i++) {
         const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
         const bool exps = strstr(t->name, "_exps.weight") != NULL;
-        const bool view = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "per_layer_token_embd.weight") ||
-                          strstr(t->name, ".nextn.embed_tokens.");
+        const bool view = is_lookup_table(t->name);
         has_output |= !strcmp(t->name, "output.weight");
         if (view || (exps && sprig_weight_maps(t->type))) mapped += (double)t->nbytes;
         else copies += (double)t->nbytes;

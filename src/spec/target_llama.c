@@ -30,6 +30,7 @@ typedef struct model_target {
     int64_t seen_experts;   /* the context's expert counter before the last forward */
     double last_experts;    /* distinct experts the last forward read (summed over layers) */
     sprig_routes routes;    /* a mixture of experts: each token's last routing (tag NULL: dense) */
+    sprig_expert_load experts;   /* its shape and bytes (layers 0: dense) */
 } model_target;
 
 /* Before a forward: the context's expert counter (a drafter's forwards on the
@@ -227,26 +228,28 @@ static void t_shared_load(sprig_target *t, double *rows, double *emitted, sprig_
 static bool t_expert_load(sprig_target *t, sprig_expert_load *out)
 {
     model_target *mt = (model_target *)t;
-    const sprig_model *m = mt->m;
+    *out = mt->experts;
+    out->last = mt->experts.layers ? mt->last_experts : -1;
+    return mt->experts.layers > 0;
+}
+
+/* A mixture of experts' shape and bytes, once (layers 0: a dense model). */
+static void experts_of(const sprig_model *m, sprig_expert_load *out)
+{
     memset(out, 0, sizeof *out);
     out->last = -1;
-    if (!m->hp.n_expert) return false;
     double eb = 0;
-    int layers = 0;
-    for (int l = 0; l < m->hp.n_layer; l++)
+    for (int l = 0; m->hp.n_expert && l < m->hp.n_layer; l++)
         if (m->layers[l].exp_gate) {
-            layers++;
+            out->layers++;
             eb += (double)sprig_moe_expert_bytes(&m->layers[l], 0);
         }
-    if (!layers) return false;
-    out->layers = layers;
+    if (!out->layers) return;
     out->n_expert = m->hp.n_expert;
     out->n_used = m->hp.n_expert_used;
-    out->expert_bytes = eb / layers;
-    out->dense_bytes = (double)m->weight_bytes - (double)layers * m->hp.n_expert_used * out->expert_bytes;
+    out->expert_bytes = eb / out->layers;
+    out->dense_bytes = (double)m->weight_bytes - (double)out->layers * m->hp.n_expert_used * out->expert_bytes;
     if (out->dense_bytes < 0) out->dense_bytes = 0;
-    out->last = mt->last_experts;
-    return true;
 }
 
 static sprig_routes *t_routes(sprig_target *t)
@@ -325,10 +328,9 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
         sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for %d rows", max_rows);
         return NULL;
     }
-    if (m->hp.n_expert) {   /* a mixture of experts: remember where tokens route */
-        int layers = 0;
-        for (int l = 0; l < m->hp.n_layer; l++) layers += m->layers[l].exp_gate != NULL;
-        if (layers && sprig_routes_init(&mt->routes, layers, m->hp.n_expert, m->hp.n_expert_used, err)) {
+    experts_of(m, &mt->experts);
+    if (mt->experts.layers) {   /* a mixture of experts: remember where tokens route */
+        if (sprig_routes_init(&mt->routes, mt->experts.layers, m->hp.n_expert, m->hp.n_expert_used, err)) {
             sprig_model_target_free(&mt->base);
             return NULL;
         }
