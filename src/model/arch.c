@@ -250,24 +250,30 @@ static const struct sprig_tensor_spec qwen35moe_tensors[] = {
 /* qwen35's MTP blocks (llama.cpp's load_block_mtp): blk.N.* for N past the last layer */
 #define NB(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_NONE }
 #define NX(nm, req, b, d0, d1, field) { nm, true, req, b, d0, d1, offsetof(struct sprig_nextn, field), SPRIG_D_NONE }
+/* the MTP block's attention (its layer's norms and gated attention) and its head (the projection of
+ * [embedding, hidden], their norms, the optional own embeddings and output) */
+#define QWEN35_NEXTN_ATTN \
+    NB("blk.%d.attn_norm.weight",   true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm), \
+    NB("blk.%d.post_attention_norm.weight", true, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm), \
+    NB("blk.%d.attn_q.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq), \
+    NB("blk.%d.attn_k.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk), \
+    NB("blk.%d.attn_v.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv), \
+    NB("blk.%d.attn_output.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo), \
+    NB("blk.%d.attn_q_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm), \
+    NB("blk.%d.attn_k_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm)
+#define QWEN35_NEXTN_HEAD \
+    NX("blk.%d.nextn.eh_proj.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_DIM2, SPRIG_D_DIM, eh_proj), \
+    NX("blk.%d.nextn.enorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  enorm), \
+    NX("blk.%d.nextn.hnorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  hnorm), \
+    NX("blk.%d.nextn.embed_tokens.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, embed), \
+    NX("blk.%d.nextn.shared_head_head.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, head), \
+    NX("blk.%d.nextn.shared_head_norm.weight", false, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, head_norm)
 static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
-    NB("blk.%d.attn_norm.weight",   true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
-    NB("blk.%d.post_attention_norm.weight", true, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
-    NB("blk.%d.attn_q.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
-    NB("blk.%d.attn_k.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
-    NB("blk.%d.attn_v.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
-    NB("blk.%d.attn_output.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
-    NB("blk.%d.attn_q_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
-    NB("blk.%d.attn_k_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    QWEN35_NEXTN_ATTN,
     NB("blk.%d.ffn_gate.weight",    true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_gate),
     NB("blk.%d.ffn_up.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_FF,    w_up),
     NB("blk.%d.ffn_down.weight",    true, SPRIG_BIND_MATRIX, SPRIG_D_FF,   SPRIG_D_DIM,   w_down),
-    NX("blk.%d.nextn.eh_proj.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_DIM2, SPRIG_D_DIM, eh_proj),
-    NX("blk.%d.nextn.enorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  enorm),
-    NX("blk.%d.nextn.hnorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  hnorm),
-    NX("blk.%d.nextn.embed_tokens.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, embed),
-    NX("blk.%d.nextn.shared_head_head.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, head),
-    NX("blk.%d.nextn.shared_head_norm.weight", false, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, head_norm),
+    QWEN35_NEXTN_HEAD,
 };
 /* qwen35moe's MTP block: the same with the layers' experts */
 #define NBX(nm, d0, d1, field) { nm, true, true, SPRIG_BIND_EXPERTS, d0, d1, \
@@ -276,22 +282,12 @@ static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
     offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
 #define NBR(nm, b, d0, d1, field) NB(nm, true, b, d0, d1, field)
 static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
-    NB("blk.%d.attn_norm.weight",   true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  attn_norm),
-    NB("blk.%d.post_attention_norm.weight", true, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, ffn_norm),
-    NB("blk.%d.attn_q.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_QGDIM, wq),
-    NB("blk.%d.attn_k.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wk),
-    NB("blk.%d.attn_v.weight",      true, SPRIG_BIND_MATRIX, SPRIG_D_DIM,  SPRIG_D_KVDIM, wv),
-    NB("blk.%d.attn_output.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_QDIM, SPRIG_D_DIM,   wo),
-    NB("blk.%d.attn_q_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  q_norm),
-    NB("blk.%d.attn_k_norm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_HEAD, SPRIG_D_NONE,  k_norm),
+    QWEN35_NEXTN_ATTN,
     QWEN35_MOE_FFN(NBR, NBXO, NBX),
-    NX("blk.%d.nextn.eh_proj.weight", true, SPRIG_BIND_MATRIX, SPRIG_D_DIM2, SPRIG_D_DIM, eh_proj),
-    NX("blk.%d.nextn.enorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  enorm),
-    NX("blk.%d.nextn.hnorm.weight", true, SPRIG_BIND_NORM,   SPRIG_D_DIM,  SPRIG_D_NONE,  hnorm),
-    NX("blk.%d.nextn.embed_tokens.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, embed),
-    NX("blk.%d.nextn.shared_head_head.weight", false, SPRIG_BIND_MATRIX, SPRIG_D_DIM, SPRIG_D_VOCAB, head),
-    NX("blk.%d.nextn.shared_head_norm.weight", false, SPRIG_BIND_NORM, SPRIG_D_DIM, SPRIG_D_NONE, head_norm),
+    QWEN35_NEXTN_HEAD,
 };
+#undef QWEN35_NEXTN_ATTN
+#undef QWEN35_NEXTN_HEAD
 #undef NBX
 #undef NBXO
 #undef NBR
