@@ -585,6 +585,13 @@ bad "shared expert on qwen3moe" "--shared-expert-ffn is for --arch qwen35moe (qw
     --shared-expert-ffn 64 -o "$TMP/x.gguf"
 bad "experts-used above experts" "experts-used 5 is out of range [1, experts = 4]" --arch qwen3moe --experts 4 --experts-used 5 -o "$TMP/x.gguf"
 bad "zero experts" "--experts: 0 is out of range [1, 512]" --arch qwen3moe --experts 0 -o "$TMP/x.gguf"
+bad "expert scales on gemma4" "--expert-scales is for --arch qwen3moe or qwen35moe, not gemma4" --arch gemma4 --experts 4 \
+    --expert-scales -o "$TMP/x.gguf"
+"$BIN" mkmodel --arch qwen3moe --dim 64 --layers 2 --heads 2 --kv-heads 1 --ffn 96 --vocab 300 --experts 6 --expert-ffn 48 \
+    --expert-scales -o "$TMP/moes.gguf" >/dev/null 2>&1
+"$BIN" gguf "$TMP/moes.gguf" >"$TMP/moes.txt" 2>&1
+check "qwen3moe --expert-scales writes ffn_{gate,up,down}_exps.scale [6]" \
+    sh -c "[ \$(grep -E -c 'blk\.[01]\.ffn_(gate|up|down)_exps\.scale +f32 +\[6\]' '$TMP/moes.txt') -eq 6 ]"
 check "nothing written on bad qwen3moe flags" [ ! -e "$TMP/x.gguf" ]
 
 [ $fail -eq 0 ] && echo "test-cli-mkmodel: ok"

@@ -81,6 +81,7 @@ static char *make(const char *arch, int type, int layers, const char *name)
     if (!strcmp(arch, "qwen35moe")) {
         mp.shared_expert_ffn = 96;
         mp.mtp = true;
+        mp.expert_scales = true;   /* llama.cpp's per-expert scales, on the MTP block's experts too */
         mp.rms_eps = 1e-6f;
         mp.rope_freq_base = 10000000.0f;
     }
@@ -277,7 +278,13 @@ static void test_speculation(void)
 {
     fprintf(stderr, "  qwen3moe q8_0:\n");
     spec_on(g_q8, NULL);
-    fprintf(stderr, "  qwen35moe f32 (recurrent layers rolled back; its MTP block with its own experts):\n");
+    fprintf(stderr, "  qwen35moe f32 (recurrent layers rolled back; its MTP block with its own experts and their scales):\n");
+    sprig_model *m = load(g_q35);
+    if (m) {   /* the scales are bound on the trunk's layers and the MTP block's (the drafts below run them) */
+        CHECK(m->n_nextn == 1 && m->nextn[0].blk.exp_gate_s && m->nextn[0].blk.exp_up_s && m->nextn[0].blk.exp_down_s);
+        CHECK(m->layers[0].exp_gate_s && m->layers[m->hp.n_layer - 1].exp_down_s);
+        sprig_model_free(m);
+    }
     spec_on(g_q35, g_q35);
     fprintf(stderr, "  gemma4 with experts, f32 (sliding window 16, past several windows; its assistant):\n");
     spec_on(g_g4, g_g4a);
@@ -307,8 +314,10 @@ static const char *rewrite(const char *src, const char *name, const char *drop, 
 }
 
 /* src with each layer's ffn_gate_exps and ffn_up_exps fused into ffn_gate_up_exps [dim, 2 F, E]: per
- * expert the gate's rows, then the up projection's (as llama.cpp's converter fuses them) */
-static const char *fuse_gate_up(const char *src, const char *name)
+ * expert the gate's rows, then the up projection's (as llama.cpp's converter fuses them). The gate's
+ * and up's per-expert scales are dropped (llama.cpp loads them only beside split tensors) unless
+ * keep_scales; fuse = false writes the split form without them (the fused form's twin). */
+static const char *fuse_gate_up(const char *src, const char *name, bool fuse, bool keep_scales)
 {
     sprig_error err = { 0 };
     sprig_gguf *g = sprig_gguf_open(src, &err);
@@ -320,9 +329,10 @@ static const char *fuse_gate_up(const char *src, const char *name)
     for (int64_t i = 0; ok && i < sprig_gguf_n_kv(g); i++) ok = sprig_gguf_w_copy_kv(w, g, i, &err) == SPRIG_OK;
     for (int64_t i = 0; ok && i < sprig_gguf_n_tensors(g); i++) {
         const sprig_gguf_tensor *t = sprig_gguf_tensor_at(g, i);
-        const char *gate = strstr(t->name, ".ffn_gate_exps.");
-        if (strstr(t->name, ".ffn_up_exps.")) continue;
-        if (!gate) { ok = sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK; continue; }
+        const char *gate = strstr(t->name, ".ffn_gate_exps.weight");
+        const bool scale = strstr(t->name, ".ffn_gate_exps.scale") || strstr(t->name, ".ffn_up_exps.scale");
+        if ((fuse && strstr(t->name, ".ffn_up_exps.weight")) || (scale && !keep_scales)) continue;
+        if (!gate || !fuse) { ok = sprig_gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) == SPRIG_OK; continue; }
         char up_name[96], fused[96];
         snprintf(up_name, sizeof up_name, "%.*s.ffn_up_exps.weight", (int)(gate - t->name), t->name);
         snprintf(fused, sizeof fused, "%.*s.ffn_gate_up_exps.weight", (int)(gate - t->name), t->name);
@@ -350,9 +360,12 @@ static const char *fuse_gate_up(const char *src, const char *name)
 /* the fused form computes what the split form does, bit for bit */
 static void test_fused_gate_up(void)
 {
-    const char *fused = fuse_gate_up(g_q35, "moe-q35-fused.gguf");
-    if (!fused) return;
-    sprig_model *a = load(g_q35), *b = load(fused);
+    char *split = NULL;
+    const char *s = fuse_gate_up(g_q35, "moe-q35-split.gguf", false, false);
+    if (!s || !(split = strdup(s))) return;
+    const char *fused = fuse_gate_up(g_q35, "moe-q35-fused.gguf", true, false);
+    if (!fused) { free(split); return; }
+    sprig_model *a = load(split), *b = load(fused);
     if (a && b) {
         CHECK(b->layers[0].exp_gate != NULL && b->layers[0].exp_up != NULL && b->nextn && b->nextn[0].blk.exp_up != NULL);
         enum { N = 8 };
@@ -368,6 +381,7 @@ static void test_fused_gate_up(void)
     }
     sprig_model_free(a);
     sprig_model_free(b);
+    free(split);
 }
 
 static void expect_refused(const char *path, const char *needle)
@@ -406,6 +420,7 @@ static void test_bad_files(void)
     expect_refused(rewrite(g_f32, "moe-bad-shape.gguf", NULL, "blk.0.ffn_down_exps.weight", swapped), "blk.0.ffn_down_exps.weight");
     expect_refused(rewrite(g_q35, "moe-no-shexp-gate.gguf", "blk.0.ffn_gate_inp_shexp.weight", NULL, NULL),
                    "blk.0.ffn_gate_inp_shexp.weight");
+    expect_refused(fuse_gate_up(g_q35, "moe-fused-scaled.gguf", true, true), "blk.0.ffn_gate_exps.scale' scales a split projection");
     expect_refused(rewrite(g_q35, "moe-no-up.gguf", "blk.1.ffn_up_exps.weight", NULL, NULL), "blk.1.ffn_gate_up_exps.weight");
     const int64_t fewer[3] = { 128, 128, 4 };   /* 8 experts' bytes declared as 4 of twice the width */
     expect_refused(rewrite(g_f32, "moe-bad-count.gguf", NULL, "blk.1.ffn_up_exps.weight", fewer), "blk.1.ffn_up_exps.weight");

@@ -67,6 +67,8 @@ static void usage(FILE *f)
             "  --experts-used K experts each token runs, expert_used_count (default 2)\n"
             "  --expert-ffn F   an expert's width, expert_feed_forward_length (default --ffn)\n"
             "  --shared-expert-ffn S  qwen35moe: the shared expert's width (default --ffn)\n"
+            "  --expert-scales        qwen3moe, qwen35moe: write llama.cpp's per-expert output scales\n"
+            "                         ffn_{gate,up,down}_exps.scale [E] (the MTP layer's too)\n"
             "  qwen35 (dense Qwen 3.5: gated-delta-net linear-attention layers and gated\n"
             "  full-attention layers; rope base 1e7 and rms epsilon 1e-6 by default, tied output):\n"
             "  --ssm-state N    linear attention's key / value head size, ssm.state_size (default 32)\n"
@@ -188,6 +190,7 @@ int sprig_cmd_mkmodel(int argc, char **argv)
         if (!strcmp(a, "--mtp")) { p.mtp = true; continue; }
         if (!strcmp(a, "--no-mtp")) { p.mtp = false; continue; }
         if (!strcmp(a, "--mtp-head")) { p.mtp_head = true; continue; }
+        if (!strcmp(a, "--expert-scales")) { p.expert_scales = true; continue; }
         bool takes_value = false, done = false;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
             if (!strcmp(a, ints[k].flag)) takes_value = true;

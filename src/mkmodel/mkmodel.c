@@ -502,6 +502,9 @@ sprig_status sprig_mkmodel_validate(const struct sprig_mkmodel_params *p, sprig_
     if (a->per_layer && p->shared_expert_ffn)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --shared-expert-ffn is for --arch qwen35moe (gemma4's dense MLP runs "
                          "beside its experts)");
+    if (p->expert_scales && !a->moe)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --expert-scales is for --arch qwen3moe or qwen35moe, not %s%s",
+                         a->name, a->per_layer ? " (gemma4 with --experts writes ffn_down_exps.scale always)" : "");
     if (a->moe && !a->hybrid && p->shared_expert_ffn)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "mkmodel: --shared-expert-ffn is for --arch qwen35moe (qwen3moe has no shared expert)");
     if (p->shared_expert_ffn < 0 || p->shared_expert_ffn > (1 << 20))
@@ -593,6 +596,7 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
         int64_t n = (has_output(p, a) ? 2 : 1) * V * D + D;
         for (int l = 0; l < p->n_layers + q35_mtp(p); l++) {
             n += 2 * D + (a->moe ? D * moe_e(p) + 3 * D * (int64_t)moe_f(p) * moe_e(p) + D + 3 * D * (int64_t)moe_s(p)
+                                   + (p->expert_scales ? 3 * moe_e(p) : 0)
                                  : 3 * D * F);   /* attn_norm, post_attention_norm, ffn (or router, experts, shared expert) */
             n += q35_recurrent(p, l) ? D * C + D * VD + K * C + 2 * Hv + 2 * D * Hv + S + VD * D : attn;
         }
@@ -600,7 +604,8 @@ int64_t sprig_mkmodel_n_params(const struct sprig_mkmodel_params *p)
         return n;
     }
     int64_t layer = 2 * D + 2 * D * Q + 2 * D * KV +
-                    (a && a->moe ? D * moe_e(p) + 3 * D * (int64_t)moe_f(p) * moe_e(p) : 3 * D * F);   /* router + experts */
+                    (a && a->moe ? D * moe_e(p) + 3 * D * (int64_t)moe_f(p) * moe_e(p) + (p->expert_scales ? 3 * moe_e(p) : 0)
+                                 : 3 * D * F);   /* router + experts (+ their scales) */
     for (int i = 0; a && i < a->n_extra; i++)
         layer += a->extra[i].dim == XD_Q ? Q : a->extra[i].dim == XD_KV ? KV : a->extra[i].dim == XD_DIM ? D : H;
     return (a && has_output(p, a) ? 2 : 1) * V * D + D + (int64_t)p->n_layers * layer +
@@ -1140,7 +1145,8 @@ sprig_status sprig_mkmodel_write(const struct sprig_mkmodel_params *pin, const c
     if (arch->assistant && 2 * (int64_t)p->tgt.dim > g.max_ne0) g.max_ne0 = 2 * (int64_t)p->tgt.dim;   /* nextn.pre_projection */
     sprig_gguf_writer *w = NULL;
     size_t n_t = arch->hybrid ? 8 + 25 * (size_t)NL : arch->assistant ? 6 + 13 * (size_t)L
-               : arch->per_layer ? 6 + 27 * (size_t)L : 3 + 10 * (size_t)L + (size_t)arch->n_extra * (size_t)L;
+               : arch->per_layer ? 6 + 27 * (size_t)L
+               : 3 + (10 + (p->expert_scales ? 3 : 0) + (size_t)arch->n_extra) * (size_t)L;
     struct tdesc *td = calloc(n_t, sizeof *td);
     if (!td) {
         sprig_gguf_close(vsrc);
@@ -1324,6 +1330,14 @@ vocab:
                 ADD3(nm, D, FE, E, std);
                 BLK("ffn_up_exps.weight");
                 ADD3(nm, D, FE, E, std);
+                if (p->expert_scales) {   /* llama.cpp's generic per-expert scales, read on every layer (n_layer_all) */
+                    BLK("ffn_gate_exps.scale");
+                    ADDC(nm, E, 1, 0.2f, 1.0f);
+                    BLK("ffn_up_exps.scale");
+                    ADDC(nm, E, 1, 0.2f, 1.0f);
+                    BLK("ffn_down_exps.scale");
+                    ADDC(nm, E, 1, 0.2f, 1.0f);
+                }
                 BLK("ffn_gate_inp_shexp.weight");   /* the shared expert's gate: one value per token */
                 ADDX(nm, 1, D, 1, std, 0.0f, false);
                 BLK("ffn_gate_shexp.weight");
@@ -1514,6 +1528,11 @@ vocab:
             ADD3(nm, FE, D, E, std_out);
             snprintf(nm, sizeof nm, "blk.%d.ffn_up_exps.weight", l);
             ADD3(nm, D, FE, E, std);
+            for (int si = 0; p->expert_scales && si < 3; si++) {   /* llama.cpp's per-expert output scales [E] */
+                static const char *const sn[3] = { "gate", "up", "down" };
+                snprintf(nm, sizeof nm, "blk.%d.ffn_%s_exps.scale", l, sn[si]);
+                ADDC(nm, E, 1, 0.2f, 1.0f);
+            }
         } else {
             snprintf(nm, sizeof nm, "blk.%d.ffn_gate.weight", l);
             ADD(nm, D, F, std);

@@ -197,6 +197,9 @@ struct sprig_mkmodel_params {
     int expert_ffn;         /* expert_feed_forward_length (0: ffn) */
     int shared_expert_ffn;  /* qwen35moe: expert_shared_feed_forward_length (0: ffn) */
     bool mtp_head;          /* the MTP layer's own nextn.embed_tokens and nextn.shared_head_head */
+    bool expert_scales;     /* qwen3moe, qwen35moe: llama.cpp's per-expert output scales ffn_{gate,up,down}_exps.scale
+                               [E] on every layer with experts, the MTP layer's included (gemma4 writes
+                               ffn_down_exps.scale always) */
     struct sprig_mkmodel_target_facts {   /* filled by sprig_mkmodel_target (dim 0: not yet) */
         int dim, n_layers, n_rot, n_rot_swa;
         float rope_freq_base_swa;

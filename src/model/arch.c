@@ -281,11 +281,17 @@ static const struct sprig_tensor_spec qwen35_nextn_tensors[] = {
 #define NBXO(nm, b, d0, d1, field) { nm, true, false, b, d0, d1, \
     offsetof(struct sprig_nextn, blk) + offsetof(struct sprig_layer, field), SPRIG_D_EXPERTS }
 #define NBR(nm, b, d0, d1, field) NB(nm, true, b, d0, d1, field)
+#define NBO(nm, b, d0, d1, field) NB(nm, false, b, d0, d1, field)
 static const struct sprig_tensor_spec qwen35moe_nextn_tensors[] = {
     QWEN35_NEXTN_ATTN,
     QWEN35_MOE_FFN(NBR, NBXO, NBX),
+    /* llama.cpp reads the per-expert scales on every layer, the MTP block's included (n_layer_all) */
+    NBO("blk.%d.ffn_gate_exps.scale", SPRIG_BIND_NORM, SPRIG_D_EXPERTS, SPRIG_D_NONE, exp_gate_s),
+    NBO("blk.%d.ffn_up_exps.scale",   SPRIG_BIND_NORM, SPRIG_D_EXPERTS, SPRIG_D_NONE, exp_up_s),
+    NBO("blk.%d.ffn_down_exps.scale", SPRIG_BIND_NORM, SPRIG_D_EXPERTS, SPRIG_D_NONE, exp_down_s),
     QWEN35_NEXTN_HEAD,
 };
+#undef NBO
 #undef QWEN35_NEXTN_ATTN
 #undef QWEN35_NEXTN_HEAD
 #undef NBX

@@ -647,6 +647,12 @@ static sprig_status check_experts(const sprig_model *m, struct sprig_layer *L, i
     if (!L->exp_gate || !L->exp_up)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.ffn_gate_exps.weight' and 'blk.%d.ffn_up_exps.weight' "
                          "(or the fused 'blk.%d.ffn_gate_up_exps.weight')", path, l, l, l);
+    char fused[64];   /* llama.cpp loads the gate's and up's scales only beside split tensors */
+    snprintf(fused, sizeof fused, "blk.%d.ffn_gate_up_exps.weight", l);
+    if ((L->exp_gate_s || L->exp_up_s) && sprig_gguf_find_tensor(m->gguf, fused))
+        return sprig_err(err, SPRIG_E_FORMAT, "%s: tensor 'blk.%d.ffn_%s_exps.scale' scales a split projection, but layer %d's "
+                         "gate and up are fused in '%s' (llama.cpp does not load it there)", path, l,
+                         L->exp_gate_s ? "gate" : "up", l, fused);
     if (m->arch->moe_shared && !L->sh_gate_inp)
         return sprig_err(err, SPRIG_E_FORMAT, "%s: missing tensor 'blk.%d.ffn_gate_inp_shexp.weight' (the shared expert's gate)", path, l);
     if (m->arch->moe_optional) {   /* gemma4: the router's input scale and the norms of the two branches */
