@@ -23,9 +23,11 @@
  *
  * Shape: the driver's job names panels [p0, p1) of 16 output rows; here
  * J->packed is the first raw row and J->pstride the bytes per row. Eight
- * output rows at a time, each activation row in turn (the eight rows of one
- * super-block stay in L1 across activation rows); rows past n_out repeat
- * the last row and are not stored. Compiled with AVX2 flags; the AVX-512
+ * output rows at a time against up to four activation rows at once: a
+ * block's units and scales are decoded once for all of them (the tokens a
+ * verify routes to one expert share its decode, as the packed kernels'
+ * panels share theirs); rows past n_out repeat the last row and are not
+ * stored. Compiled with AVX2 flags; the AVX-512
  * family uses these too (a family may borrow another's kernel).
  */
 #include "tensor/matmul-rows.h"   /* the shared pieces */
@@ -49,21 +51,26 @@ static const uint8_t pair_s8[8][32] __attribute__((aligned(32))) = {
 };
 #undef PAIR
 
-/* Q4_K / Q5_K super-block: lanes summing to I; *mv: lanes summing to M */
+/* Q4_K / Q5_K super-block against R activation rows (the units and scales
+ * decoded once for all of them): v[r] lanes summing to row r's I, mv[r]
+ * lanes summing to its M. */
 /* The activation record as the dot pieces take it (here: as it is). */
 struct kact { const sprig_mm_kblock *a; };
 AI void k_prep(const sprig_mm_kblock *a, kact *P) { P->a = a; }
 
-AI __m256i k45_dot(const uint8_t *blk, const kact *P, const bool q5, __m128i *mv)
+AI void k45_dots(const uint8_t *blk, const kact *P, const int R, const bool q5, __m256i *v, __m128i *mv)
 {
-    const sprig_mm_kblock *a = P->a;
     const size_t qs_off = q5 ? offsetof(sprig_kblk_q5_k, qs) : offsetof(sprig_kblk_q4_k, qs);
     const __m128i sm = k45_scales(blk + (q5 ? offsetof(sprig_kblk_q5_k, scales) : offsetof(sprig_kblk_q4_k, scales)));
     /* M = sum_j m_j * bsum32_j: eight int16 products summed in pairs */
-    *mv = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), _mm_loadu_si128((const __m128i *)a->bsum32));
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    UNROLL for (int r = 0; r < R; r++) {
+        mv[r] = _mm_madd_epi16(m16, _mm_loadu_si128((const __m128i *)P[r].a->bsum32));
+        v[r] = _mm256_setzero_si256();
+    }
     const __m256i scb = _mm256_broadcastsi128_si256(sm);
     const __m256i lo4 = _mm256_set1_epi8(15);
-    __m256i acc = _mm256_setzero_si256(), hb = _mm256_setzero_si256();
+    __m256i hb = _mm256_setzero_si256();
     if (q5) hb = _mm256_loadu_si256((const __m256i *)(blk + offsetof(sprig_kblk_q5_k, qh)));
     UNROLL for (int g = 0; g < 4; g++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *)(blk + qs_off + 32 * g));
@@ -73,29 +80,31 @@ AI __m256i k45_dot(const uint8_t *blk, const kact *P, const bool q5, __m128i *mv
             ul = _mm256_or_si256(ul, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g), one), 4));
             uh = _mm256_or_si256(uh, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * g + 1), one), 4));
         }
-        const __m256i al = _mm256_load_si256((const __m256i *)(a->q + 64 * g));
-        const __m256i ah = _mm256_load_si256((const __m256i *)(a->q + 64 * g + 32));
         const __m256i sl = _mm256_shuffle_epi8(scb, _mm256_load_si256((const __m256i *)spread_u8[2 * g]));
         const __m256i sh = _mm256_shuffle_epi8(scb, _mm256_load_si256((const __m256i *)spread_u8[2 * g + 1]));
-        const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(ul, al), sl);
-        const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(uh, ah), sh);
-        acc = _mm256_add_epi32(acc, _mm256_add_epi32(pl, ph));
+        UNROLL for (int r = 0; r < R; r++) {
+            const __m256i al = _mm256_load_si256((const __m256i *)(P[r].a->q + 64 * g));
+            const __m256i ah = _mm256_load_si256((const __m256i *)(P[r].a->q + 64 * g + 32));
+            const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(ul, al), sl);
+            const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(uh, ah), sh);
+            v[r] = _mm256_add_epi32(v[r], _mm256_add_epi32(pl, ph));
+        }
     }
-    return acc;
 }
 
-/* Q6_K super-block: lanes summing to I = sum_j sc_j * (sum u*a - 32 * bsum_j) */
-AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
+/* Q6_K super-block against R activation rows: v[r] lanes summing to
+ * I = sum_j sc_j * (sum u*a - 32 * bsum_j) */
+AI void q6k_dots(const uint8_t *blk, const kact *P, const int R, __m256i *v)
 {
-    const sprig_mm_kblock *a = P->a;
     const uint8_t *ql = blk + offsetof(sprig_kblk_q6_k, ql), *qh = blk + offsetof(sprig_kblk_q6_k, qh);
     const __m128i sc8 = _mm_loadu_si128((const __m128i *)(blk + offsetof(sprig_kblk_q6_k, scales)));
     const __m256i lo4 = _mm256_set1_epi8(15), lo2 = _mm256_set1_epi8(3);
     const __m256i scb = _mm256_broadcastsi128_si256(sc8);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
     /* the offset: 32 * sum_j sc_j * bsum_j, subtracted */
-    __m256i acc = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                   _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(sc8),
-                                                                       _mm256_loadu_si256((const __m256i *)a->bsum)), 5));
+    UNROLL for (int r = 0; r < R; r++)
+        v[r] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)P[r].a->bsum)), 5));
     UNROLL for (int h = 0; h < 2; h++) {
         const __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h));
         const __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 64 * h + 32));
@@ -109,12 +118,13 @@ AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), lo2), 4)),
         };
         UNROLL for (int t = 0; t < 4; t++) {   /* elements 128h + 32t .. +31: sub-blocks 8h + 2t (low lane), 8h + 2t + 1 (high) */
-            const __m256i av = _mm256_load_si256((const __m256i *)(a->q + 128 * h + 32 * t));
             const __m256i sc = _mm256_srai_epi16(_mm256_shuffle_epi8(scb, _mm256_load_si256((const __m256i *)pair_s8[4 * h + t])), 8);
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[t], av), sc));
+            UNROLL for (int r = 0; r < R; r++) {
+                const __m256i av = _mm256_load_si256((const __m256i *)(P[r].a->q + 128 * h + 32 * t));
+                v[r] = _mm256_add_epi32(v[r], _mm256_madd_epi16(_mm256_maddubs_epi16(u[t], av), sc));
+            }
         }
     }
-    return acc;
 }
 
 #include "tensor/matmul-rows.h"   /* the driver */

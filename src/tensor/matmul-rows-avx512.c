@@ -52,16 +52,19 @@ AI void k_prep(const sprig_mm_kblock *a, kact *P)
                                             _mm256_load_si256((const __m256i *)(a->q + 128 * c + 64 + 32 * h)), 1);
 }
 
-AI __m256i k45_dot(const uint8_t *blk, const kact *P, const bool q5, __m128i *mv)
+/* R activation rows against one block, its units and scales decoded once */
+AI void k45_dots(const uint8_t *blk, const kact *P, const int R, const bool q5, __m256i *v, __m128i *mv)
 {
     const size_t qs_off = q5 ? offsetof(sprig_kblk_q5_k, qs) : offsetof(sprig_kblk_q4_k, qs);
     const __m128i sm = k45_scales(blk + (q5 ? offsetof(sprig_kblk_q5_k, scales) : offsetof(sprig_kblk_q4_k, scales)));
-    *mv = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)), _mm_loadu_si128((const __m128i *)P->a->bsum32));
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    UNROLL for (int r = 0; r < R; r++) mv[r] = _mm_madd_epi16(m16, _mm_loadu_si128((const __m128i *)P[r].a->bsum32));
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));   /* int16 sc0..7 (m0..7 unused) */
     const __m512i lo4 = _mm512_set1_epi8(15);
     __m512i hb = _mm512_setzero_si512();
     if (q5) hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk + offsetof(sprig_kblk_q5_k, qh))));
-    __m512i acc = _mm512_setzero_si512();
+    __m512i acc[4];
+    UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_si512();
     UNROLL for (int c = 0; c < 2; c++) {   /* chunks 2c (low 256 bits), 2c + 1 (high) */
         const __m512i q = _mm512_loadu_si512((const void *)(blk + qs_off + 64 * c));
         __m512i lo = _mm512_and_si512(q, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), lo4);
@@ -73,26 +76,28 @@ AI __m256i k45_dot(const uint8_t *blk, const kact *P, const bool q5, __m128i *mv
             hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh), one), 4));
         }
         /* int16 lanes 0-15 / 16-31: sub-blocks 4c, 4c+2 (lo) and 4c+1, 4c+3 (hi) */
-        const __m512i pl = _mm512_maddubs_epi16(lo, P->v[c][0]);
-        const __m512i ph = _mm512_maddubs_epi16(hi, P->v[c][1]);
-        acc = _mm512_dpwssd_epi32(acc, pl, _mm512_permutexvar_epi16(_mm512_load_si512((const void *)k45_idx[2 * c]), sc16));
-        acc = _mm512_dpwssd_epi32(acc, ph, _mm512_permutexvar_epi16(_mm512_load_si512((const void *)k45_idx[2 * c + 1]), sc16));
+        const __m512i sl = _mm512_permutexvar_epi16(_mm512_load_si512((const void *)k45_idx[2 * c]), sc16);
+        const __m512i sh = _mm512_permutexvar_epi16(_mm512_load_si512((const void *)k45_idx[2 * c + 1]), sc16);
+        UNROLL for (int r = 0; r < R; r++) {
+            acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(lo, P[r].v[c][0]), sl);
+            acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(hi, P[r].v[c][1]), sh);
+        }
     }
-    return fold(acc);
+    UNROLL for (int r = 0; r < R; r++) v[r] = fold(acc[r]);
 }
 
-AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
+AI void q6k_dots(const uint8_t *blk, const kact *P, const int R, __m256i *v)
 {
-    const sprig_mm_kblock *a = P->a;
     const uint8_t *ql = blk + offsetof(sprig_kblk_q6_k, ql), *qh = blk + offsetof(sprig_kblk_q6_k, qh);
     const __m128i sc8 = _mm_loadu_si128((const __m128i *)(blk + offsetof(sprig_kblk_q6_k, scales)));
     const __m256i sc16y = _mm256_cvtepi8_epi16(sc8);
     const __m512i sc16 = _mm512_castsi256_si512(sc16y);
     const __m512i lo4 = _mm512_set1_epi8(15), hi2 = _mm512_set1_epi8(0x30);
     /* the offset: 32 * sum_j sc_j * bsum_j, subtracted */
-    __m512i acc = _mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(
-        _mm256_madd_epi16(sc16y, _mm256_loadu_si256((const __m256i *)a->bsum)), 5)));
-    acc = _mm512_inserti64x4(acc, _mm256_setzero_si256(), 1);
+    __m512i acc[4];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(
+                     _mm256_madd_epi16(sc16y, _mm256_loadu_si256((const __m256i *)P[r].a->bsum)), 5))), _mm256_setzero_si256(), 1);
     /* the qh shifts: low 256 bits by 0 / 4, high by 2 / 6 (then << 4 folded into the 0x30 mask) */
     const __m512i s_a = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
     const __m512i s_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
@@ -104,12 +109,15 @@ AI __m256i q6k_dot(const uint8_t *blk, const kact *P)
         const __m512i hb = _mm512_slli_epi16(_mm512_srlv_epi16(H, s_b), 4);
         const __m512i A = _mm512_ternarylogic_epi32(L, lo4, _mm512_and_si512(ha, hi2), 0xEA);   /* (L & lo4) | x */
         const __m512i B = _mm512_ternarylogic_epi32(_mm512_srli_epi16(L, 4), lo4, _mm512_and_si512(hb, hi2), 0xEA);
-        const __m512i pa = _mm512_maddubs_epi16(A, _mm512_load_si512((const void *)(a->q + 128 * h)));
-        const __m512i pb = _mm512_maddubs_epi16(B, _mm512_load_si512((const void *)(a->q + 128 * h + 64)));
-        acc = _mm512_dpwssd_epi32(acc, pa, _mm512_permutexvar_epi16(_mm512_load_si512((const void *)q6_idx[2 * h]), sc16));
-        acc = _mm512_dpwssd_epi32(acc, pb, _mm512_permutexvar_epi16(_mm512_load_si512((const void *)q6_idx[2 * h + 1]), sc16));
+        const __m512i sa = _mm512_permutexvar_epi16(_mm512_load_si512((const void *)q6_idx[2 * h]), sc16);
+        const __m512i sb = _mm512_permutexvar_epi16(_mm512_load_si512((const void *)q6_idx[2 * h + 1]), sc16);
+        UNROLL for (int r = 0; r < R; r++) {
+            const sprig_mm_kblock *a = P[r].a;
+            acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(A, _mm512_load_si512((const void *)(a->q + 128 * h))), sa);
+            acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(B, _mm512_load_si512((const void *)(a->q + 128 * h + 64))), sb);
+        }
     }
-    return fold(acc);
+    UNROLL for (int r = 0; r < R; r++) v[r] = fold(acc[r]);
 }
 
 #include "tensor/matmul-rows.h"   /* the driver */

@@ -1,14 +1,16 @@
 /*
  * tensor/matmul-rows — the driver the raw-row kernel files share
- * (matmul-rows-avx2.c, matmul-rows-avx512.c): eight output rows at a time,
- * each activation row in turn, the block sums of the eight rows reduced into
- * one vector and the float steps of matmul.h's contract run eight outputs per
- * vector. Included by a kernel file after it defines, for its ISA, the dot
- * pieces that return one row's int32 lane vector of a block:
+ * (matmul-rows-avx2.c, matmul-rows-avx512.c): eight output rows at a time
+ * against up to four activation rows (each weight block decoded once for
+ * them), the block sums of the eight rows reduced into one vector per
+ * activation row and the float steps of matmul.h's contract run eight
+ * outputs per vector. Included by a kernel file after it defines, for its
+ * ISA, the dot pieces that give R activation rows' int32 lane vectors of
+ * one weight row's block:
  *   kact, k_prep(const sprig_mm_kblock *a, kact *P)   the activation record
  *       as its dot pieces want it, prepared once for the eight rows
- *   __m256i k45_dot(blk, const kact *P, bool q5, __m128i *mv)
- *   __m256i q6k_dot(blk, const kact *P)
+ *   void k45_dots(blk, const kact *P, int R, bool q5, __m256i *v, __m128i *mv)
+ *   void q6k_dots(blk, const kact *P, int R, __m256i *v)
  *   __m256i q8_dot(blk, const sprig_mm_qblock *a)
  * (lanes summing to the block's exact int sum; mv: lanes summing to M).
  * Included twice: first for the pieces both files share (Q4_K / Q5_K scales,
@@ -32,7 +34,7 @@
 /* The pieces both files share: Q4_K / Q5_K's scales, the Q8_0 block (AVX2). */
 
 /* Each file's form of a K activation record for its dots (it defines struct kact and
- * k_prep, k45_dot, q6k_dot before including this header again) */
+ * k_prep, k45_dots, q6k_dots before including this header again) */
 typedef struct kact kact;
 
 /* Q4_K / Q5_K's 6-bit scales and mins (12 bytes) as bytes sc[0..7], m[0..7]
@@ -102,8 +104,12 @@ AI __m256 f16_hi(__m256i v)
 #endif
 enum { R_Q4K, R_Q5K, R_Q6K, R_Q8 };
 
-/* Output rows [o0, o0 + 8) (those below n_out stored), every activation row. */
-AI void rows8(const sprig_mm_job *J, int64_t o0, const int kind)
+/* Output rows [o0, o0 + 8) (those below n_out stored) against activation
+ * rows [r0, r0 + R), R <= 4: each block of the eight weight rows is decoded
+ * once for the R rows (a token batch routed to one expert shares it). The
+ * float steps of each activation row run in the reference's order, so the
+ * bits do not depend on R. */
+AI void rows8(const sprig_mm_job *J, int64_t o0, const int kind, const int r0, const int R)
 {
     const uint8_t *w[8];
     int32_t ix[8];
@@ -120,63 +126,81 @@ AI void rows8(const sprig_mm_job *J, int64_t o0, const int kind)
     const int n = J->n;
     /* prefetch whole groups of eight rows at least ROWS_PF_BYTES ahead */
     const size_t g8 = 8 * J->pstride, pf = (ROWS_PF_BYTES + g8 - 1) / g8 * g8;
-    for (int r = 0; r < n; r++) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *bw[8];
-            UNROLL for (int j = 0; j < 8; j++) bw[j] = w[j] + (size_t)b * bsz;
-            if (r == 0)   /* the next eight rows' block, a group ahead (the rows are contiguous) */
-                for (size_t l = 0; l < bsz; l += 64)
-                    UNROLL for (int j = 0; j < 8; j++) _mm_prefetch((const char *)bw[j] + pf + l, _MM_HINT_T0);
-            __m256i t[4];
-            if (kind == R_Q8) {
-                const sprig_mm_qblock *a = &J->aq[b * n + r];
+    __m256 acc[4];
+    UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *bw[8];
+        UNROLL for (int j = 0; j < 8; j++) bw[j] = w[j] + (size_t)b * bsz;
+        if (r0 == 0)   /* the next eight rows' block, a group ahead (the rows are contiguous) */
+            for (size_t l = 0; l < bsz; l += 64)
+                UNROLL for (int j = 0; j < 8; j++) _mm_prefetch((const char *)bw[j] + pf + l, _MM_HINT_T0);
+        __m256i t[4];
+        if (kind == R_Q8) {
+            const __m256 dw = f16_lo(word8(bw[0], 0, idx));
+            UNROLL for (int r = 0; r < R; r++) {
+                const sprig_mm_qblock *a = &J->aq[b * n + r0 + r];
                 UNROLL for (int p = 0; p < 4; p++) t[p] = _mm256_hadd_epi32(q8_dot(bw[2 * p], a), q8_dot(bw[2 * p + 1], a));
-                const __m256 dd = _mm256_mul_ps(f16_lo(word8(bw[0], 0, idx)), _mm256_set1_ps(a->d));
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc);
-                continue;
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), _mm256_mul_ps(dw, _mm256_set1_ps(a->d)), acc[r]);
             }
-            const sprig_mm_kblock *a = &J->ak[b * n + r];
-            const __m256 da = _mm256_set1_ps(a->d);
-            kact P;
-            k_prep(a, &P);
-            if (kind == R_Q6K) {
-                UNROLL for (int p = 0; p < 4; p++) t[p] = _mm256_hadd_epi32(q6k_dot(bw[2 * p], &P), q6k_dot(bw[2 * p + 1], &P));
-                /* d is the block's last two bytes: the word ending there */
-                const __m256 dd = _mm256_mul_ps(f16_hi(word8(bw[0], offsetof(sprig_kblk_q6_k, d) - 2, idx)), da);
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc);
-                continue;
+            continue;
+        }
+        kact P[4];
+        UNROLL for (int r = 0; r < R; r++) k_prep(&J->ak[b * n + r0 + r], &P[r]);
+        __m256i v[8][4];
+        if (kind == R_Q6K) {
+            UNROLL for (int j = 0; j < 8; j++) q6k_dots(bw[j], P, R, v[j]);
+            /* d is the block's last two bytes: the word ending there */
+            const __m256 dw = f16_hi(word8(bw[0], offsetof(sprig_kblk_q6_k, d) - 2, idx));
+            UNROLL for (int r = 0; r < R; r++) {
+                UNROLL for (int p = 0; p < 4; p++) t[p] = _mm256_hadd_epi32(v[2 * p][r], v[2 * p + 1][r]);
+                const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(P[r].a->d));
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc[r]);
             }
+            continue;
+        }
+        __m128i m[8][4];
+        UNROLL for (int j = 0; j < 8; j++) k45_dots(bw[j], P, R, kind == R_Q5K, v[j], m[j]);
+        /* d and dmin lead both block types */
+        const __m256i ddm = word8(bw[0], 0, idx);
+        const __m256 dw = f16_lo(ddm), mw = f16_hi(ddm);
+        UNROLL for (int r = 0; r < R; r++) {
             __m128i mt[4];
             UNROLL for (int p = 0; p < 4; p++) {
-                __m128i m0, m1;
-                const __m256i v0 = k45_dot(bw[2 * p], &P, kind == R_Q5K, &m0);
-                const __m256i v1 = k45_dot(bw[2 * p + 1], &P, kind == R_Q5K, &m1);
-                t[p] = _mm256_hadd_epi32(v0, v1);
-                mt[p] = _mm_hadd_epi32(m0, m1);
+                t[p] = _mm256_hadd_epi32(v[2 * p][r], v[2 * p + 1][r]);
+                mt[p] = _mm_hadd_epi32(m[2 * p][r], m[2 * p + 1][r]);
             }
-            /* d and dmin lead both block types */
-            const __m256i ddm = word8(bw[0], 0, idx);
-            const __m256 dd = _mm256_mul_ps(f16_lo(ddm), da), dm = _mm256_mul_ps(f16_hi(ddm), da);
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc);
+            const __m256 da = _mm256_set1_ps(P[r].a->d);
+            const __m256 dd = _mm256_mul_ps(dw, da), dm = _mm256_mul_ps(mw, da);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_fin(t)), dd, acc[r]);
             const __m256i nm = _mm256_sub_epi32(_mm256_setzero_si256(), hsum_fin128(mt));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(nm), dm, acc);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(nm), dm, acc[r]);
         }
-        float *y = J->y + (int64_t)r * J->n_out + o0;
+    }
+    UNROLL for (int r = 0; r < R; r++) {
+        float *y = J->y + (int64_t)(r0 + r) * J->n_out + o0;
         if (o0 + 8 <= J->n_out) {
-            _mm256_storeu_ps(y, acc);
+            _mm256_storeu_ps(y, acc[r]);
         } else {
-            float t[8];
-            _mm256_storeu_ps(t, acc);
-            memcpy(y, t, sizeof(float) * (size_t)(J->n_out - o0));
+            float tmp[8];
+            _mm256_storeu_ps(tmp, acc[r]);
+            memcpy(y, tmp, sizeof(float) * (size_t)(J->n_out - o0));
         }
     }
 }
 
+/* Activation rows four at a time, then two, then one */
 AI void rows_drive(const sprig_mm_job *J, const int kind)
 {
     const int64_t e = J->p1 * 16 < J->n_out ? J->p1 * 16 : J->n_out;
-    for (int64_t o = J->p0 * 16; o < e; o += 8) rows8(J, o, kind);
+    for (int64_t o = J->p0 * 16; o < e; o += 8) {
+        int r = 0;
+        for (; r + 4 <= J->n; r += 4) rows8(J, o, kind, r, 4);
+        if (r + 2 <= J->n) {
+            rows8(J, o, kind, r, 2);
+            r += 2;
+        }
+        if (r < J->n) rows8(J, o, kind, r, 1);
+    }
 }
 
 /* The kernels of one file, as the family's table of raw-row kernels */
