@@ -228,6 +228,9 @@ static void spec_on(const char *path, const char *mtp)
     ot.tree = SPRIG_TREE_ON;
     ot.tree_branches = 3;
     ot.oracle_sibling = 0.7f;
+    struct sprig_session_params oa = ot;   /* tree auto chooses among the oracle's chain and runner-ups */
+    oa.tree_auto = true;
+    oa.tree_width = 1;
     const struct {
         const char *name, *path;
         struct sprig_session_params p;
@@ -236,6 +239,8 @@ static void spec_on(const char *path, const char *mtp)
         { "n-gram chain", "chain", params(SPRIG_DRAFTER_NGRAM, NULL, 4, SPRIG_TREE_OFF, 0, 0, false), false, false },
         { "oracle chain", "chain", oc, true, false },
         { "oracle tree", "tree", ot, true, true },
+        { "oracle tree auto", "tree", oa, true, false },
+        { "n-gram tree auto", NULL, params(SPRIG_DRAFTER_NGRAM, NULL, 6, SPRIG_TREE_ON, 4, 1, true), false, false },
         { "draft-model chain", "chain", params(SPRIG_DRAFTER_MODEL, g_draft, 4, SPRIG_TREE_OFF, 0, 0, false), false, false },
         { "draft-model tree", "tree", params(SPRIG_DRAFTER_MODEL, g_draft, 4, SPRIG_TREE_ON, 3, 0, false), false, false },
         { "draft-model tree auto", NULL, params(SPRIG_DRAFTER_MODEL, g_draft, 6, SPRIG_TREE_ON, 10, 3, true), false, false },

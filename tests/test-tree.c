@@ -473,6 +473,56 @@ static void test_shape_choice(void)
  * Random routing's union is the profile's; the rounds teach the rows'
  * locality, which prices every size (also those never chosen), and a round
  * enters the profile as its random-routing equivalent. */
+/* A drafter without a tree of its own (n-gram, the oracle): under tree auto
+ * its chain and runner-ups are candidates the shape chooses from by the
+ * measured costs, not a fixed chain-plus-branches tree. */
+static sprig_status blk_draft(sprig_drafter *d, const sprig_draft_ctx *c, int k, sprig_draft *out, sprig_error *err)
+{
+    (void)d; (void)c; (void)err;
+    out->n = k - 1;
+    for (int j = 0; j < out->n; j++) {
+        out->tokens[j] = 10 + j;
+        out->runner_up[j] = 40 + j;
+        out->margin[j] = 1.0f;
+    }
+    return SPRIG_OK;
+}
+
+static void test_block_drafter_tree_auto(void)
+{
+    static const struct sprig_drafter_vt vt = { .name = "block", .draft_block = blk_draft };
+    sprig_drafter d = { .vt = &vt };
+    sprig_error err = { 0 };
+    static sprig_shape s;
+    sprig_shape_init(&s);
+    sprig_draft_ctx c = { .bonus = 7, .tree_width = 1, .shape = &s };
+    enum { K = 6, MAX = 10 };
+    sprig_tree t;
+    /* rows that cost nothing: every candidate, the chain (5) and each step's runner-up (5), within MAX */
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0, true);
+    CHECK(sprig_drafter_draft_tree(&d, &c, K, MAX, 100, &t, &err) == SPRIG_OK);
+    CHECK_EQ_INT(t.n, MAX);
+    CHECK(t.tokens[0] == 7 && sprig_tree_max_depth(&t) == K - 1);
+    int ru = 0;
+    for (int i = 1; i < t.n; i++) ru += t.tokens[i] >= 40;
+    CHECK_EQ_INT(ru, MAX - K);   /* the chain first (q 0.8), then the runner-ups (q 0.1) */
+    /* rows that cost a whole step each: no draft pays, the bonus is verified alone */
+    sprig_shape_init(&s);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0 * n, true);
+    CHECK(sprig_drafter_draft_tree(&d, &c, K, MAX, 100, &t, &err) == SPRIG_OK);
+    CHECK_EQ_INT(t.n, 1);
+    /* in between (each row 20% of a step): the chain's first drafts, no runner-up */
+    sprig_shape_init(&s);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 10.0 + 2.0 * (n - 1), true);
+    CHECK(sprig_drafter_draft_tree(&d, &c, K, MAX, 100, &t, &err) == SPRIG_OK);
+    CHECKF(t.n > 1 && t.n < K, "%d nodes", t.n);
+    for (int i = 1; i < t.n; i++) CHECK(t.tokens[i] == 10 + i - 1 && t.parents[i] == i - 1);
+    /* without tree auto: the fixed tree, the chain plus MAX - K runner-up leaves */
+    c.shape = NULL;
+    CHECK(sprig_drafter_draft_tree(&d, &c, K, MAX, 100, &t, &err) == SPRIG_OK);
+    CHECK_EQ_INT(t.n, MAX);
+}
+
 static void test_shape_experts(void)
 {
     sprig_shape s;
@@ -713,6 +763,7 @@ int main(void)
     RUN(test_tree_from_draft);
     RUN(test_dyntree_select);
     RUN(test_shape_choice);
+    RUN(test_block_drafter_tree_auto);
     RUN(test_shape_experts);
     RUN(test_shape_shared_experts);
     return test_summary("test-tree");

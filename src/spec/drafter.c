@@ -11,6 +11,8 @@
 #include "spec/drafter.h"
 #include "spec/shape.h"
 
+#include <math.h>
+
 static const char *dname(const sprig_drafter *d) { return d->vt && d->vt->name ? d->vt->name : "?"; }
 
 sprig_status sprig_tree_from_draft(sprig_tree *t, int32_t bonus, const sprig_draft *draft, int branches,
@@ -80,6 +82,28 @@ sprig_status sprig_drafter_runner_up_tree(sprig_drafter *d, const sprig_draft_ct
     return st ? st : sprig_tree_from_draft(out, ctx->bonus, &dr, max_nodes - k, err);
 }
 
+/* A block draft as candidates for tree auto: its chain, each step's
+ * runner-up a sibling ranked below it. Such a drafter gives no
+ * probabilities, so every chain step is offered at BLOCK_Q_CHAIN and every
+ * runner-up at BLOCK_Q_RUNNER_UP: two q buckets whose calibration, with the
+ * depth and rank corrections, learns from the rounds how often each is
+ * accepted (spec/shape.h); the shape then keeps the nodes that pay. */
+#define BLOCK_Q_CHAIN 0.8f
+#define BLOCK_Q_RUNNER_UP 0.1f
+static void block_tree_by_shape(const sprig_draft_ctx *ctx, const sprig_draft *dr, int k, int max_nodes, sprig_tree *out)
+{
+    sprig_dyntree cand;   /* on the stack: nothing allocated in the round loop */
+    sprig_dyntree_init(&cand, ctx->bonus);
+    int node[SPRIG_TREE_MAX];
+    int prev = 0;
+    for (int j = 0; j < dr->n && prev >= 0; j++) prev = node[j] = sprig_dyntree_add(&cand, prev, dr->tokens[j], logf(BLOCK_Q_CHAIN));
+    for (int j = 0; j < dr->n; j++) {   /* step j's runner-up: a child of step j's parent (the chain's node j) */
+        const int32_t r = dr->runner_up[j];
+        if (r >= 0 && r != dr->tokens[j]) sprig_dyntree_add(&cand, j ? node[j - 1] : 0, r, logf(BLOCK_Q_RUNNER_UP));
+    }
+    sprig_shape_select(ctx->shape, &cand, max_nodes, k - 1, out, NULL);
+}
+
 sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, int max_nodes,
                                       int n_vocab, sprig_tree *out, sprig_error *err)
 {
@@ -88,6 +112,10 @@ sprig_status sprig_drafter_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c
     if (!d->vt->draft_tree) {
         sprig_draft dr;
         if ((st = sprig_drafter_draft_block(d, ctx, k, n_vocab, &dr, err))) return st;
+        if (ctx->shape && !ctx->q) {   /* tree auto: the shape chooses among the chain and its runner-ups */
+            block_tree_by_shape(ctx, &dr, k, max_nodes, out);
+            return SPRIG_OK;
+        }
         return sprig_tree_from_draft(out, ctx->bonus, &dr, max_nodes - k, err);
     }
     out->n = 0;

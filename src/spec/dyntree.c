@@ -19,6 +19,19 @@ void sprig_dyntree_init(sprig_dyntree *t, int32_t root)
     t->qrow[0] = -1;
 }
 
+int sprig_dyntree_add(sprig_dyntree *t, int node, int32_t token, float logq)
+{
+    if (node < 0 || node >= t->n || t->n >= SPRIG_DYNTREE_CAP || !(logq <= 0.0f)) return -1;
+    const int i = t->n++;
+    t->token[i] = token;
+    t->parent[i] = (int16_t)node;
+    t->depth[i] = (int16_t)(t->depth[node] + 1);
+    t->slot[i] = -1;
+    t->score[i] = t->real[i] = t->real[node] + logq;
+    t->qrow[i] = -1;
+    return i;
+}
+
 int sprig_dyntree_expand(sprig_dyntree *t, int node, const float *logits, int n_vocab, int w)
 {
     sprig_logprob top[SPRIG_DYNTREE_MAX_WIDTH];

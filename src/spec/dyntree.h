@@ -50,6 +50,10 @@ void sprig_dyntree_init(sprig_dyntree *t, int32_t root);
  * logits[n_vocab] (log-softmax; ids < n_vocab), best first; stops at the
  * capacity. Returns how many were added. */
 int sprig_dyntree_expand(sprig_dyntree *t, int node, const float *logits, int n_vocab, int w);
+/* Add one child of node with conditional log-probability logq (<= 0), after
+ * node's children so far (so it ranks below them); returns its index, or -1
+ * (no such node, no room). For drafters that propose tokens without logits. */
+int sprig_dyntree_add(sprig_dyntree *t, int node, int32_t token, float logq);
 /* Add node's children drawn without replacement from row r of q (w draws,
  * at most; fewer past the capacity or when q runs out of mass), draw order
  * (see top). Returns how many were added. */
