@@ -188,18 +188,19 @@ AI void rows8(const sprig_mm_job *J, int64_t o0, const int kind, const int r0, c
     }
 }
 
-/* Activation rows four at a time, then two, then one */
+/* Activation rows four at a time, then the remaining one to three in one pass */
 AI void rows_drive(const sprig_mm_job *J, const int kind)
 {
     const int64_t e = J->p1 * 16 < J->n_out ? J->p1 * 16 : J->n_out;
     for (int64_t o = J->p0 * 16; o < e; o += 8) {
         int r = 0;
         for (; r + 4 <= J->n; r += 4) rows8(J, o, kind, r, 4);
-        if (r + 2 <= J->n) {
-            rows8(J, o, kind, r, 2);
-            r += 2;
+        switch (J->n - r) {   /* R must be a constant for the unrolled dots */
+        case 3: rows8(J, o, kind, r, 3); break;
+        case 2: rows8(J, o, kind, r, 2); break;
+        case 1: rows8(J, o, kind, r, 1); break;
+        default: break;
         }
-        if (r < J->n) rows8(J, o, kind, r, 1);
     }
 }
 

@@ -69,7 +69,7 @@
  * kernel runs (tile shapes, prefetch), so that costs measured with the
  * earlier kernels (tree auto's cached T(n) profiles, spec/profile) are
  * measured again instead of reused. */
-#define SPRIG_MM_SPEED_REV 6
+#define SPRIG_MM_SPEED_REV 7
 
 /* A weight matrix prepared for the kernels. */
 typedef struct sprig_weight {
