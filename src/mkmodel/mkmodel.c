@@ -140,6 +140,8 @@ const char *sprig_mkmodel_arch_names(void)
 /* qwen3moe: the expert shape with its defaults (mkmodel.h) */
 static int moe_e(const struct sprig_mkmodel_params *p) { return p->n_experts ? p->n_experts : 8; }
 static int moe_k(const struct sprig_mkmodel_params *p) { return p->n_experts_used ? p->n_experts_used : 2; }
+/* the projections llama.cpp reads a per-expert scale for (ffn_<name>_exps.scale) */
+static const char *const expert_scale_names[3] = { "gate", "up", "down" };
 static int moe_f(const struct sprig_mkmodel_params *p) { return p->expert_ffn ? p->expert_ffn : p->ffn; }
 static int moe_s(const struct sprig_mkmodel_params *p) { return p->shared_expert_ffn ? p->shared_expert_ffn : p->ffn; }
 /* whether the model has experts: qwen3moe and qwen35moe always, gemma4 when --experts is given */
@@ -1330,12 +1332,9 @@ vocab:
                 ADD3(nm, D, FE, E, std);
                 BLK("ffn_up_exps.weight");
                 ADD3(nm, D, FE, E, std);
-                if (p->expert_scales) {   /* llama.cpp's generic per-expert scales, read on every layer (n_layer_all) */
-                    BLK("ffn_gate_exps.scale");
-                    ADDC(nm, E, 1, 0.2f, 1.0f);
-                    BLK("ffn_up_exps.scale");
-                    ADDC(nm, E, 1, 0.2f, 1.0f);
-                    BLK("ffn_down_exps.scale");
+                for (int si = 0; p->expert_scales && si < 3; si++) {   /* llama.cpp's generic per-expert scales,
+                                                                          read on every layer (n_layer_all) */
+                    snprintf(nm, sizeof nm, "blk.%d.ffn_%s_exps.scale", l, expert_scale_names[si]);
                     ADDC(nm, E, 1, 0.2f, 1.0f);
                 }
                 BLK("ffn_gate_inp_shexp.weight");   /* the shared expert's gate: one value per token */
@@ -1529,8 +1528,7 @@ vocab:
             snprintf(nm, sizeof nm, "blk.%d.ffn_up_exps.weight", l);
             ADD3(nm, D, FE, E, std);
             for (int si = 0; p->expert_scales && si < 3; si++) {   /* llama.cpp's per-expert output scales [E] */
-                static const char *const sn[3] = { "gate", "up", "down" };
-                snprintf(nm, sizeof nm, "blk.%d.ffn_%s_exps.scale", l, sn[si]);
+                snprintf(nm, sizeof nm, "blk.%d.ffn_%s_exps.scale", l, expert_scale_names[si]);
                 ADDC(nm, E, 1, 0.2f, 1.0f);
             }
         } else {
