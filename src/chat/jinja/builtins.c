@@ -25,6 +25,15 @@ static bool str_out(sprig_jeval *E, const char *p, size_t n, sprig_jv *out)
     return out->k == JV_STR || sprig_jeval_oom(E);
 }
 
+/* a rendered buffer as the result (freed); over its limit: an error naming `what` */
+static bool buf_out(sprig_jeval *E, const sprig_jnode *at, sprig_jbuf *b, const char *what, sprig_jv *out)
+{
+    const bool ok = !b->over && str_out(E, b->n ? b->p : "", b->n, out);
+    if (b->over) sprig_jeval_fail(E, at, "%s: the result passes the output limit", what);
+    sprig_jbuf_free(b);
+    return ok;
+}
+
 static bool need_str(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, const char *what)
 {
     if (v.k == JV_STR) return true;
@@ -209,10 +218,7 @@ static bool replace_impl(sprig_jeval *E, const sprig_jnode *at, sprig_jv self, c
         }
         sprig_jbuf_put(&b, self.s->p + i, self.s->n - i);
     }
-    const bool ok = !b.over && str_out(E, b.n ? b.p : "", b.n, out);
-    if (b.over) sprig_jeval_fail(E, at, "replace: the result passes the output limit");
-    sprig_jbuf_free(&b);
-    return ok;
+    return buf_out(E, at, &b, "replace", out);
 }
 
 FN(m_replace) { return replace_impl(E, at, self, sprig_jarg(A, 0, "old"), sprig_jarg(A, 1, "new"), sprig_jarg(A, 2, "count"), out); }
@@ -252,10 +258,7 @@ FN(m_join_str)   /* "sep".join(list) */
         if (i) sprig_jbuf_put(&b, self.s->p, self.s->n);
         sprig_jv_print(&b, l->l->v[i]);
     }
-    const bool ok = !b.over && str_out(E, b.n ? b.p : "", b.n, out);
-    if (b.over) sprig_jeval_fail(E, at, "join: the result passes the output limit");
-    sprig_jbuf_free(&b);
-    return ok;
+    return buf_out(E, at, &b, "join", out);
 }
 
 FN(m_splitlines)
@@ -357,10 +360,7 @@ FN(f_tojson)
     const int indent = ind && ind->k == JV_INT && ind->i >= 0 && ind->i <= 64 ? (int)ind->i : -1;
     sprig_jbuf b = { .max = E->lim.max_output };
     sprig_jv_tojson(&b, self, indent, 0);
-    const bool ok = !b.over && str_out(E, b.n ? b.p : "", b.n, out);
-    if (b.over) sprig_jeval_fail(E, at, "tojson: the result passes the output limit");
-    sprig_jbuf_free(&b);
-    return ok;
+    return buf_out(E, at, &b, "tojson", out);
 }
 
 FN(f_list);
@@ -384,10 +384,7 @@ FN(f_join)
         if (attr && attr->k == JV_STR) v = sprig_jeval_getattr(E, v, attr->s->p, attr->s->n);
         sprig_jv_print(&b, v);
     }
-    const bool ok = !b.over && str_out(E, b.n ? b.p : "", b.n, out);
-    if (b.over) sprig_jeval_fail(E, at, "join: the result passes the output limit");
-    sprig_jbuf_free(&b);
-    return ok;
+    return buf_out(E, at, &b, "join", out);
 }
 
 FN(f_default)
@@ -551,10 +548,7 @@ FN(f_indent)
         i = j + 1;
         line0 = false;
     }
-    const bool ok = !b.over && str_out(E, b.n ? b.p : "", b.n, out);
-    if (b.over) sprig_jeval_fail(E, at, "indent: the result passes the output limit");
-    sprig_jbuf_free(&b);
-    return ok;
+    return buf_out(E, at, &b, "indent", out);
 }
 
 FN(f_unique)

@@ -268,6 +268,16 @@ static bool contains(sprig_jeval *E, const sprig_jnode *at, sprig_jv hay, sprig_
     }
 }
 
+static sprig_jv concat(sprig_jeval *E, const sprig_jstr *a, const sprig_jstr *b)
+{
+    sprig_jstr *s = sprig_jarena_alloc(E->a, sizeof *s + a->n + b->n + 1);
+    if (!s) return sprig_jeval_oom(E), sprig_jv_undef();
+    s->n = a->n + b->n;
+    memcpy(s->p, a->p, a->n);
+    memcpy(s->p + a->n, b->p, b->n);
+    return (sprig_jv){ .k = JV_STR, .s = s };
+}
+
 static sprig_jv binary(sprig_jeval *E, const sprig_jnode *x, sprig_jv a, sprig_jv b)
 {
     const char *op = x->op;
@@ -283,20 +293,9 @@ static sprig_jv binary(sprig_jeval *E, const sprig_jnode *x, sprig_jv a, sprig_j
         return sprig_jv_bool(op[0] == '!' ? !r : r);
     } else if (!strcmp(op, "~")) {
         sprig_jv sa = sprig_jeval_str(E, a), sb = sprig_jeval_str(E, b);
-        if (E->st) return sprig_jv_undef();
-        sprig_jstr *s = sprig_jarena_alloc(E->a, sizeof *s + sa.s->n + sb.s->n + 1);
-        if (!s) return sprig_jeval_oom(E), sprig_jv_undef();
-        s->n = sa.s->n + sb.s->n;
-        memcpy(s->p, sa.s->p, sa.s->n);
-        memcpy(s->p + sa.s->n, sb.s->p, sb.s->n);
-        return (sprig_jv){ .k = JV_STR, .s = s };
+        return E->st ? sprig_jv_undef() : concat(E, sa.s, sb.s);
     } else if (!strcmp(op, "+") && a.k == JV_STR && b.k == JV_STR) {
-        sprig_jstr *s = sprig_jarena_alloc(E->a, sizeof *s + a.s->n + b.s->n + 1);
-        if (!s) return sprig_jeval_oom(E), sprig_jv_undef();
-        s->n = a.s->n + b.s->n;
-        memcpy(s->p, a.s->p, a.s->n);
-        memcpy(s->p + a.s->n, b.s->p, b.s->n);
-        return (sprig_jv){ .k = JV_STR, .s = s };
+        return concat(E, a.s, b.s);
     } else if (!strcmp(op, "+") && a.k == JV_LIST && b.k == JV_LIST) {
         sprig_jlist *l = sprig_jlist_new(E->a, a.l->n + b.l->n);
         if (!l) return sprig_jeval_oom(E), sprig_jv_undef();
