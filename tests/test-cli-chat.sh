@@ -59,7 +59,7 @@ You are a helpful assistant<|im_end|>
 check "mkmodel writes a model with a template" [ -s "$TMP/qwen2ish.gguf" ]
 "$BIN" run -m "$TMP/qwen2ish.gguf" --chat -p "Hi" --temp 0 -n 3 -t 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
 check "--chat with a detected template exits 0 (rc $rc)" [ $rc -eq 0 ]
-check "the template was detected" has "chat template chatml (detected from tokenizer.chat_template)" "$TMP/err"
+check "the file's template ran (Jinja)" has "chat template Jinja, from tokenizer.chat_template" "$TMP/err"
 printf '<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' >"$TMP/want"
 check "detected chatml renders" starts "$TMP/want" "$TMP/out"
 "$BIN" run -m "$TMP/qwen2ish.gguf" --chat-template gemma3 -p "Hi" --temp 0 -n 3 -t 1 -q >"$TMP/out" 2>/dev/null
@@ -85,16 +85,49 @@ check "-sys without a value: exit 2 (rc $rc)" [ $rc -eq 2 ]
 
 "$BIN" mkmodel --preset tiny --vocab 512 -t 1 -q --chat-template '{% for m in messages %}### {{ m.role }}: {{ m.content }}{% endfor %}' -o "$TMP/bogus.gguf"
 "$BIN" run -m "$TMP/bogus.gguf" --chat -p "Hi" -n 3 -t 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
-check "unknown template text: exit 1 (rc $rc)" [ $rc -eq 1 ]
-check "unknown template text: refused by name" has "tokenizer.chat_template: unknown chat template" "$TMP/err"
-check "unknown template text: override suggested" has "choose one with --chat-template NAME, NAME one of: llama3" "$TMP/err"
+check "a template of no known family runs (rc $rc)" [ $rc -eq 0 ]
+printf '### user: Hi' >"$TMP/want"
+check "and renders as Jinja does" starts "$TMP/want" "$TMP/out"
 "$BIN" run -m "$TMP/bogus.gguf" --chat-template llama3 -p "Hi" -n 3 -t 1 -q >"$TMP/out" 2>/dev/null; rc=$?
-check "unknown template text + --chat-template runs (rc $rc)" [ $rc -eq 0 ]
+check "--chat-template still picks a table row (rc $rc)" [ $rc -eq 0 ] && check "the row's text" has "<|start_header_id|>user" "$TMP/out"
+printf '{%% for m in messages %%}<{{ m.role | upper }}>{{ m.content }}{%% endfor %%}{%% if add_generation_prompt %%}<BOT>{%% endif %%}\n' >"$TMP/t.jinja"
+"$BIN" run -m "$TMP/bogus.gguf" --chat-template-file "$TMP/t.jinja" -sys "Be kind" -p "Hi" -n 3 -t 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "--chat-template-file runs (rc $rc)" [ $rc -eq 0 ]
+printf '<SYSTEM>Be kind<USER>Hi<BOT>' >"$TMP/want"
+check "--chat-template-file renders" starts "$TMP/want" "$TMP/out"
+check "and says where the template came from" has "chat template Jinja, from $TMP/t.jinja" "$TMP/err"
+printf 'x\n{%% include "other" %%}' >"$TMP/bad.jinja"
+"$BIN" run -m "$TMP/bogus.gguf" --chat-template-file "$TMP/bad.jinja" -p "Hi" -n 3 -t 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "an unsupported statement: exit 1 (rc $rc)" [ $rc -eq 1 ]
+check "named with its line:column" has "bad.jinja: chat template 2:4: the statement 'include' is not supported" "$TMP/err"
+printf '{%% if messages[0].role != "user" %%}{{ raise_exception("Conversation must start with a user message") }}{%% endif %%}x' >"$TMP/raise.jinja"
+"$BIN" run -m "$TMP/bogus.gguf" --chat-template-file "$TMP/raise.jinja" -sys "S" -p "Hi" -n 3 -t 1 >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "a template that raises: exit 1 (rc $rc)" [ $rc -eq 1 ]
+check "with the template's message" has "raised: Conversation must start with a user message" "$TMP/err"
+"$BIN" run -m "$M" --chat-template llama3 --chat-template-file "$TMP/t.jinja" -p "Hi" -n 3 >/dev/null 2>"$TMP/err"; rc=$?
+check "--chat-template with --chat-template-file: exit 2 (rc $rc)" [ $rc -eq 2 ]
+
+# sprig template: a rendering from the file's metadata alone (a vocabulary-only GGUF works)
+V="$SHARED/models/vocab"
+"$BIN" template -m "$V/ggml-vocab-qwen2.gguf" --messages '[{"role":"user","content":"Hi"}]' --add-generation-prompt >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "template exits 0 (rc $rc: $(cat "$TMP/err"))" [ $rc -eq 0 ]
+printf '<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' >"$TMP/want"
+check "template prints Qwen 2's rendering exactly" cmp -s "$TMP/want" "$TMP/out"
+printf '[{"role":"user","content":"Hi"}]' >"$TMP/msgs.json"
+"$BIN" template -m "$V/ggml-vocab-qwen2.gguf" --messages "@$TMP/msgs.json" --chat-template-file "$TMP/t.jinja" >"$TMP/out" 2>"$TMP/err"; rc=$?
+check "template: @file messages and a template file (rc $rc)" [ $rc -eq 0 ] && check "rendered" [ "$(cat "$TMP/out")" = "<USER>Hi" ]
+"$BIN" template -m "$V/ggml-vocab-qwen2.gguf" >/dev/null 2>"$TMP/err"; rc=$?
+check "template without --messages: exit 2 (rc $rc)" [ $rc -eq 2 ] && check "names it" has "--messages JSON is required" "$TMP/err"
+"$BIN" template -m "$V/ggml-vocab-qwen2.gguf" --messages '[{"role":' >/dev/null 2>"$TMP/err"; rc=$?
+check "template with bad JSON: exit 2 (rc $rc)" [ $rc -eq 2 ] && check "names the flag" has "--messages: not JSON" "$TMP/err"
+"$BIN" template -m "$V/ggml-vocab-qwen2.gguf" --chat-template-file "$TMP/raise.jinja" --messages '[{"role":"system","content":"S"}]' >/dev/null 2>"$TMP/err"; rc=$?
+check "template that raises: exit 1 (rc $rc)" [ $rc -eq 1 ] && check "with its message" has "raised: Conversation must start with a user message" "$TMP/err"
 
 "$BIN" run --help >"$TMP/help"
 check "usage documents --chat" has "--chat " "$TMP/help"
 check "usage documents -sys" has "-sys, --system TEXT" "$TMP/help"
 check "usage documents --chat-template" has "--chat-template NAME" "$TMP/help"
+check "usage documents --chat-template-file" has "--chat-template-file F" "$TMP/help"
 
 [ $fail -eq 0 ] && echo "test-cli-chat: ok"
 exit $fail

@@ -189,6 +189,29 @@ check "the page at / without the key (got $CODE)" [ "$CODE" = 200 ]
 check "the page streams chat with sprig_trace and draws the tree" sh -c "grep -q 'sprig_trace: true' '$TMP/page' && grep -q 'function draw' '$TMP/page'"
 post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}' "$TMP/ch2" -H 'Authorization: Bearer sesame'
 check "bad role 400 naming it" [ "$CODE/$(field "$TMP/ch2" 'j.error.param')" = "400/messages[0].role" ]
+# llama-server's /apply-template: the prompt a conversation renders to (here the chatml row, Qwen 2's default system turn)
+post /apply-template '{"messages":[{"role":"user","content":"Hi"}]}' "$TMP/at1" -H 'Authorization: Bearer sesame'
+check "apply-template 200 with chatml's text (got $CODE)" [ "$CODE/$(field "$TMP/at1" 'JSON.stringify(j.prompt)')" = '200/"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"' ]
+post /apply-template '{"messages":[{"role":"user","content":"Hi"}],"add_generation_prompt":false}' "$TMP/at2" -H 'Authorization: Bearer sesame'
+check "apply-template without the generation prompt" [ "$(field "$TMP/at2" 'JSON.stringify(j.prompt)')" = '"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"' ]
+post /apply-template '{"messages":3}' "$TMP/at3" -H 'Authorization: Bearer sesame'
+check "apply-template: bad messages 400 naming them" [ "$CODE/$(field "$TMP/at3" 'j.error.param')" = "400/messages" ]
+
+# a model's own template run as Jinja: tools reach it, its raise_exception is a 400 with its message
+"$BIN" mkmodel --preset tiny --vocab 512 -t 1 -q -o "$TMP/jinja.gguf" --chat-template \
+    '{% if messages[0].role != "user" %}{{ raise_exception("the first message must be the user'"'"'s") }}{% endif %}{% for m in messages %}[{{ m.role }}]{{ m.content | trim }}{% endfor %}{% if tools %}<tools>{{ tools | map(attribute="function") | map(attribute="name") | join(",") }}{% endif %}{% if add_generation_prompt %}[assistant]{% endif %}'
+SPEC_PORT=$PORT
+start jinja -m "$TMP/jinja.gguf" -c 256 -t 1 || exit 1
+check "the server says which template it runs" has "chat template Jinja, from tokenizer.chat_template" "$TMP/jinja.log"
+post /apply-template '{"messages":[{"role":"user","content":" Hi "}],"tools":[{"type":"function","function":{"name":"get_time"}},{"type":"function","function":{"name":"add"}}]}' "$TMP/j1"
+check "Jinja apply-template with tools (got $CODE)" [ "$CODE/$(field "$TMP/j1" 'j.prompt')" = "200/[user]Hi<tools>get_time,add[assistant]" ]
+post /apply-template '{"messages":[{"role":"system","content":"S"},{"role":"user","content":"Hi"}]}' "$TMP/j2"
+check "the template's exception: 400 with its message (got $CODE)" sh -c "[ '$CODE' = 400 ] && grep -q \"raised: the first message must be the user's\" '$TMP/j2'"
+post /v1/chat/completions '{"messages":[{"role":"system","content":"S"},{"role":"user","content":"Hi"}],"max_tokens":4}' "$TMP/j3"
+check "and for a chat completion (got $CODE)" sh -c "[ '$CODE' = 400 ] && grep -q 'raised: the first message' '$TMP/j3'"
+post /v1/chat/completions '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"temperature":0}' "$TMP/j4"
+check "a chat completion through the Jinja template (got $CODE)" [ "$CODE" = 200 ]
+PORT=$SPEC_PORT
 
 # the official OpenAI JavaScript client (tests/ref, pinned)
 REF=tests/ref/node_modules

@@ -102,7 +102,10 @@ static void test_constructs(void)
     /* tests */
     expect("{{ x is defined }}{{ none is none }}{{ 'a' is string }}{{ {} is mapping }}{{ [1] is iterable }}{{ 4 is divisibleby 2 }}", NULL,
            "FalseTrueTrueTrueTrueTrue");
-    /* globals */
+    /* filter blocks */
+    expect("{%- filter trim | upper -%}\n  ab {{ 'c' }}\n{%- endfilter %}!", NULL, "AB C!");
+    /* globals (defined as names, as transformers' environment has them) */
+    expect("{{ strftime_now is defined }}{{ range is defined }}{{ nosuch is defined }}", NULL, "TrueTrueFalse");
     expect("{{ range(2, 8, 3) | list }} {{ strftime_now('%Y') }} {{ dict(a=1).a }}", NULL, "[2, 5] 2023 1");
     /* values as Python prints them */
     expect("{{ none }} {{ true }} {{ 1.0 }} {{ 0.1 + 0.2 }} {{ 10.0 ** 21 }} {{ {'a': 'b'} }}", NULL,
@@ -194,10 +197,97 @@ static void test_real_templates(void)
     json_decref(root);
 }
 
+/* tests/data/chat-templates (68 models' real templates) x 8 conversations against @huggingface/jinja.
+ * Renderings the reference gives must be equal, but for the listed differences where Python's Jinja2
+ * (transformers) and @huggingface/jinja disagree; where the reference raises the template's own
+ * exception, sprig must raise the same message; where the reference fails for want of a feature or on
+ * a value it cannot handle, the case is counted, not compared. */
+static const struct { const char *file, *conv, *why; } known_diffs[] = {
+    { NULL, NULL, NULL },
+};
+
+static bool known_diff(const char *file, const char *conv)
+{
+    for (size_t i = 0; known_diffs[i].file; i++)
+        if (!strcmp(known_diffs[i].file, file) && (!known_diffs[i].conv || !strcmp(known_diffs[i].conv, conv))) return true;
+    return false;
+}
+
+static void test_corpus(void)
+{
+    const bool require = getenv("SPRIG_REQUIRE_REF") && !strcmp(getenv("SPRIG_REQUIRE_REF"), "1");
+    if (!test_file_exists("tests/ref/node_modules/@huggingface/jinja/package.json") || system("node --version >/dev/null 2>&1") != 0) {
+        if (require) CHECKF(0, "SPRIG_REQUIRE_REF=1 but node or tests/ref/node_modules is missing");
+        else fprintf(stderr, "  SKIP: node or tests/ref/node_modules missing (cd tests/ref && npm ci)\n");
+        return;
+    }
+    FILE *p = popen("node tests/ref/render-templates.mjs", "r");
+    json_error_t je;
+    json_t *root = p ? json_loadf(p, 0, &je) : NULL;
+    const int rc = p ? pclose(p) : -1;
+    CHECKF(rc == 0 && root, "render-templates.mjs failed (status %d)", rc);
+    if (!root) return;
+    size_t ti, ci;
+    json_t *tj, *c;
+    int n_tmpl = 0, compiled = 0, total = 0, equal = 0, raised_same = 0, ref_failed = 0, diffs = 0, known = 0;
+    json_array_foreach(json_object_get(root, "templates"), ti, tj) {
+        const char *file = json_string_value(json_object_get(tj, "file"));
+        char path[512];
+        snprintf(path, sizeof path, "tests/data/chat-templates/%s", file);
+        FILE *f = fopen(path, "rb");
+        char *text = NULL;
+        size_t n = 0;
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            const long len = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            text = malloc((size_t)len + 1);
+            n = text ? fread(text, 1, (size_t)len, f) : 0;
+            fclose(f);
+        }
+        n_tmpl++;
+        sprig_error err = { 0 };
+        sprig_jinja *t = NULL;
+        const bool ok = text && sprig_jinja_compile(text, n, &t, &err) == SPRIG_OK;
+        CHECKF(ok, "%s: %s", file, err.msg);
+        compiled += ok;
+        free(text);
+        if (!ok) continue;
+        json_array_foreach(json_object_get(tj, "cases"), ci, c) {
+            const char *conv = json_string_value(json_object_get(c, "name"));
+            const char *want = json_string_value(json_object_get(c, "expected"));
+            const char *ref_err = json_string_value(json_object_get(c, "error"));
+            char *got = NULL;
+            const struct sprig_jinja_limits lim = { .now = 1700000000 };
+            const sprig_status st = sprig_jinja_render(t, json_object_get(c, "vars"), &lim, &got, NULL, &err);
+            total++;
+            if (want) {
+                const bool same = st == SPRIG_OK && !strcmp(got, want);
+                if (same) equal++;
+                else if (known_diff(file, conv)) known++;
+                else {
+                    diffs++;
+                    CHECKF(0, "%s / %s: %s\n    want [%.300s]\n    got  [%.300s]", file, conv, st ? err.msg : "differs", want, got ? got : "");
+                }
+            } else if (st == SPRIG_E_INVALID_ARG && strstr(err.msg, "raised: ") && strstr(ref_err, strstr(err.msg, "raised: ") + 8)) {
+                raised_same++;   /* the template's own exception, the same message */
+            } else ref_failed++;
+            free(got);
+        }
+        sprig_jinja_free(t);
+    }
+    fprintf(stderr, "  corpus: %d templates, %d compile; %d renderings: %d equal the reference, %d raise the template's own exception as it "
+            "does, %d the reference cannot render, %d known differences (Python's meaning), %d other differences\n",
+            n_tmpl, compiled, total, equal, raised_same, ref_failed, known, diffs);
+    CHECK(n_tmpl >= 68 && total >= 500);
+    json_decref(root);
+}
+
 int main(void)
 {
     RUN(test_constructs);
     RUN(test_refusals);
     RUN(test_real_templates);
+    RUN(test_corpus);
     return test_summary("test-jinja");
 }

@@ -12,13 +12,13 @@
  *
  * --chat turns the prompt into a conversation (-sys: a system message, the
  * prompt: the user message) rendered with the model's chat template
- * (tokenizer.chat_template, recognised by src/chat/template's table, or the
- * row --chat-template names); then "the prompt" on stdout is that rendered
+ * (tokenizer.chat_template run by the Jinja engine in src/chat/jinja, a
+ * --chat-template-file, or the table row --chat-template names); then "the prompt" on stdout is that rendered
  * text, and it is tokenized with the special tokens parsed.
  */
 #include "cli.h"
 #include "sprig.h"
-#include "chat/template.h"
+#include "chat/chat.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,7 +54,8 @@ static void usage_all(FILE *f)
         "      --chat             render the conversation with the model's chat template\n"
         "                         (tokenizer.chat_template); stdout then starts with the rendered text\n"
         "  -sys, --system TEXT    system message (implies --chat)\n"
-        "      --chat-template NAME  use this template instead of detecting it (implies --chat):\n"
+        "      --chat-template-file F  render with this Jinja template instead of the file's (implies --chat)\n"
+        "      --chat-template NAME  a built-in row instead of the file's template (implies --chat):\n"
         "                         llama3, llama3-agp, chatml, qwen3, gemma3, gemma4, phi3\n"
         "\n"
         "speculative decoding (off unless a drafter is given):\n"
@@ -102,7 +103,8 @@ static void usage(FILE *f)
         "chat:\n"
         "      --chat            the prompt as a user message, through the chat template\n"
         "  -sys, --system TEXT   a system message (implies --chat)\n"
-        "      --chat-template NAME  a known template, not the file's (implies --chat)\n"
+        "      --chat-template-file F  a Jinja template, not the file's (implies --chat)\n"
+        "      --chat-template NAME  a built-in row, not the file's (implies --chat)\n"
         "speculative decoding (greedy output = plain decoding's, byte for byte):\n"
         "      --draft FILE      a draft model with the target's vocabulary\n"
         "      --mtp FILE        an MTP head (Gemma 4 assistant; Qwen 3.5: the target)\n"
@@ -228,45 +230,64 @@ static const char *default_model(char *looked, size_t cap)
     return NULL;
 }
 
-/* The conversation [system], user rendered with the chosen or detected
- * template, with a generation prompt; NULL after printing why. */
-static char *render_chat(const sprig_model *m, const char *model_path, const struct sprig_chat_family *family,
-                         const char *system_msg, const char *user_msg, bool quiet)
+/* The chat template: --chat-template NAME (a table row), --chat-template-file
+ * F, else the model's tokenizer.chat_template (Jinja); NULL after printing why. */
+static sprig_chat *open_chat(const sprig_model *m, const char *model_path, const char *chat_name, const char *chat_file)
 {
     sprig_error err = { 0 };
-    char names[256];
-    const char *how = "chosen with --chat-template";
-    if (!family) {
-        size_t tl = 0;
-        const char *tmpl = sprig_model_meta_str(m, "tokenizer.chat_template", &tl);
-        if (!tmpl) {
-            sprig_chat_names(names, sizeof names);
-            fprintf(stderr, "sprig run: --chat: %s has no tokenizer.chat_template; choose a template with "
-                            "--chat-template NAME (one of: %s)\n", model_path, names);
-            return NULL;
-        }
-        if (!(family = sprig_chat_detect(tmpl, tl, &err))) {
-            fprintf(stderr, "sprig run: %s: %s\n", model_path, err.msg);
-            return NULL;
-        }
-        how = "detected from tokenizer.chat_template";
+    sprig_chat *c = NULL;
+    if (chat_name) {
+        if (sprig_chat_from_name(chat_name, &c, &err)) fprintf(stderr, "sprig run: --chat-template: %s\n", err.msg);
+        return c;
     }
-    if (system_msg && family->sys == SPRIG_CHAT_SYS_DROP)
+    if (chat_file) {
+        char why[512];
+        size_t n = 0;
+        char *text = cli_read_all(chat_file, (size_t)1 << 24, &n, why, sizeof why);
+        if (!text) {
+            fprintf(stderr, "sprig run: --chat-template-file: %s\n", why);
+            return NULL;
+        }
+        if (sprig_chat_from_text(text, n, chat_file, &c, &err)) fprintf(stderr, "sprig run: --chat-template-file: %s\n", err.msg);
+        free(text);
+        return c;
+    }
+    size_t tl = 0;
+    const char *tmpl = sprig_model_meta_str(m, "tokenizer.chat_template", &tl);
+    if (!tmpl) {
+        char names[256];
+        sprig_chat_names(names, sizeof names);
+        fprintf(stderr, "sprig run: --chat: %s has no tokenizer.chat_template; give one with --chat-template-file F or "
+                        "--chat-template NAME (one of: %s)\n", model_path, names);
+        return NULL;
+    }
+    if (sprig_chat_from_text(tmpl, tl, "tokenizer.chat_template", &c, &err)) fprintf(stderr, "sprig run: %s: %s\n", model_path, err.msg);
+    return c;
+}
+
+/* The conversation [system], user through the template, with a generation prompt; NULL after printing why. */
+static char *render_chat(const sprig_model *m, const sprig_chat *c, const char *system_msg, const char *user_msg, bool quiet)
+{
+    const struct sprig_chat_family *family = sprig_chat_family_of(c);
+    if (system_msg && family && family->sys == SPRIG_CHAT_SYS_DROP)
         fprintf(stderr, "sprig run: warning: the %s chat template ignores system messages; -sys is dropped\n", family->name);
     struct sprig_model_info mi;
     sprig_model_get_info(m, &mi);
     const char *bos = sprig_model_token_piece(m, mi.token_bos, NULL);
     const char *eos = sprig_model_token_piece(m, mi.token_eos, NULL);
-    sprig_chat_msg msgs[2];
-    int n = 0;
-    if (system_msg) msgs[n++] = (sprig_chat_msg){ "system", system_msg };
-    msgs[n++] = (sprig_chat_msg){ "user", user_msg };
+    json_t *msgs = json_array();
+    if (system_msg) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system_msg));
+    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", user_msg));
     char *out = NULL;
-    if (sprig_chat_render(family, msgs, n, true, bos, eos, &out, NULL, &err)) {
+    sprig_error err = { 0 };
+    if (json_array_size(msgs) != (system_msg ? 2u : 1u)) sprig_err(&err, SPRIG_E_INVALID_ARG, "the messages are not valid UTF-8");
+    else if (sprig_chat_apply(c, msgs, NULL, true, bos, eos, NULL, &out, NULL, &err)) out = NULL;
+    json_decref(msgs);
+    if (!out) {
         fprintf(stderr, "sprig run: --chat: %s\n", err.msg);
         return NULL;
     }
-    if (!quiet) fprintf(stderr, "sprig: chat template %s (%s)\n", family->name, how);
+    if (!quiet) fprintf(stderr, "sprig: chat template %s\n", sprig_chat_describe(c));
     return out;
 }
 
@@ -281,7 +302,7 @@ int sprig_cmd_run(int argc, char **argv)
     int tree_flag = SPRIG_TREE_FROM_ENV, tree_nodes = 0;
     bool depth_set = false;
     bool chat = false;
-    const char *system_msg = NULL, *chat_name = NULL;
+    const char *system_msg = NULL, *chat_name = NULL, *chat_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -322,6 +343,7 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--chat")) chat = true;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) { NEEDV(); system_msg = val; chat = true; }
         else if (!strcmp(a, "--chat-template")) { NEEDV(); chat_name = val; chat = true; }
+        else if (!strcmp(a, "--chat-template-file")) { NEEDV(); chat_file = val; chat = true; }
         else if (!strcmp(a, "--draft")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MODEL; p.draft_path = val; }
         else if (!strcmp(a, "--mtp")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MTP; p.draft_path = val; }
         else if (!strcmp(a, "--draft-ngram")) p.drafter = SPRIG_DRAFTER_NGRAM;
@@ -378,8 +400,11 @@ int sprig_cmd_run(int argc, char **argv)
         fprintf(stderr, "sprig run: --draft-max %d plus --tree-branches %d exceeds the 64-node tree limit\n", p.draft_max, p.tree_branches);
         return 2;
     }
-    const struct sprig_chat_family *family = NULL;
-    if (chat_name && !(family = sprig_chat_find(chat_name))) {
+    if (chat_name && chat_file) {
+        fprintf(stderr, "sprig run: --chat-template and --chat-template-file: give one\n");
+        return 2;
+    }
+    if (chat_name && !sprig_chat_find(chat_name)) {
         char names[256];
         sprig_chat_names(names, sizeof names);
         fprintf(stderr, "sprig run: --chat-template: unknown template '%s' (one of: %s)\n", chat_name, names);
@@ -408,12 +433,14 @@ int sprig_cmd_run(int argc, char **argv)
     sprig_model *m = NULL;
     sprig_session *s = NULL;
     char *rendered = NULL;
+    sprig_chat *tmpl = NULL;
     if (sprig_model_load(model_path, &m, &err)) {
         fprintf(stderr, "sprig run: %s\n", err.msg);
         goto done;
     }
     if (chat) {
-        if (!(rendered = render_chat(m, model_path, family, system_msg, prompt, quiet))) goto done;
+        if (!(tmpl = open_chat(m, model_path, chat_name, chat_file)) || !(rendered = render_chat(m, tmpl, system_msg, prompt, quiet)))
+            goto done;
         prompt = rendered;
     }
     if (sprig_session_create(m, &p, &s, &err)) {
@@ -475,5 +502,6 @@ done:
     sprig_model_free(m);
     free(file_prompt);
     free(rendered);
+    sprig_chat_free(tmpl);
     return rc;
 }

@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "serve_page.h"
 #include "sprig.h"
-#include "chat/template.h"
+#include "chat/chat.h"
 #include "serve/response.h"
 #include "serve/server.h"
 #include "base/mem.h"
@@ -120,6 +120,20 @@ static enum MHD_Result handle_generate(sprig_server *sv, struct MHD_Connection *
     return ret;
 }
 
+/* llama-server's POST /apply-template: the prompt a conversation renders to, without generating */
+static enum MHD_Result handle_apply_template(sprig_server *sv, struct MHD_Connection *c, struct conn *cs)
+{
+    char why[512], param[64] = "";
+    if (cs->too_big) {
+        snprintf(why, sizeof why, "the request body is larger than %d bytes", BODY_MAX);
+        return send_error(c, 400, why, "");
+    }
+    char *body = NULL;
+    const int st = sprig_server_apply_template(sv, cs->body, cs->len, &body, why, sizeof why, param, sizeof param);
+    fprintf(stderr, "sprig serve: /apply-template %d\n", st ? st : 200);
+    return st ? send_error(c, (unsigned)st, why, param) : send_body(c, MHD_HTTP_OK, body, NULL);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -153,6 +167,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (get && !strcmp(url, "/v1/models")) return send_body(c, 200, sprig_server_models_json(sv), NULL);
     if (post && !strcmp(url, "/v1/completions")) return handle_generate(sv, c, cs, false);
     if (post && !strcmp(url, "/v1/chat/completions")) return handle_generate(sv, c, cs, true);
+    if (post && !strcmp(url, "/apply-template")) return handle_apply_template(sv, c, cs);
     char why[300];
     snprintf(why, sizeof why, "no route for %.16s %.200s", method, url);
     return send_error(c, 404, why, NULL);
@@ -176,9 +191,12 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: sprig serve -m MODEL [--draft FILE | --mtp FILE | --draft-ngram] [--draft-max K]\n"
         "                   [--tree | --tree auto] [--tree-nodes M] [--tree-width W] [--host 127.0.0.1] [--port 8080]\n"
-        "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--chat-template NAME] [--alias ID]\n"
+        "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--alias ID]\n"
+        "                   [--chat-template-file F | --chat-template NAME]\n"
         "                   [--kv-type T] [--kv-pool SLOTS] [--kv-block N] [--batch-wait MS] [--no-batch]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
+        "  POST /apply-template: the prompt a conversation renders to ({\"prompt\": ...}).\n"
+        "  Chat uses the model's own template (Jinja), --chat-template-file F, or a built-in row NAME.\n"
         "  GET /v1/models, /health. Each of the --parallel slots (default 1) decodes one request at a\n"
         "  time with its own drafter; every step the generating slots' verify blocks and trees run as ONE\n"
         "  batched forward on a shared paged KV pool (--kv-pool slots, default --parallel whole contexts,\n"
@@ -194,7 +212,7 @@ int sprig_cmd_serve(int argc, char **argv)
     struct sprig_server_params sp = { .queue_max = 16, .parallel = 1 };
     const char *model_path = NULL, *api_key = NULL;
     struct sprig_session_params p = sprig_session_default_params();
-    const char *host = "127.0.0.1", *chat_name = NULL;
+    const char *host = "127.0.0.1", *chat_name = NULL, *chat_file = NULL;
     long long port = 8080, v;
     int tree_nodes = 0, kv_pool = 0, kv_block = 32, batch_wait_ms = 0;
     bool depth_set = false, batching = true;
@@ -228,6 +246,7 @@ int sprig_cmd_serve(int argc, char **argv)
         }
         else if (!strcmp(a, "--alias")) { NEEDV(); sp.model_id = val; }
         else if (!strcmp(a, "--chat-template")) { NEEDV(); chat_name = val; }
+        else if (!strcmp(a, "--chat-template-file")) { NEEDV(); chat_file = val; }
         else if (!strcmp(a, "--draft")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MODEL; p.draft_path = val; }
         else if (!strcmp(a, "--mtp")) { NEEDV(); p.drafter = SPRIG_DRAFTER_MTP; p.draft_path = val; }
         else if (!strcmp(a, "--draft-ngram")) p.drafter = SPRIG_DRAFTER_NGRAM;
@@ -250,19 +269,35 @@ int sprig_cmd_serve(int argc, char **argv)
         const char *slash = strrchr(model_path, '/');
         sp.model_id = slash ? slash + 1 : model_path;
     }
-    if (chat_name && !(sp.family = sprig_chat_find(chat_name))) {
-        char names[256];
-        sprig_chat_names(names, sizeof names);
-        fprintf(stderr, "sprig serve: --chat-template: '%s' is not one of: %s\n", chat_name, names);
+    sprig_chat *tmpl = NULL;   /* --chat-template NAME, --chat-template-file F, else the model's own (Jinja) */
+    if (chat_name && sprig_chat_from_name(chat_name, &tmpl, &err)) {
+        fprintf(stderr, "sprig serve: --chat-template: %s\n", err.msg);
         sprig_model_free(m);
         return 2;
     }
-    if (!sp.family) {   /* detected from the model, else chat is refused per request */
-        size_t tl = 0;
-        const char *tmpl = sprig_model_meta_str(m, "tokenizer.chat_template", &tl);
-        if (tmpl && !(sp.family = sprig_chat_detect(tmpl, tl, &err)))
-            fprintf(stderr, "sprig serve: warning: %s; chat requests are refused (choose --chat-template NAME)\n", err.msg);
+    if (chat_file) {
+        char why[512];
+        size_t n = 0;
+        char *text = cli_read_all(chat_file, (size_t)1 << 24, &n, why, sizeof why);
+        const sprig_status st = text ? sprig_chat_from_text(text, n, chat_file, &tmpl, &err) : SPRIG_E_IO;
+        free(text);
+        if (st) {
+            fprintf(stderr, "sprig serve: --chat-template-file: %s\n", text ? err.msg : why);
+            sprig_model_free(m);
+            return 1;
+        }
     }
+    if (!tmpl) {   /* the model's template; a model without one serves completions only */
+        size_t tl = 0;
+        const char *text = sprig_model_meta_str(m, "tokenizer.chat_template", &tl);
+        if (text && sprig_chat_from_text(text, tl, "tokenizer.chat_template", &tmpl, &err)) {
+            fprintf(stderr, "sprig serve: %s: %s (give --chat-template-file F or --chat-template NAME)\n", model_path, err.msg);
+            sprig_model_free(m);
+            return 1;
+        }
+    }
+    sp.chat = tmpl;
+    if (tmpl) fprintf(stderr, "sprig serve: chat template %s\n", sprig_chat_describe(tmpl));
     struct sprig_model_info mi;
     sprig_model_get_info(m, &mi);
     p.temp = 0;
@@ -317,5 +352,6 @@ int sprig_cmd_serve(int argc, char **argv)
     }
     sprig_server_free(h.sv);
     sprig_model_free(m);
+    sprig_chat_free(tmpl);
     return rc;
 }

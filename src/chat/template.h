@@ -3,13 +3,13 @@
  * (system / user / assistant messages) into the prompt text a chat model was
  * trained on, the way its tokenizer.chat_template renders it.
  *
- * Why a table and not a Jinja interpreter: the templates people download are
- * a handful of families whose output for plain conversations is a fixed
- * pattern (role prefix, content, role suffix, a generation prompt) plus a few
- * family quirks (Gemma folds the system prompt into the first user turn,
- * Phi-3 drops it, Qwen 2 injects a default one, Qwen 3 wraps the final
- * assistant turn in an empty <think> block, Gemma 4 strips thought channels).
- * Each row says that pattern; tests/test-chat.c checks every row byte for byte
+ * The table is the built-in choice (`--chat-template NAME`): a model's own
+ * template is run by the Jinja engine (chat/jinja, through chat/chat.h).
+ * A row says a family's fixed pattern (role prefix, content, role suffix,
+ * a generation prompt) plus its quirks (Gemma folds the system prompt into
+ * the first user turn, Phi-3 drops it, Qwen 2 injects a default one, Qwen 3
+ * wraps the final assistant turn in an empty <think> block, Gemma 4 strips
+ * thought channels). tests/test-chat.c checks every row byte for byte
  * against @huggingface/jinja rendering the real published template.
  *
  * A family is recognised from the template text by marker substrings: every

@@ -14,7 +14,7 @@
 struct sprig_server {
     const sprig_model *m;
     const char *model_id;
-    const struct sprig_chat_family *family;   /* NULL: chat is refused */
+    const sprig_chat *chat;   /* NULL: chat is refused */
     const char *bos, *eos;
     int n_ctx, queue_max, parallel;
     sprig_batch *batch;           /* NULL: no batching */
@@ -82,7 +82,7 @@ sprig_status sprig_server_create(const sprig_model *m, const struct sprig_server
     struct sprig_session_params sp = p->session;
     sv->m = m;
     sv->model_id = p->model_id ? p->model_id : "";
-    sv->family = p->family;
+    sv->chat = p->chat;
     sv->bos = sprig_model_token_piece(m, mi.token_bos, NULL);
     sv->eos = sprig_model_token_piece(m, mi.token_eos, NULL);
     sv->parallel = p->parallel;
@@ -165,15 +165,65 @@ void sprig_server_free(sprig_server *sv)
 /* The conversation as prompt text through the chat template */
 static char *render(const struct sprig_server *sv, const struct sprig_serve_req *r, char *why, size_t cap)
 {
-    sprig_chat_msg msgs[SPRIG_SERVE_MAX_MESSAGES];
-    for (int i = 0; i < r->n_msgs; i++) msgs[i] = (sprig_chat_msg){ r->msgs[i].role, r->msgs[i].content };
+    json_t *msgs = json_array();
+    for (int i = 0; msgs && i < r->n_msgs; i++)
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", r->msgs[i].role, "content", r->msgs[i].content));
     char *out = NULL;
     sprig_error err = { 0 };
-    if (sprig_chat_render(sv->family, msgs, r->n_msgs, true, sv->bos, sv->eos, &out, NULL, &err)) {
+    if (!msgs || json_array_size(msgs) != (size_t)r->n_msgs) snprintf(why, cap, "out of memory");
+    else if (sprig_chat_apply(sv->chat, msgs, NULL, true, sv->bos, sv->eos, NULL, &out, NULL, &err)) {
         snprintf(why, cap, "%s", err.msg);
-        return NULL;
+        out = NULL;
     }
+    json_decref(msgs);
     return out;
+}
+
+int sprig_server_apply_template(sprig_server *sv, const char *body, size_t len, char **out, char *why, size_t cap, char *param,
+                                size_t pcap)
+{
+    *out = NULL;
+    snprintf(param, pcap, "%s", "");
+    if (!sv->chat) {
+        snprintf(why, cap, "the model has no usable chat template; start the server with --chat-template-file F or --chat-template NAME");
+        return 400;
+    }
+    json_error_t je;
+    json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(root)) {
+        snprintf(why, cap, "the body is not a JSON object%s%s", root ? "" : ": ", root ? "" : je.text);
+        json_decref(root);
+        return 400;
+    }
+    const json_t *msgs = json_object_get(root, "messages"), *tools = json_object_get(root, "tools"),
+                 *agp = json_object_get(root, "add_generation_prompt");
+    const char *bad = !json_is_array(msgs) ? "messages" : tools && !json_is_null(tools) && !json_is_array(tools) ? "tools"
+                    : agp && !json_is_boolean(agp) ? "add_generation_prompt" : NULL;
+    if (bad) {
+        snprintf(why, cap, "'%s' must be %s", bad, !strcmp(bad, "add_generation_prompt") ? "a boolean" : "an array");
+        snprintf(param, pcap, "%s", bad);
+        json_decref(root);
+        return 400;
+    }
+    char *prompt = NULL;
+    sprig_error err = { 0 };
+    int status = 0;
+    if (sprig_chat_apply(sv->chat, msgs, json_is_array(tools) ? tools : NULL, agp ? json_is_true(agp) : true, sv->bos, sv->eos, NULL,
+                         &prompt, NULL, &err)) {
+        snprintf(why, cap, "%s", err.msg);
+        snprintf(param, pcap, "messages");
+        status = err.code == SPRIG_E_NOMEM ? 500 : 400;
+    } else {
+        json_t *o = json_pack("{s:s}", "prompt", prompt);
+        if (!o || !(*out = json_dumps(o, JSON_COMPACT))) {
+            snprintf(why, cap, "the rendered prompt is not valid UTF-8");
+            status = 500;
+        }
+        json_decref(o);
+    }
+    free(prompt);
+    json_decref(root);
+    return status;
 }
 
 int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool chat, sprig_job **out, char *why, size_t cap,
@@ -182,9 +232,9 @@ int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool cha
     *out = NULL;
     struct sprig_serve_req req;
     if (!sprig_serve_req_parse(body ? body : "", len, chat, sv->n_ctx, &req, why, cap, param, pcap)) return 400;
-    if (chat && !sv->family) {
+    if (chat && !sv->chat) {
         sprig_serve_req_free(&req);
-        snprintf(why, cap, "the model has no tokenizer.chat_template; start the server with --chat-template NAME");
+        snprintf(why, cap, "the model has no usable chat template; start the server with --chat-template-file F or --chat-template NAME");
         snprintf(param, pcap, "messages");
         return 400;
     }

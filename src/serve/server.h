@@ -22,7 +22,7 @@
 #ifndef SPRIG_SERVE_SERVER_H
 #define SPRIG_SERVE_SERVER_H
 
-#include "chat/template.h"
+#include "chat/chat.h"
 #include "serve/job.h"
 #include "sprig.h"
 
@@ -34,7 +34,7 @@ typedef struct sprig_server sprig_server;
 struct sprig_server_params {
     struct sprig_session_params session;     /* every slot's session (drafter, tree, KV type, threads, n_ctx) */
     const char *model_id;                    /* "model" in the responses; borrowed */
-    const struct sprig_chat_family *family;  /* NULL: chat requests are refused (400) */
+    const sprig_chat *chat;                  /* the chat template (borrowed); NULL: chat requests are refused (400) */
     int parallel;                            /* slots, 1..64 */
     int queue_max;                           /* requests that may wait for a busy slot (more: 503) */
     bool batching;                           /* the slots' verify forwards as one (a shared paged KV pool) */
@@ -57,6 +57,14 @@ void sprig_server_free(sprig_server *sv);
  * 0 with *out (the caller's reference: sprig_job_unref when done), or an
  * HTTP status (400 with the field in param, 503 when the queue is full, 500)
  * with why[cap]. */
+/* llama-server's POST /apply-template: a body {"messages": [...], "tools": [...]?,
+ * "add_generation_prompt": bool? (default true)} rendered through the chat
+ * template, as {"prompt": "..."} in *out (malloc'd). 0, or an HTTP status
+ * with why[cap] and the field in param[pcap] (400: a bad body, or the
+ * template's own error). */
+int sprig_server_apply_template(sprig_server *sv, const char *body, size_t len, char **out, char *why, size_t cap, char *param,
+                                size_t pcap);
+
 int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool chat, sprig_job **out, char *why, size_t cap,
                         char *param, size_t pcap);
 

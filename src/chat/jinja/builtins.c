@@ -657,6 +657,36 @@ FN(f_wordcount)
     return true;
 }
 
+/* dict | dictsort(case_sensitive=false, by='key', reverse=false): its (key, value) pairs, sorted */
+FN(f_dictsort)
+{
+    if (self.k != JV_DICT) return sprig_jeval_fail(E, at, "dictsort needs a dict, not %s", sprig_jv_kind_name(self));
+    const sprig_jv *cs = sprig_jarg(A, 0, "case_sensitive"), *by = sprig_jarg(A, 1, "by"), *rev = sprig_jarg(A, 2, "reverse");
+    const bool sens = cs && sprig_jv_truthy(*cs), reverse = rev && sprig_jv_truthy(*rev);
+    const bool by_value = by && by->k == JV_STR && !strcmp(by->s->p, "value");
+    sprig_jv pairs;
+    if (!dict_list(E, self, &pairs, 0)) return false;
+    sprig_jv *v = pairs.l->v;
+    for (int i = 1; i < pairs.l->n; i++) {   /* insertion sort: stable, as Python's sorted */
+        const sprig_jv x = v[i];
+        int j = i;
+        for (; j > 0; j--) {
+            sprig_jv a = v[j - 1].l->v[by_value ? 1 : 0], b = x.l->v[by_value ? 1 : 0];
+            sprig_jv la = a, lb = b;
+            if (!sens && a.k == JV_STR && !map_case(E, at, a, &la, 0)) return false;
+            if (!sens && b.k == JV_STR && !map_case(E, at, b, &lb, 0)) return false;
+            bool ok = true;
+            const bool after = reverse ? sprig_jv_less(la, lb, &ok) : sprig_jv_less(lb, la, &ok);
+            if (!ok) return sprig_jeval_fail(E, at, "dictsort: cannot compare %s with %s", sprig_jv_kind_name(a), sprig_jv_kind_name(b));
+            if (!after) break;
+            v[j] = v[j - 1];
+        }
+        v[j] = x;
+    }
+    *out = pairs;
+    return true;
+}
+
 /* ---- tests ---- */
 #define TEST(name, expr) FN(name) { (void)E; (void)at; (void)A; *out = sprig_jv_bool(expr); return true; }
 TEST(t_defined, self.k != JV_UNDEF)
@@ -815,7 +845,7 @@ static const struct entry filters[] = {
     { "safe", f_safe }, { "items", f_items }, { "list", f_list }, { "int", f_int }, { "float", f_float }, { "abs", f_abs },
     { "reverse", f_reverse }, { "indent", f_indent }, { "unique", f_unique }, { "select", f_select }, { "reject", f_reject },
     { "selectattr", f_selectattr }, { "rejectattr", f_rejectattr }, { "map", f_map }, { "sum", f_sum },
-    { "wordcount", f_wordcount },
+    { "wordcount", f_wordcount }, { "dictsort", f_dictsort },
 };
 
 static const struct entry tests[] = {

@@ -25,6 +25,7 @@ typedef struct sprig_jeval {
     sprig_error *err;
     sprig_status st;                 /* the first error; everything unwinds once set */
     int brk;                         /* 1 break, 2 continue: pending in the innermost loop */
+    sprig_jv block_text;             /* a filter block's rendered body, while its filters run */
 } sprig_jeval;
 
 /* the arguments of a call: positional, then keyword */

@@ -419,7 +419,7 @@ static sprig_jv call(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
             if (eval_args(E, f, x, &args)) sprig_jeval_call_macro(E, x, *m, &args, &r);
             return r;
         }
-        sprig_jfn fn = m ? NULL : sprig_jinja_global(c->name->p);
+        sprig_jfn fn = !m ? sprig_jinja_global(c->name->p) : m->k == JV_FUNC ? sprig_jinja_global(m->fn) : NULL;
         if (!fn) {
             sprig_jeval_fail(E, c, "'%s' is not a function this engine knows", c->name->p);
             return r;
@@ -440,7 +440,9 @@ static sprig_jv eval(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
     case JN_LIT: return x->lit;
     case JN_NAME: {
         const sprig_jv *v = lookup(f, x->name);
-        return v ? *v : r;
+        if (v) return *v;
+        if (sprig_jinja_global(x->name->p)) return (sprig_jv){ .k = JV_FUNC, .fn = x->name->p };
+        return r;
     }
     case JN_LIST:
     case JN_TUPLE: {
@@ -478,7 +480,7 @@ static sprig_jv eval(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
     case JN_CALL: return call(E, f, x);
     case JN_FILTER:
     case JN_TEST: {
-        sprig_jv v = eval(E, f, x->a);
+        sprig_jv v = x->a ? eval(E, f, x->a) : E->block_text;   /* a filter block's chain starts at its text */
         sprig_jargs args;
         if (E->st || !eval_args(E, f, x, &args)) return r;
         if (x->kind == JN_TEST && x->name && lookup(f, x->name) && lookup(f, x->name)->k == JV_MACRO)
@@ -641,6 +643,25 @@ static bool exec_one(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
     case JN_MACRO: {
         sprig_jv m = { .k = JV_MACRO, .m = x };
         return assign(E, f, x->name, m);
+    }
+    case JN_FILTER_BLOCK: {
+        sprig_jbuf buf = { .max = E->lim.max_output }, *saved = E->out;
+        E->out = &buf;
+        exec(E, f, &x->body);
+        E->out = saved;
+        sprig_jv text = E->st || buf.over ? sprig_jv_undef() : sprig_jv_strn(E->a, buf.n ? buf.p : "", buf.n);
+        const bool over = buf.over;
+        sprig_jbuf_free(&buf);
+        if (over) return sprig_jeval_fail(E, x, "the rendering is longer than its output limit (%zu bytes)", E->lim.max_output);
+        if (E->st) return false;
+        if (text.k != JV_STR) return sprig_jeval_oom(E);
+        const sprig_jv saved_text = E->block_text;
+        E->block_text = text;
+        sprig_jv v = eval(E, f, x->a);
+        E->block_text = saved_text;
+        if (E->st) return false;
+        sprig_jv_print(E->out, v);
+        return true;
     }
     case JN_BREAK: E->brk = 1; return true;
     case JN_CONTINUE: E->brk = 2; return true;

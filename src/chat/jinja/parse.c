@@ -572,6 +572,25 @@ static sprig_jnode *statement(parser *P)
         static const char *const ends[] = { "endmacro", NULL };
         const char *ended = NULL;
         if (!close_stmt(P) || !block(P, &x->body, ends, &ended) || !close_stmt(P)) return NULL;
+    } else if (!strcmp(w, "filter")) {   /* {% filter f(args) | g %}...{% endfilter %}: the filters applied to the block's text */
+        x = node(P, JN_FILTER_BLOCK, open);
+        if (!x) return NULL;
+        sprig_jnode *chain = NULL;
+        do {
+            const sprig_jtok *nm = peek(P);
+            if (nm->kind != JT_NAME) return fail(P, nm, "expected a filter name%s", NULL), NULL;
+            P->i++;
+            sprig_jnode *y = node(P, JN_FILTER, nm);
+            if (!y) return NULL;
+            y->a = chain;
+            y->name = nm->s;
+            if (accept_op(P, "(") && !call_args(P, y)) return NULL;
+            chain = y;
+        } while (accept_op(P, "|"));
+        x->a = chain;
+        static const char *const ends[] = { "endfilter", NULL };
+        const char *ended = NULL;
+        if (!close_stmt(P) || !block(P, &x->body, ends, &ended) || !close_stmt(P)) return NULL;
     } else if (!strcmp(w, "break") || !strcmp(w, "continue")) {
         if (!(x = node(P, w[0] == 'b' ? JN_BREAK : JN_CONTINUE, open)) || !close_stmt(P)) return NULL;
     } else {

@@ -146,7 +146,8 @@ bool sprig_jv_truthy(sprig_jv v)
     case JV_STR: return v.s->n > 0;
     case JV_LIST: return v.l->n > 0;
     case JV_DICT: return v.d->n > 0;
-    case JV_MACRO: return true;
+    case JV_MACRO:
+    case JV_FUNC: return true;
     default: return false;
     }
 }
@@ -178,6 +179,7 @@ bool sprig_jv_equal(sprig_jv a, sprig_jv b)
         }
         return true;
     case JV_MACRO: return a.m == b.m;
+    case JV_FUNC: return !strcmp(a.fn, b.fn);
     default: return false;
     }
 }
@@ -200,7 +202,8 @@ bool sprig_jv_less(sprig_jv a, sprig_jv b, bool *ok)
 
 const char *sprig_jv_kind_name(sprig_jv v)
 {
-    static const char *const names[] = { "undefined", "none", "boolean", "integer", "float", "string", "list", "dict", "macro" };
+    static const char *const names[] = { "undefined", "none", "boolean", "integer", "float", "string", "list", "dict", "macro",
+                                         "function" };
     return v.k == JV_DICT && v.ns ? "namespace" : names[v.k];
 }
 
@@ -339,6 +342,7 @@ void sprig_jv_print(sprig_jbuf *b, sprig_jv v)
         sprig_jbuf_puts(b, v.ns ? "}>" : "}");
         return;
     case JV_MACRO: sprig_jbuf_puts(b, "<macro>"); return;
+    case JV_FUNC: sprig_jbuf_puts(b, "<function "); sprig_jbuf_puts(b, v.fn); sprig_jbuf_puts(b, ">"); return;
     default: return;
     }
 }

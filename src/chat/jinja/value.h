@@ -12,7 +12,8 @@
  * Values follow Jinja's model as transformers renders chat templates:
  * undefined, none, booleans, integers, floats, strings (UTF-8, immutable),
  * lists, dicts (string keys, insertion order kept: tojson and items() show
- * it), namespaces (dicts whose attributes `set` may assign) and macros.
+ * it), namespaces (dicts whose attributes `set` may assign), macros and the
+ * global functions (so `strftime_now is defined` holds, as in transformers).
  */
 #ifndef SPRIG_CHAT_JINJA_VALUE_H
 #define SPRIG_CHAT_JINJA_VALUE_H
@@ -30,7 +31,7 @@ void *sprig_jarena_alloc(sprig_jarena *a, size_t n);
 size_t sprig_jarena_used(const sprig_jarena *a);
 
 /* ---- values ---- */
-enum sprig_jv_kind { JV_UNDEF = 0, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT, JV_MACRO };
+enum sprig_jv_kind { JV_UNDEF = 0, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT, JV_MACRO, JV_FUNC };
 
 typedef struct sprig_jstr { size_t n; char p[]; } sprig_jstr;   /* p[n] = 0 */
 struct sprig_jlist;
@@ -48,6 +49,7 @@ typedef struct sprig_jv {
         struct sprig_jlist *l;
         struct sprig_jdict *d;
         const struct sprig_jnode *m;   /* JV_MACRO: its definition */
+        const char *fn;                /* JV_FUNC: a global function's name (range, strftime_now, ...) */
     };
 } sprig_jv;
 
