@@ -1,6 +1,6 @@
 // tests/ref/render-templates.mjs — the reference side of tests/test-jinja.c's
-// corpus test: every chat template in tests/data/chat-templates (68 real
-// models' templates, see its README) rendered over a fixed set of
+// corpus test: every chat template in tests/data/chat-templates (86 real
+// templates, see its README) rendered over a fixed set of
 // conversations by @huggingface/jinja (pinned in package.json), printed as
 // one JSON object:
 //   { "templates": [ { "file", "cases": [ { "name", "vars", "expected" } |
@@ -63,7 +63,9 @@ const conversations = [
 ];
 
 const out = { templates: [] };
-for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.jinja')).sort()) {
+const files = [...fs.readdirSync(dir).filter((f) => f.endsWith('.jinja')),
+               ...fs.readdirSync(path.join(dir, 'chujiezheng')).filter((f) => f.endsWith('.jinja')).map((f) => 'chujiezheng/' + f)].sort();
+for (const file of files) {
     const text = fs.readFileSync(path.join(dir, file), 'utf8');
     const t = { file, cases: [] };
     let tmpl = null, compileError = null;
