@@ -211,6 +211,24 @@ post /v1/chat/completions '{"messages":[{"role":"system","content":"S"},{"role":
 check "and for a chat completion (got $CODE)" sh -c "[ '$CODE' = 400 ] && grep -q 'raised: the first message' '$TMP/j3'"
 post /v1/chat/completions '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"temperature":0}' "$TMP/j4"
 check "a chat completion through the Jinja template (got $CODE)" [ "$CODE" = 200 ]
+# OpenAI's message shapes reach the template: text parts, an assistant's tool calls (arguments as an
+# object), a tool result, tool_choice none, chat_template_kwargs; what needs constrained decoding is refused
+"$BIN" mkmodel --preset tiny --vocab 512 -t 1 -q -o "$TMP/jinja2.gguf" --chat-template \
+    '{% for m in messages %}[{{ m.role }}]{{ m.content if m.content is string else "-" }}{% for c in m.tool_calls or [] %}<call {{ c.function.name }} {{ c.function.arguments | tojson }}>{% endfor %}{% if m.tool_call_id %}({{ m.tool_call_id }}){% endif %}{% endfor %}{% if tools %}<tools {{ tools | length }}>{% endif %}{% if flag %}<flag>{% endif %}'
+PORT0=$PORT
+start jinja2 -m "$TMP/jinja2.gguf" -c 256 -t 1 || exit 1
+post /apply-template '{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\": 1}"}}]},{"role":"tool","tool_call_id":"c1","content":"2"}],"tools":[{"type":"function","function":{"name":"add"}}],"chat_template_kwargs":{"flag":true},"add_generation_prompt":false}' "$TMP/j5"
+check "message shapes through the template (got $CODE)" [ "$CODE/$(field "$TMP/j5" 'j.prompt')" = '200/[user]a
+b[assistant]-<call add {"a": 1}>[tool]2(c1)<tools 1><flag>' ]
+post /apply-template '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"add"}}],"tool_choice":"none"}' "$TMP/j6"
+check "tool_choice none: no tools offered" [ "$(field "$TMP/j6" 'j.prompt')" = "[user]x" ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"add"}}],"tool_choice":"required"}' "$TMP/j7"
+check "tool_choice required: 400 naming it (got $CODE)" [ "$CODE/$(field "$TMP/j7" 'j.error.param')" = "400/tool_choice" ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x","tool_calls":[]}]}' "$TMP/j8"
+check "tool calls on a user message: 400 naming them (got $CODE)" [ "$CODE/$(field "$TMP/j8" 'j.error.param')" = "400/messages[0].tool_calls" ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}' "$TMP/j9"
+check "an image part: 400 naming the content (got $CODE)" [ "$CODE/$(field "$TMP/j9" 'j.error.param')" = "400/messages[0].content" ]
+PORT=$PORT0
 PORT=$SPEC_PORT
 
 # the official OpenAI JavaScript client (tests/ref, pinned)

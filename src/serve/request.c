@@ -31,6 +31,9 @@ void sprig_serve_req_free(struct sprig_serve_req *r)
         free(r->msgs[i].content);
     }
     free(r->msgs);
+    json_decref(r->messages);
+    json_decref(r->tools);
+    json_decref(r->template_vars);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     memset(r, 0, sizeof *r);
 }
@@ -80,6 +83,162 @@ static bool get_bool(const json_t *o, const char *k, bool *out, char *why, size_
     return true;
 }
 
+/* message i's content: a string, text parts joined by newlines, or null (an assistant's tool calls) */
+static bool message_content(const json_t *c, size_t i, bool may_be_null, json_t **out, char *why, size_t cap, char *param, size_t pcap)
+{
+    char field[64];
+    snprintf(field, sizeof field, "messages[%zu].content", i);
+    if (!c || json_is_null(c)) {
+        if (!may_be_null) return fail(why, cap, param, pcap, field, "'%s' is required", field);
+        *out = json_null();
+        return true;
+    }
+    if (json_is_string(c)) {
+        if (memchr(json_string_value(c), 0, json_string_length(c))) return fail(why, cap, param, pcap, field, "'%s' holds a NUL character", field);
+        *out = json_deep_copy(c);
+        return *out != NULL;
+    }
+    if (!json_is_array(c)) return fail(why, cap, param, pcap, field, "'%s' must be a string, an array of text parts or null", field);
+    size_t n = 0;
+    for (size_t k = 0; k < json_array_size(c); k++) {
+        const json_t *part = json_array_get(c, k), *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
+        if (!json_is_string(type) || strcmp(json_string_value(type), "text"))
+            return fail(why, cap, param, pcap, field, "'%s[%zu]': only parts of type \"text\" are supported", field, k);
+        if (!json_is_string(text)) return fail(why, cap, param, pcap, field, "'%s[%zu].text' must be a string", field, k);
+        n += json_string_length(text) + 1;
+    }
+    char *buf = malloc(n + 1), *q = buf;
+    if (!buf) return fail(why, cap, param, pcap, field, "out of memory");
+    for (size_t k = 0; k < json_array_size(c); k++) {
+        const json_t *text = json_object_get(json_array_get(c, k), "text");
+        if (k) *q++ = '\n';
+        memcpy(q, json_string_value(text), json_string_length(text));
+        q += json_string_length(text);
+    }
+    *out = json_stringn(buf, (size_t)(q - buf));
+    free(buf);
+    if (!*out) return fail(why, cap, param, pcap, field, "'%s' is not valid text", field);
+    return true;
+}
+
+/* an assistant's tool_calls: [{id?, type: "function", function: {name, arguments}}]; arguments given as a
+ * string that parses as a JSON object become that object (what chat templates read) */
+static bool message_tool_calls(const json_t *tc, size_t i, json_t *norm, char *why, size_t cap, char *param, size_t pcap)
+{
+    char field[64];
+    snprintf(field, sizeof field, "messages[%zu].tool_calls", i);
+    if (!json_is_array(tc)) return fail(why, cap, param, pcap, field, "'%s' must be an array", field);
+    json_t *calls = json_array();
+    json_object_set_new(norm, "tool_calls", calls);
+    for (size_t k = 0; k < json_array_size(tc); k++) {
+        const json_t *c = json_array_get(tc, k), *fn = json_object_get(c, "function"), *id = json_object_get(c, "id"),
+                     *type = json_object_get(c, "type");
+        const json_t *name = json_object_get(fn, "name"), *args = json_object_get(fn, "arguments");
+        if (!json_is_object(c) || !json_is_object(fn) || !json_is_string(name))
+            return fail(why, cap, param, pcap, field, "'%s[%zu]' must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", field, k);
+        if (type && !(json_is_string(type) && !strcmp(json_string_value(type), "function")))
+            return fail(why, cap, param, pcap, field, "'%s[%zu].type' must be \"function\"", field, k);
+        if (id && !json_is_string(id)) return fail(why, cap, param, pcap, field, "'%s[%zu].id' must be a string", field, k);
+        json_t *a = NULL;
+        if (!args || json_is_null(args)) a = json_object();
+        else if (json_is_object(args)) a = json_deep_copy(args);
+        else if (json_is_string(args)) {
+            json_t *parsed = json_loadb(json_string_value(args), json_string_length(args), 0, NULL);
+            a = json_is_object(parsed) ? parsed : json_deep_copy(args);
+            if (!json_is_object(parsed)) json_decref(parsed);
+        } else return fail(why, cap, param, pcap, field, "'%s[%zu].function.arguments' must be a JSON string or an object", field, k);
+        json_t *call = json_pack("{s:s,s:{s:O,s:o}}", "type", "function", "function", "name", name, "arguments", a);
+        if (!call) return fail(why, cap, param, pcap, field, "out of memory");
+        if (id) json_object_set(call, "id", (json_t *)id);
+        json_array_append_new(calls, call);
+    }
+    return true;
+}
+
+static bool parse_message(const json_t *e, size_t i, json_t **out, struct sprig_serve_msg *flat, char *why, size_t cap, char *param,
+                          size_t pcap)
+{
+    char field[64];
+    snprintf(field, sizeof field, "messages[%zu].role", i);
+    if (!json_is_object(e)) return fail(why, cap, param, pcap, field, "'messages[%zu]' must be an object", i);
+    const json_t *role = json_object_get(e, "role");
+    if (!json_is_string(role)) return fail(why, cap, param, pcap, field, "'%s' must be a string", field);
+    const char *rv = json_string_value(role);
+    static const char *const roles[] = { "system", "developer", "user", "assistant", "tool" };
+    bool known = false;
+    for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++) known |= !strcmp(rv, roles[k]);
+    if (!known) return fail(why, cap, param, pcap, field, "'%s' = '%.32s' is not system, developer, user, assistant or tool", field, rv);
+    const bool assistant = !strcmp(rv, "assistant");
+    const json_t *tc = json_object_get(e, "tool_calls");
+    if (tc && !json_is_null(tc) && !assistant) {
+        snprintf(field, sizeof field, "messages[%zu].tool_calls", i);
+        return fail(why, cap, param, pcap, field, "'%s': only assistant messages carry tool calls", field);
+    }
+    json_t *norm = json_object(), *content = NULL;
+    *out = norm;
+    if (!norm) return fail(why, cap, param, pcap, field, "out of memory");
+    json_object_set_new(norm, "role", json_string(!strcmp(rv, "developer") ? "system" : rv));
+    if (!message_content(json_object_get(e, "content"), i, assistant && tc && !json_is_null(tc), &content, why, cap, param, pcap)) {
+        json_decref(norm);
+        return false;
+    }
+    json_object_set_new(norm, "content", content);
+    static const char *const strs[] = { "name", "tool_call_id", "reasoning_content" };
+    for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
+        const json_t *v = json_object_get(e, strs[k]);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_string(v)) {
+            snprintf(field, sizeof field, "messages[%zu].%s", i, strs[k]);
+            json_decref(norm);
+            return fail(why, cap, param, pcap, field, "'%s' must be a string", field);
+        }
+        json_object_set(norm, strs[k], (json_t *)v);
+    }
+    if (tc && !json_is_null(tc) && !message_tool_calls(tc, i, norm, why, cap, param, pcap)) {
+        json_decref(norm);
+        return false;
+    }
+    flat->role = strdup(json_string_value(json_object_get(norm, "role")));
+    flat->content = strdup(json_is_string(content) ? json_string_value(content) : "");
+    if (!flat->role || !flat->content) {
+        json_decref(norm);
+        return fail(why, cap, param, pcap, field, "out of memory");
+    }
+    return true;
+}
+
+/* tools: [{type: "function", function: {name, description?, parameters?}}]; tool_choice "auto" or "none" */
+static bool parse_tools(const json_t *o, struct sprig_serve_req *r, char *why, size_t cap, char *param, size_t pcap)
+{
+    const json_t *tools = json_object_get(o, "tools"), *choice = json_object_get(o, "tool_choice"),
+                 *par = json_object_get(o, "parallel_tool_calls");
+    if (par && !json_is_null(par) && !json_is_boolean(par))
+        return fail(why, cap, param, pcap, "parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    if (choice && !json_is_null(choice)) {
+        const char *c = json_is_string(choice) ? json_string_value(choice) : NULL;
+        if (!c || (strcmp(c, "auto") && strcmp(c, "none")))
+            return fail(why, cap, param, pcap, "tool_choice",
+                        "'tool_choice' %s needs constrained decoding, which this server does not have yet; use \"auto\" or \"none\"",
+                        c ? c : "naming a function");
+        if (!strcmp(c, "none")) return true;   /* the model is not offered the tools */
+    }
+    if (!tools || json_is_null(tools)) return true;
+    if (!json_is_array(tools)) return fail(why, cap, param, pcap, "tools", "'tools' must be an array");
+    for (size_t k = 0; k < json_array_size(tools); k++) {
+        const json_t *t = json_array_get(tools, k), *fn = json_object_get(t, "function"), *type = json_object_get(t, "type");
+        char field[48];
+        snprintf(field, sizeof field, "tools[%zu]", k);
+        if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function") || !json_is_object(fn) ||
+            !json_is_string(json_object_get(fn, "name")))
+            return fail(why, cap, param, pcap, field, "'%s' must be {\"type\": \"function\", \"function\": {\"name\", ...}}", field);
+        const json_t *params = json_object_get(fn, "parameters");
+        if (params && !json_is_null(params) && !json_is_object(params))
+            return fail(why, cap, param, pcap, field, "'%s.function.parameters' must be a JSON schema object", field);
+    }
+    if (json_array_size(tools)) r->tools = json_deep_copy(tools);
+    return true;
+}
+
 static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct sprig_serve_req *r, char *why, size_t cap, char *param,
                       size_t pcap)
 {
@@ -93,23 +252,18 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct spr
         if (json_array_size(m) > SPRIG_SERVE_MAX_MESSAGES)
             return fail(why, cap, param, pcap, "messages", "'messages' holds %zu messages, more than %d", json_array_size(m), SPRIG_SERVE_MAX_MESSAGES);
         r->msgs = calloc(json_array_size(m), sizeof *r->msgs);
-        if (!r->msgs) return fail(why, cap, param, pcap, "messages", "out of memory");
+        if (!r->msgs || !(r->messages = json_array())) return fail(why, cap, param, pcap, "messages", "out of memory");
         for (size_t i = 0; i < json_array_size(m); i++) {
-            const json_t *e = json_array_get(m, i), *role = json_object_get(e, "role"), *content = json_object_get(e, "content");
-            char field[64];
-            snprintf(field, sizeof field, "messages[%zu].role", i);
-            if (!json_is_object(e)) return fail(why, cap, param, pcap, field, "'messages[%zu]' must be an object", i);
-            if (!json_is_string(role)) return fail(why, cap, param, pcap, field, "'%s' must be a string", field);
-            const char *rv = json_string_value(role);
-            if (strcmp(rv, "system") && strcmp(rv, "user") && strcmp(rv, "assistant") && strcmp(rv, "developer"))
-                return fail(why, cap, param, pcap, field, "'%s' = '%.32s' is not system, developer, user or assistant", field, rv);
-            snprintf(field, sizeof field, "messages[%zu].content", i);
-            if (!json_is_string(content)) return fail(why, cap, param, pcap, field, "'%s' must be a string", field);
-            r->msgs[i].role = strdup(!strcmp(rv, "developer") ? "system" : rv);
-            r->msgs[i].content = dup_string(content);
+            json_t *norm = NULL;
+            if (!parse_message(json_array_get(m, i), i, &norm, &r->msgs[i], why, cap, param, pcap)) return false;
             r->n_msgs = (int)i + 1;
-            if (!r->msgs[i].role || !r->msgs[i].content)
-                return fail(why, cap, param, pcap, field, "'%s' holds a NUL character", field);
+            if (json_array_append_new(r->messages, norm)) return fail(why, cap, param, pcap, "messages", "out of memory");
+        }
+        if (!parse_tools(o, r, why, cap, param, pcap)) return false;
+        const json_t *kw = json_object_get(o, "chat_template_kwargs");
+        if (kw && !json_is_null(kw)) {
+            if (!json_is_object(kw)) return fail(why, cap, param, pcap, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+            r->template_vars = json_deep_copy(kw);
         }
     } else {
         const json_t *p = json_object_get(o, "prompt");

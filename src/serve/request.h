@@ -6,11 +6,16 @@
  * the caller's body limit), every field is checked for its type and range,
  * and an error names the field as OpenAI clients expect ("param"). Unknown
  * fields are ignored, as OpenAI's server does. Strings are copied, so the
- * request owns everything it points to (sprig_serve_req_free).
+ * request owns everything it points to (sprig_serve_req_free). Chat
+ * messages take OpenAI's shapes: a content string, an array of text parts,
+ * or null beside tool_calls; roles system, developer, user, assistant and
+ * tool. tool_choice "auto" and "none" are taken; "required" and a named
+ * function need constrained decoding and are refused by name.
  */
 #ifndef SPRIG_SERVE_REQUEST_H
 #define SPRIG_SERVE_REQUEST_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,8 +28,14 @@ struct sprig_serve_msg { char *role, *content; };
 struct sprig_serve_req {
     bool chat;                    /* /v1/chat/completions */
     char *prompt;                 /* completions: the prompt */
-    struct sprig_serve_msg *msgs;       /* chat: [n_msgs] */
+    struct sprig_serve_msg *msgs;       /* chat: [n_msgs], role and content as text ("" for none) */
     int n_msgs;
+    json_t *messages;             /* chat: the messages as the template gets them: role (developer -> system),
+                                     content (a string, text parts joined by newlines, or null), tool_calls (their
+                                     arguments as objects where the string parses as one), tool_call_id, name,
+                                     reasoning_content */
+    json_t *tools;                /* chat: the tools array (NULL: none, or tool_choice "none") */
+    json_t *template_vars;        /* chat: chat_template_kwargs, more template variables (NULL: none) */
     int max_tokens;               /* 0: not given */
     double temperature, top_p, min_p;
     int top_k;

@@ -165,17 +165,12 @@ void sprig_server_free(sprig_server *sv)
 /* The conversation as prompt text through the chat template */
 static char *render(const struct sprig_server *sv, const struct sprig_serve_req *r, char *why, size_t cap)
 {
-    json_t *msgs = json_array();
-    for (int i = 0; msgs && i < r->n_msgs; i++)
-        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", r->msgs[i].role, "content", r->msgs[i].content));
     char *out = NULL;
     sprig_error err = { 0 };
-    if (!msgs || json_array_size(msgs) != (size_t)r->n_msgs) snprintf(why, cap, "out of memory");
-    else if (sprig_chat_apply(sv->chat, msgs, NULL, true, sv->bos, sv->eos, NULL, &out, NULL, &err)) {
+    if (sprig_chat_apply(sv->chat, r->messages, r->tools, true, sv->bos, sv->eos, r->template_vars, &out, NULL, &err)) {
         snprintf(why, cap, "%s", err.msg);
-        out = NULL;
+        return NULL;
     }
-    json_decref(msgs);
     return out;
 }
 
@@ -188,28 +183,19 @@ int sprig_server_apply_template(sprig_server *sv, const char *body, size_t len, 
         snprintf(why, cap, "the model has no usable chat template; start the server with --chat-template-file F or --chat-template NAME");
         return 400;
     }
-    json_error_t je;
-    json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
-    if (!json_is_object(root)) {
-        snprintf(why, cap, "the body is not a JSON object%s%s", root ? "" : ": ", root ? "" : je.text);
-        json_decref(root);
-        return 400;
-    }
-    const json_t *msgs = json_object_get(root, "messages"), *tools = json_object_get(root, "tools"),
-                 *agp = json_object_get(root, "add_generation_prompt");
-    const char *bad = !json_is_array(msgs) ? "messages" : tools && !json_is_null(tools) && !json_is_array(tools) ? "tools"
-                    : agp && !json_is_boolean(agp) ? "add_generation_prompt" : NULL;
-    if (bad) {
-        snprintf(why, cap, "'%s' must be %s", bad, !strcmp(bad, "add_generation_prompt") ? "a boolean" : "an array");
-        snprintf(param, pcap, "%s", bad);
-        json_decref(root);
-        return 400;
-    }
+    struct sprig_serve_req req;   /* the messages, tools and template variables as a chat request takes them */
+    if (!sprig_serve_req_parse(body ? body : "", len, true, sv->n_ctx, &req, why, cap, param, pcap)) return 400;
+    json_t *root = json_loadb(body, len, 0, NULL);
+    const json_t *agp = json_object_get(root, "add_generation_prompt");
+    int status = 0;
     char *prompt = NULL;
     sprig_error err = { 0 };
-    int status = 0;
-    if (sprig_chat_apply(sv->chat, msgs, json_is_array(tools) ? tools : NULL, agp ? json_is_true(agp) : true, sv->bos, sv->eos, NULL,
-                         &prompt, NULL, &err)) {
+    if (agp && !json_is_boolean(agp)) {
+        snprintf(why, cap, "'add_generation_prompt' must be a boolean");
+        snprintf(param, pcap, "add_generation_prompt");
+        status = 400;
+    } else if (sprig_chat_apply(sv->chat, req.messages, req.tools, agp ? json_is_true(agp) : true, sv->bos, sv->eos, req.template_vars,
+                                &prompt, NULL, &err)) {
         snprintf(why, cap, "%s", err.msg);
         snprintf(param, pcap, "messages");
         status = err.code == SPRIG_E_NOMEM ? 500 : 400;
@@ -223,6 +209,7 @@ int sprig_server_apply_template(sprig_server *sv, const char *body, size_t len, 
     }
     free(prompt);
     json_decref(root);
+    sprig_serve_req_free(&req);
     return status;
 }
 
