@@ -149,20 +149,34 @@ static void test_refusals(void)
     free(out);
 }
 
-/* the shipped families' real templates against @huggingface/jinja (Python's strip for Qwen 3) */
-static void test_real_templates(void)
+/* a reference script's JSON (node, tests/ref/node_modules); NULL when they are missing (a skip, or a
+ * failure under SPRIG_REQUIRE_REF=1) or the script fails */
+static json_t *reference(const char *script)
 {
     const bool require = getenv("SPRIG_REQUIRE_REF") && !strcmp(getenv("SPRIG_REQUIRE_REF"), "1");
     if (!test_file_exists("tests/ref/node_modules/@huggingface/jinja/package.json") || system("node --version >/dev/null 2>&1") != 0) {
         if (require) CHECKF(0, "SPRIG_REQUIRE_REF=1 but node or tests/ref/node_modules is missing");
         else fprintf(stderr, "  SKIP: node or tests/ref/node_modules missing (cd tests/ref && npm ci)\n");
-        return;
+        return NULL;
     }
-    FILE *p = popen("node tests/ref/render-chat.mjs", "r");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "node %s", script);
+    FILE *p = popen(cmd, "r");
     json_error_t je;
     json_t *root = p ? json_loadf(p, 0, &je) : NULL;
     const int rc = p ? pclose(p) : -1;
-    CHECKF(rc == 0 && root, "render-chat.mjs failed (status %d)", rc);
+    CHECKF(rc == 0 && root, "%s failed (status %d)", script, rc);
+    if (rc != 0 && root) {
+        json_decref(root);
+        root = NULL;
+    }
+    return root;
+}
+
+/* the shipped families' real templates against @huggingface/jinja (Python's strip for Qwen 3) */
+static void test_real_templates(void)
+{
+    json_t *root = reference("tests/ref/render-chat.mjs");
     if (!root) return;
     size_t fi, ci;
     json_t *fam, *c;
@@ -215,17 +229,7 @@ static bool known_diff(const char *file, const char *conv)
 
 static void test_corpus(void)
 {
-    const bool require = getenv("SPRIG_REQUIRE_REF") && !strcmp(getenv("SPRIG_REQUIRE_REF"), "1");
-    if (!test_file_exists("tests/ref/node_modules/@huggingface/jinja/package.json") || system("node --version >/dev/null 2>&1") != 0) {
-        if (require) CHECKF(0, "SPRIG_REQUIRE_REF=1 but node or tests/ref/node_modules is missing");
-        else fprintf(stderr, "  SKIP: node or tests/ref/node_modules missing (cd tests/ref && npm ci)\n");
-        return;
-    }
-    FILE *p = popen("node tests/ref/render-templates.mjs", "r");
-    json_error_t je;
-    json_t *root = p ? json_loadf(p, 0, &je) : NULL;
-    const int rc = p ? pclose(p) : -1;
-    CHECKF(rc == 0 && root, "render-templates.mjs failed (status %d)", rc);
+    json_t *root = reference("tests/ref/render-templates.mjs");
     if (!root) return;
     size_t ti, ci;
     json_t *tj, *c;

@@ -245,7 +245,7 @@ static sprig_jv slice(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, sprig_j
 /* ---- operators ---- */
 static bool numeric(sprig_jv v) { return v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL; }
 static double fnum(sprig_jv v) { return v.k == JV_FLOAT ? v.f : v.k == JV_INT ? (double)v.i : v.b; }
-static int64_t inum(sprig_jv v) { return v.k == JV_INT ? v.i : v.b; }
+static int64_t inum(sprig_jv v) { return v.k == JV_INT ? v.i : v.k == JV_BOOL ? v.b : 0; }
 
 static bool contains(sprig_jeval *E, const sprig_jnode *at, sprig_jv hay, sprig_jv needle, bool *out)
 {
@@ -601,6 +601,21 @@ static bool exec_for(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
     return !E->st;
 }
 
+/* a block set's or filter block's body rendered into a string of its own */
+static bool render_body(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x, sprig_jv *text)
+{
+    sprig_jbuf buf = { .max = E->lim.max_output }, *saved = E->out;
+    E->out = &buf;
+    exec(E, f, &x->body);
+    E->out = saved;
+    *text = E->st || buf.over ? sprig_jv_undef() : sprig_jv_strn(E->a, buf.n ? buf.p : "", buf.n);
+    const bool over = buf.over;
+    sprig_jbuf_free(&buf);
+    if (over) return sprig_jeval_fail(E, x, "the rendering is longer than its output limit (%zu bytes)", E->lim.max_output);
+    if (E->st) return false;
+    return text->k == JV_STR || sprig_jeval_oom(E);
+}
+
 static bool exec_one(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
 {
     if (!step(E, x)) return false;
@@ -628,33 +643,16 @@ static bool exec_one(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
         return unpack(E, f, x, x->names, x->n_names, v);
     }
     case JN_SET_BLOCK: {
-        sprig_jbuf buf = { .max = E->lim.max_output }, *saved = E->out;
-        E->out = &buf;
-        exec(E, f, &x->body);
-        E->out = saved;
-        sprig_jv v = E->st || buf.over ? sprig_jv_undef() : sprig_jv_strn(E->a, buf.n ? buf.p : "", buf.n);
-        const bool over = buf.over;
-        sprig_jbuf_free(&buf);
-        if (over) return sprig_jeval_fail(E, x, "the rendering is longer than its output limit (%zu bytes)", E->lim.max_output);
-        if (E->st) return false;
-        if (v.k != JV_STR) return sprig_jeval_oom(E);
-        return assign(E, f, x->names[0], v);
+        sprig_jv v;
+        return render_body(E, f, x, &v) && assign(E, f, x->names[0], v);
     }
     case JN_MACRO: {
         sprig_jv m = { .k = JV_MACRO, .m = x };
         return assign(E, f, x->name, m);
     }
     case JN_FILTER_BLOCK: {
-        sprig_jbuf buf = { .max = E->lim.max_output }, *saved = E->out;
-        E->out = &buf;
-        exec(E, f, &x->body);
-        E->out = saved;
-        sprig_jv text = E->st || buf.over ? sprig_jv_undef() : sprig_jv_strn(E->a, buf.n ? buf.p : "", buf.n);
-        const bool over = buf.over;
-        sprig_jbuf_free(&buf);
-        if (over) return sprig_jeval_fail(E, x, "the rendering is longer than its output limit (%zu bytes)", E->lim.max_output);
-        if (E->st) return false;
-        if (text.k != JV_STR) return sprig_jeval_oom(E);
+        sprig_jv text;
+        if (!render_body(E, f, x, &text)) return false;
         const sprig_jv saved_text = E->block_text;
         E->block_text = text;
         sprig_jv v = eval(E, f, x->a);
