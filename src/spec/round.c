@@ -117,7 +117,7 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     s->d = drafter;
     s->p = *p;
     target->all_hidden = drafter && drafter->reads_all_hidden;
-    if (drafter && p->tree_width && !drafter->vt->draft_tree)
+    if (drafter && p->tree_width && !drafter->vt->draft_tree && !p->shape)
         SPRIG_LOGW("drafter '%s' grows no dynamic trees: its tree rounds add runner-up leaves", drafter->vt->name);
     s->shape = drafter ? p->shape : NULL;
     s->tree_mode = sprig_spec_resolve_tree(p->tree, getenv("SPRIG_TREE"));
