@@ -483,8 +483,6 @@ static sprig_jv eval(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
         sprig_jv v = x->a ? eval(E, f, x->a) : E->block_text;   /* a filter block's chain starts at its text */
         sprig_jargs args;
         if (E->st || !eval_args(E, f, x, &args)) return r;
-        if (x->kind == JN_TEST && x->name && lookup(f, x->name) && lookup(f, x->name)->k == JV_MACRO)
-            return sprig_jeval_fail(E, x, "a macro cannot be used as a test"), r;
         sprig_jfn fn = x->kind == JN_FILTER ? sprig_jinja_filter(x->name->p) : sprig_jinja_test(x->name->p);
         if (!fn) return sprig_jeval_fail(E, x, "unknown %s '%s'", x->kind == JN_FILTER ? "filter" : "test", x->name->p), r;
         if (!fn(E, x, v, &args, &r)) return sprig_jv_undef();

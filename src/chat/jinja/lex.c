@@ -270,7 +270,7 @@ sprig_status sprig_jinja_lex(sprig_jarena *a, const char *src, size_t n, sprig_j
         if (L.i >= L.t.n) break;
         const size_t t0 = L.i;
         const bool dash = L.t.p[L.i] == '-';
-        if ((dash && L.i + 2 < L.t.n + 0 && ((L.t.p[L.i + 1] == '%' && L.t.p[L.i + 2] == '}') ||
+        if ((dash && L.i + 2 < L.t.n && ((L.t.p[L.i + 1] == '%' && L.t.p[L.i + 2] == '}') ||
                                             (L.t.p[L.i + 1] == '}' && L.t.p[L.i + 2] == '}' && depth == 0))) ||
             starts(&L, "%}") || (starts(&L, "}}") && depth == 0)) {
             const bool stmt = L.t.p[L.i + (dash ? 1 : 0)] == '%';

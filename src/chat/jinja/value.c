@@ -50,8 +50,6 @@ void *sprig_jarena_alloc(sprig_jarena *a, size_t n)
     return p;
 }
 
-size_t sprig_jarena_used(const sprig_jarena *a) { return a->total; }
-
 /* ---- strings, lists, dicts ---- */
 const sprig_jstr *sprig_jstr_new(sprig_jarena *a, const char *p, size_t n)
 {
@@ -70,8 +68,6 @@ sprig_jv sprig_jv_strn(sprig_jarena *a, const char *p, size_t n)
     if (!v.s) v.k = JV_UNDEF;
     return v;
 }
-
-sprig_jv sprig_jv_str(sprig_jarena *a, const char *p) { return sprig_jv_strn(a, p, strlen(p)); }
 
 sprig_jlist *sprig_jlist_new(sprig_jarena *a, int cap)
 {

@@ -28,7 +28,6 @@ sprig_jarena *sprig_jarena_create(size_t cap_bytes);   /* NULL when out of memor
 void sprig_jarena_free(sprig_jarena *a);
 /* n zeroed bytes (8-aligned), or NULL past the cap or out of memory */
 void *sprig_jarena_alloc(sprig_jarena *a, size_t n);
-size_t sprig_jarena_used(const sprig_jarena *a);
 
 /* ---- values ---- */
 enum sprig_jv_kind { JV_UNDEF = 0, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT, JV_MACRO, JV_FUNC };
@@ -64,7 +63,6 @@ static inline sprig_jv sprig_jv_float(double f) { sprig_jv v = { .k = JV_FLOAT, 
 
 /* a string value copied into the arena (kind JV_UNDEF when the arena is full) */
 sprig_jv sprig_jv_strn(sprig_jarena *a, const char *p, size_t n);
-sprig_jv sprig_jv_str(sprig_jarena *a, const char *p);
 const sprig_jstr *sprig_jstr_new(sprig_jarena *a, const char *p, size_t n);   /* NULL when full */
 
 sprig_jlist *sprig_jlist_new(sprig_jarena *a, int cap);
