@@ -1,5 +1,5 @@
 // tests/ref/render-templates.mjs — the reference side of tests/test-jinja.c's
-// corpus test: every chat template in tests/data/chat-templates (86 real
+// corpus test: every chat template in tests/data/chat-templates (129 real
 // templates, see its README) rendered over a fixed set of
 // conversations by @huggingface/jinja (pinned in package.json), printed as
 // one JSON object:
@@ -64,10 +64,10 @@ const conversations = [
 
 const out = { templates: [] };
 const files = [...fs.readdirSync(dir).filter((f) => f.endsWith('.jinja')),
-               ...fs.readdirSync(path.join(dir, 'chujiezheng')).filter((f) => f.endsWith('.jinja')).map((f) => 'chujiezheng/' + f)].sort();
+               ...['chujiezheng', 'hfjs'].flatMap((sub) => fs.readdirSync(path.join(dir, sub)).filter((f) => f.endsWith('.jinja')).map((f) => sub + '/' + f))].sort();
 for (const file of files) {
     const text = fs.readFileSync(path.join(dir, file), 'utf8');
-    const t = { file, cases: [] };
+    const t = { file, path: path.join(dir, file), cases: [] };
     let tmpl = null, compileError = null;
     try { tmpl = new Template(text); } catch (e) { compileError = String(e.message || e); }
     for (const c of conversations) {

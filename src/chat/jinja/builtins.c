@@ -221,6 +221,59 @@ static bool replace_impl(sprig_jeval *E, const sprig_jnode *at, sprig_jv self, c
     return buf_out(E, at, &b, "replace", out);
 }
 
+/* str.format: {} (numbered in turn), {N} and {name} replaced by str(argument), {{ and }} by braces; a format spec
+ * or conversion (after ':' or '!') is refused by name */
+FN(m_format)
+{
+    sprig_jbuf b = { .max = E->lim.max_output };
+    const char *p = self.s->p, *end = p + self.s->n;
+    int next = 0, numbering = 0;
+    while (p < end && !E->st) {
+        if ((*p == '{' || *p == '}') && p + 1 < end && p[1] == *p) {
+            sprig_jbuf_put(&b, p, 1);
+            p += 2;
+            continue;
+        }
+        if (*p == '}') { sprig_jeval_fail(E, at, "format: a single '}' in the format string"); break; }
+        if (*p != '{') {
+            const char *q = p;
+            while (q < end && *q != '{' && *q != '}') q++;
+            sprig_jbuf_put(&b, p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
+        const char *q = ++p;
+        while (q < end && *q != '}' && *q != ':' && *q != '!' && *q != '{') q++;
+        if (q >= end || *q != '}') {
+            sprig_jeval_fail(E, at, q < end && (*q == ':' || *q == '!') ? "format: format specs and conversions are not supported"
+                                                                          : "format: a '{' is not closed");
+            break;
+        }
+        const sprig_jv *v = NULL;
+        const int mode = q == p ? 1 : *p >= '0' && *p <= '9' ? 2 : 0;   /* Python refuses {} beside {N} */
+        if (mode && numbering && mode != numbering) { sprig_jeval_fail(E, at, "format: cannot switch between {} and {N} numbering"); break; }
+        if (mode) numbering = mode;
+        if (q == p) v = sprig_jarg(A, next++, NULL);
+        else if (*p >= '0' && *p <= '9') {
+            int idx = 0;
+            for (const char *r = p; r < q && idx < 1000000; r++) idx = *r >= '0' && *r <= '9' ? idx * 10 + (*r - '0') : -1000000;
+            v = idx >= 0 ? sprig_jarg(A, idx, NULL) : NULL;
+        } else {
+            char name[64];
+            const size_t n = (size_t)(q - p) < sizeof name ? (size_t)(q - p) : sizeof name - 1;
+            memcpy(name, p, n);
+            name[n] = 0;
+            v = sprig_jarg(A, -1, name);
+        }
+        if (!v) { sprig_jeval_fail(E, at, "format: no argument for '{%.*s}'", (int)(q - p), p); break; }
+        sprig_jv s = sprig_jeval_str(E, *v);
+        if (!E->st) sprig_jbuf_put(&b, s.s->p, s.s->n);
+        p = q + 1;
+    }
+    if (E->st) { sprig_jbuf_free(&b); return false; }
+    return buf_out(E, at, &b, "format", out);
+}
+
 FN(m_replace) { return replace_impl(E, at, self, sprig_jarg(A, 0, "old"), sprig_jarg(A, 1, "new"), sprig_jarg(A, 2, "count"), out); }
 
 FN(m_find)
@@ -285,7 +338,7 @@ static bool dict_list(sprig_jeval *E, sprig_jv self, sprig_jv *out, int what)   
     sprig_jlist *l = sprig_jlist_new(E->a, self.d->n);
     if (!l) return sprig_jeval_oom(E);
     for (int i = 0; i < self.d->n; i++) {
-        sprig_jv k = { .k = JV_STR, .s = self.d->k[i] }, v = k;
+        sprig_jv k = self.d->k[i], v = k;
         if (what == 0) {
             sprig_jlist *p = sprig_jlist_new(E->a, 2);
             if (!p || !sprig_jlist_push(E->a, p, k) || !sprig_jlist_push(E->a, p, self.d->v[i])) return sprig_jeval_oom(E);
@@ -304,8 +357,8 @@ FN(m_values) { (void)at; (void)A; return dict_list(E, self, out, 2); }
 FN(m_get)
 {
     const sprig_jv *k = sprig_jarg(A, 0, "key"), *d = sprig_jarg(A, 1, "default");
-    if (!k || k->k != JV_STR) return sprig_jeval_fail(E, at, "get needs a string key");
-    const sprig_jv *v = sprig_jdict_get(self.d, k->s->p, k->s->n);
+    if (!k) return sprig_jeval_fail(E, at, "get needs a key");
+    const sprig_jv *v = sprig_jdict_find(self.d, *k);
     *out = v ? *v : d ? *d : sprig_jv_none();
     return true;
 }
@@ -358,8 +411,16 @@ FN(f_tojson)
 {
     const sprig_jv *ind = sprig_jarg(A, 0, "indent");
     const int indent = ind && ind->k == JV_INT && ind->i >= 0 && ind->i <= 64 ? (int)ind->i : -1;
+    const sprig_jv *sep = sprig_jarg(A, -1, "separators");   /* (item, key), as json.dumps takes them */
+    const char *item_sep = NULL, *key_sep = NULL;
+    if (sep && sep->k != JV_NONE) {
+        if (sep->k != JV_LIST || sep->l->n != 2 || sep->l->v[0].k != JV_STR || sep->l->v[1].k != JV_STR)
+            return sprig_jeval_fail(E, at, "tojson: separators must be a pair of strings");
+        item_sep = sep->l->v[0].s->p;
+        key_sep = sep->l->v[1].s->p;
+    }
     sprig_jbuf b = { .max = E->lim.max_output };
-    sprig_jv_tojson(&b, self, indent, 0);
+    sprig_jv_tojson(&b, self, indent, item_sep, key_sep, 0);
     return buf_out(E, at, &b, "tojson", out);
 }
 
@@ -430,7 +491,37 @@ FN(f_replace)
     sprig_jv s = sprig_jeval_str(E, self);
     return !E->st && replace_impl(E, at, s, sprig_jarg(A, 0, "old"), sprig_jarg(A, 1, "new"), sprig_jarg(A, 2, "count"), out);
 }
-FN(f_safe) { (void)E; (void)at; (void)A; *out = self; return true; }
+FN(f_safe)
+{
+    (void)at; (void)A;
+    *out = sprig_jeval_str(E, self);
+    out->safe = true;
+    return !E->st;
+}
+
+sprig_jv sprig_jeval_escape(sprig_jeval *E, sprig_jv v)
+{
+    if (v.k == JV_STR && v.safe) return v;
+    const sprig_jv s = sprig_jeval_str(E, v);
+    if (E->st) return sprig_jv_undef();
+    sprig_jbuf b = { .max = E->lim.max_output };
+    size_t run = 0;
+    for (size_t i = 0; i < s.s->n; i++) {
+        const char c = s.s->p[i];
+        const char *r = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&#34;" : c == '\'' ? "&#39;" : NULL;
+        if (!r) { run++; continue; }
+        sprig_jbuf_put(&b, s.s->p + i - run, run);
+        run = 0;
+        sprig_jbuf_puts(&b, r);
+    }
+    sprig_jbuf_put(&b, s.s->p + s.s->n - run, run);
+    sprig_jv out = sprig_jv_undef();
+    if (!buf_out(E, NULL, &b, "escape", &out)) return sprig_jv_undef();
+    out.safe = true;
+    return out;
+}
+
+FN(f_escape) { (void)at; (void)A; *out = sprig_jeval_escape(E, self); return !E->st; }
 
 FN(f_items)
 {
@@ -566,6 +657,14 @@ FN(f_unique)
     return true;
 }
 
+/* what select / reject / map / min / max iterate: nothing when the value is false (Jinja's `if value:`), else
+ * what a for loop takes from it */
+static bool items_of(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, sprig_jlist **out)
+{
+    if (sprig_jv_truthy(v)) return sprig_jeval_iter(E, at, v, out);
+    return (*out = sprig_jlist_new(E->a, 1)) != NULL || sprig_jeval_oom(E);
+}
+
 /* tests by name, applied to an item (select / reject / selectattr / rejectattr) */
 static bool apply_test(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, const sprig_jargs *A, int first, bool *hit)
 {
@@ -583,17 +682,17 @@ static bool apply_test(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, const 
 
 static bool select_impl(sprig_jeval *E, const sprig_jnode *at, sprig_jv self, const sprig_jargs *A, sprig_jv *out, bool attr, bool keep)
 {
-    if (self.k == JV_UNDEF) { sprig_jlist *l = sprig_jlist_new(E->a, 1); *out = sprig_jv_list(l); return l || sprig_jeval_oom(E); }
-    if (self.k != JV_LIST) return sprig_jeval_fail(E, at, "select needs a list, not %s", sprig_jv_kind_name(self));
+    sprig_jlist *in;
+    if (!items_of(E, at, self, &in)) return false;
     const sprig_jv *an = attr ? sprig_jarg(A, 0, NULL) : NULL;
     if (attr && (!an || an->k != JV_STR)) return sprig_jeval_fail(E, at, "selectattr needs an attribute name");
-    sprig_jlist *l = sprig_jlist_new(E->a, self.l->n);
+    sprig_jlist *l = sprig_jlist_new(E->a, in->n);
     if (!l) return sprig_jeval_oom(E);
-    for (int i = 0; i < self.l->n; i++) {
-        sprig_jv v = attr ? sprig_jeval_getattr(E, self.l->v[i], an->s->p, an->s->n) : self.l->v[i];
+    for (int i = 0; i < in->n; i++) {
+        sprig_jv v = attr ? sprig_jeval_getattr(E, in->v[i], an->s->p, an->s->n) : in->v[i];
         bool hit = false;
         if (!apply_test(E, at, v, A, attr ? 1 : 0, &hit)) return false;
-        if (hit == keep && !sprig_jlist_push(E->a, l, self.l->v[i])) return sprig_jeval_oom(E);
+        if (hit == keep && !sprig_jlist_push(E->a, l, in->v[i])) return sprig_jeval_oom(E);
     }
     *out = sprig_jv_list(l);
     return true;
@@ -606,23 +705,23 @@ FN(f_rejectattr) { return select_impl(E, at, self, A, out, true, false); }
 
 FN(f_map)
 {
-    if (self.k == JV_UNDEF) { sprig_jlist *l = sprig_jlist_new(E->a, 1); *out = sprig_jv_list(l); return l || sprig_jeval_oom(E); }
-    if (self.k != JV_LIST) return sprig_jeval_fail(E, at, "map needs a list, not %s", sprig_jv_kind_name(self));
+    sprig_jlist *in;
+    if (!items_of(E, at, self, &in)) return false;
     const sprig_jv *attr = sprig_jarg(A, -1, "attribute"), *dflt = sprig_jarg(A, -1, "default"), *fname = sprig_jarg(A, 0, NULL);
     sprig_jfn fn = NULL;
     if (!attr) {
         if (!fname || fname->k != JV_STR) return sprig_jeval_fail(E, at, "map needs attribute= or a filter name");
         if (!(fn = sprig_jinja_filter(fname->s->p))) return sprig_jeval_fail(E, at, "unknown filter '%s'", fname->s->p);
     } else if (attr->k != JV_STR) return sprig_jeval_fail(E, at, "map: attribute must be a string");
-    sprig_jlist *l = sprig_jlist_new(E->a, self.l->n);
+    sprig_jlist *l = sprig_jlist_new(E->a, in->n);
     if (!l) return sprig_jeval_oom(E);
     const sprig_jargs rest = { .n = A->n > 1 ? A->n - 1 : 0, .v = A->v + 1 };
-    for (int i = 0; i < self.l->n; i++) {
+    for (int i = 0; i < in->n; i++) {
         sprig_jv v;
         if (attr) {
-            v = sprig_jeval_getattr(E, self.l->v[i], attr->s->p, attr->s->n);
+            v = sprig_jeval_getattr(E, in->v[i], attr->s->p, attr->s->n);
             if (v.k == JV_UNDEF && dflt) v = *dflt;
-        } else if (!fn(E, at, self.l->v[i], &rest, &v)) return false;
+        } else if (!fn(E, at, in->v[i], &rest, &v)) return false;
         if (!sprig_jlist_push(E->a, l, v)) return sprig_jeval_oom(E);
     }
     *out = sprig_jv_list(l);
@@ -645,6 +744,31 @@ FN(f_sum)
     *out = fl ? sprig_jv_float(sf + (double)si) : sprig_jv_int(si);
     return true;
 }
+
+/* min / max (case_sensitive=false, attribute=none): the first smallest / largest item; undefined when empty */
+static bool extreme(sprig_jeval *E, const sprig_jnode *at, sprig_jv self, const sprig_jargs *A, sprig_jv *out, bool largest)
+{
+    sprig_jlist *in;
+    if (!items_of(E, at, self, &in)) return false;
+    const sprig_jv *cs = sprig_jarg(A, 0, "case_sensitive"), *attr = sprig_jarg(A, 1, "attribute");
+    const bool sens = cs && sprig_jv_truthy(*cs);
+    if (attr && attr->k != JV_STR) return sprig_jeval_fail(E, at, "%s: attribute must be a string", largest ? "max" : "min");
+    *out = sprig_jv_undef();
+    sprig_jv best_key = sprig_jv_undef();
+    for (int i = 0; i < in->n; i++) {
+        sprig_jv k = attr ? sprig_jeval_getattr(E, in->v[i], attr->s->p, attr->s->n) : in->v[i];
+        if (!sens && k.k == JV_STR && !map_case(E, at, k, &k, 0)) return false;
+        bool ok = true;
+        if (i && !(largest ? sprig_jv_less(best_key, k, &ok) : sprig_jv_less(k, best_key, &ok)) && ok) continue;
+        if (!ok) return sprig_jeval_fail(E, at, "%s: cannot compare %s with %s", largest ? "max" : "min", sprig_jv_kind_name(k), sprig_jv_kind_name(best_key));
+        best_key = k;
+        *out = in->v[i];
+    }
+    return true;
+}
+
+FN(f_min) { return extreme(E, at, self, A, out, false); }
+FN(f_max) { return extreme(E, at, self, A, out, true); }
 
 FN(f_wordcount)
 {
@@ -736,7 +860,7 @@ FN(t_in)
     if (!o) return sprig_jeval_fail(E, at, "'in' test needs a container");
     bool hit = false;
     if (o->k == JV_LIST) for (int i = 0; i < o->l->n && !hit; i++) hit = sprig_jv_equal(o->l->v[i], self);
-    else if (o->k == JV_DICT) hit = self.k == JV_STR && sprig_jdict_get(o->d, self.s->p, self.s->n);
+    else if (o->k == JV_DICT) hit = sprig_jdict_find(o->d, self) != NULL;
     else if (o->k == JV_STR && self.k == JV_STR) hit = find(o->s, 0, self.s) != NULL;
     *out = sprig_jv_bool(hit);
     return true;
@@ -802,7 +926,7 @@ static bool make_dict(sprig_jeval *E, const sprig_jargs *A, sprig_jv *out, bool 
     if (!d) return sprig_jeval_oom(E);
     if (A->n == 1 && A->v[0].k == JV_DICT)   /* namespace(other_dict) */
         for (int i = 0; i < A->v[0].d->n; i++)
-            if (!sprig_jdict_set(E->a, d, A->v[0].d->k[i], A->v[0].d->v[i])) return sprig_jeval_oom(E);
+            if (!sprig_jdict_put(E->a, d, A->v[0].d->k[i], A->v[0].d->v[i])) return sprig_jeval_oom(E);
     for (int k = 0; k < A->nk; k++)
         if (!sprig_jdict_set(E->a, d, A->kn[k], A->kv[k])) return sprig_jeval_oom(E);
     *out = sprig_jv_dict(d);
@@ -842,10 +966,10 @@ static const struct entry filters[] = {
     { "length", f_length }, { "count", f_length }, { "trim", f_trim }, { "string", f_string }, { "tojson", f_tojson },
     { "join", f_join }, { "default", f_default }, { "d", f_default }, { "first", f_first }, { "last", f_last },
     { "upper", f_upper }, { "lower", f_lower }, { "title", f_title }, { "capitalize", f_capitalize }, { "replace", f_replace },
-    { "safe", f_safe }, { "items", f_items }, { "list", f_list }, { "int", f_int }, { "float", f_float }, { "abs", f_abs },
+    { "safe", f_safe }, { "escape", f_escape }, { "e", f_escape }, { "items", f_items }, { "list", f_list }, { "int", f_int }, { "float", f_float }, { "abs", f_abs },
     { "reverse", f_reverse }, { "indent", f_indent }, { "unique", f_unique }, { "select", f_select }, { "reject", f_reject },
     { "selectattr", f_selectattr }, { "rejectattr", f_rejectattr }, { "map", f_map }, { "sum", f_sum },
-    { "wordcount", f_wordcount }, { "dictsort", f_dictsort },
+    { "wordcount", f_wordcount }, { "dictsort", f_dictsort }, { "min", f_min }, { "max", f_max },
 };
 
 static const struct entry tests[] = {
@@ -865,7 +989,7 @@ static const struct entry globals[] = {
 static const struct entry str_methods[] = {
     { "strip", m_strip }, { "lstrip", m_lstrip }, { "rstrip", m_rstrip }, { "split", m_split }, { "startswith", m_startswith },
     { "endswith", m_endswith }, { "upper", m_upper }, { "lower", m_lower }, { "title", m_title }, { "capitalize", m_capitalize },
-    { "replace", m_replace }, { "find", m_find }, { "count", m_count_str }, { "join", m_join_str }, { "splitlines", m_splitlines },
+    { "replace", m_replace }, { "format", m_format }, { "find", m_find }, { "count", m_count_str }, { "join", m_join_str }, { "splitlines", m_splitlines },
 };
 
 static const struct entry dict_methods[] = { { "items", m_items }, { "keys", m_keys }, { "values", m_values }, { "get", m_get } };

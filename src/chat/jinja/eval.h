@@ -50,10 +50,14 @@ bool sprig_jeval_fail(sprig_jeval *E, const sprig_jnode *at, const char *fmt, ..
 bool sprig_jeval_oom(sprig_jeval *E);
 /* argument i or keyword `name` (NULL: absent) */
 const sprig_jv *sprig_jarg(const sprig_jargs *a, int i, const char *name);
+/* markupsafe's escape(str(v)): & < > " ' as &amp; &lt; &gt; &#34; &#39;, marked safe (already safe: unchanged) */
+sprig_jv sprig_jeval_escape(sprig_jeval *E, sprig_jv v);
 /* str(v) into the arena */
 sprig_jv sprig_jeval_str(sprig_jeval *E, sprig_jv v);
 /* call a macro value with args (used by map / select when given one) */
 bool sprig_jeval_call_macro(sprig_jeval *E, const sprig_jnode *at, sprig_jv m, const sprig_jargs *args, sprig_jv *out);
+/* the items a for loop takes from v: a list's items, a dict's keys, a string's characters (undefined: none) */
+bool sprig_jeval_iter(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, sprig_jlist **out);
 /* v.name or v[name] (dict key, then a method-free attribute): undefined when absent */
 sprig_jv sprig_jeval_getattr(sprig_jeval *E, sprig_jv v, const char *name, size_t n);
 

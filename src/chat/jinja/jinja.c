@@ -30,9 +30,25 @@ sprig_status sprig_jinja_compile(const char *src, size_t n, sprig_jinja **out, s
         free(t);
         return sprig_err(err, SPRIG_E_NOMEM, "chat template: out of memory");
     }
+    /* Jinja reads \r\n and a lone \r as \n (in text and string literals alike) */
+    char *norm = NULL;
+    if (memchr(src, '\r', n)) {
+        if (!(norm = malloc(n + 1))) {
+            sprig_jinja_free(t);
+            return sprig_err(err, SPRIG_E_NOMEM, "chat template: out of memory");
+        }
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (src[i] == '\r' && i + 1 < n && src[i + 1] == '\n') continue;
+            norm[m++] = src[i] == '\r' ? '\n' : src[i];
+        }
+        src = norm;
+        n = m;
+    }
     sprig_jtok *tok = NULL;
     int count = 0;
     sprig_status st = sprig_jinja_lex(t->a, src, n, &tok, &count, err);
+    free(norm);
     if (!st) st = sprig_jinja_parse(t->a, tok, count, &t->prog, err);
     if (st) {
         sprig_jinja_free(t);
@@ -165,14 +181,17 @@ static sprig_jv item(sprig_jeval *E, const sprig_jnode *at, sprig_jv v, sprig_jv
 {
     int64_t k = 0;
     switch (v.k) {
-    case JV_DICT:
-        if (key.k != JV_STR) return sprig_jv_undef();
-        return sprig_jeval_getattr(E, v, key.s->p, key.s->n);
+    case JV_DICT: {
+        const sprig_jv *r = sprig_jdict_find(v.d, key);
+        return r ? *r : sprig_jv_undef();
+    }
     case JV_LIST:
+        if (key.k != JV_INT && key.k != JV_BOOL) return sprig_jv_undef();   /* as Jinja: a subscript that fails is undefined */
         if (!to_index(E, at, key, v.l->n, &k)) return sprig_jv_undef();
         return k >= 0 && k < v.l->n ? v.l->v[k] : sprig_jv_undef();
     case JV_STR: {
         const int64_t len = (int64_t)cp_count(v.s);
+        if (key.k != JV_INT && key.k != JV_BOOL) return sprig_jv_undef();
         if (!to_index(E, at, key, len, &k)) return sprig_jv_undef();
         if (k < 0 || k >= len) return sprig_jv_undef();
         const size_t b0 = cp_offset(v.s, (size_t)k), b1 = cp_offset(v.s, (size_t)k + 1);
@@ -261,7 +280,7 @@ static bool contains(sprig_jeval *E, const sprig_jnode *at, sprig_jv hay, sprig_
         for (int i = 0; i < hay.l->n && !*out; i++) *out = sprig_jv_equal(hay.l->v[i], needle);
         return true;
     case JV_DICT:
-        *out = needle.k == JV_STR && sprig_jdict_get(hay.d, needle.s->p, needle.s->n);
+        *out = sprig_jdict_find(hay.d, needle) != NULL;
         return true;
     case JV_UNDEF: return true;
     default: return sprig_jeval_fail(E, at, "'in' needs a string, list or dict on the right, not %s", sprig_jv_kind_name(hay));
@@ -295,7 +314,16 @@ static sprig_jv binary(sprig_jeval *E, const sprig_jnode *x, sprig_jv a, sprig_j
         sprig_jv sa = sprig_jeval_str(E, a), sb = sprig_jeval_str(E, b);
         return E->st ? sprig_jv_undef() : concat(E, sa.s, sb.s);
     } else if (!strcmp(op, "+") && a.k == JV_STR && b.k == JV_STR) {
-        return concat(E, a.s, b.s);
+        if (a.safe == b.safe) {
+            sprig_jv c = concat(E, a.s, b.s);
+            c.safe = a.safe;
+            return c;
+        }
+        sprig_jv ea = a.safe ? a : sprig_jeval_escape(E, a), eb = b.safe ? b : sprig_jeval_escape(E, b);   /* Markup + str */
+        if (E->st) return sprig_jv_undef();
+        sprig_jv c = concat(E, ea.s, eb.s);
+        c.safe = true;
+        return c;
     } else if (!strcmp(op, "+") && a.k == JV_LIST && b.k == JV_LIST) {
         sprig_jlist *l = sprig_jlist_new(E->a, a.l->n + b.l->n);
         if (!l) return sprig_jeval_oom(E), sprig_jv_undef();
@@ -351,23 +379,35 @@ static sprig_jv binary(sprig_jeval *E, const sprig_jnode *x, sprig_jv a, sprig_j
 /* ---- calls ---- */
 static bool eval_args(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x, sprig_jargs *out)
 {
-    sprig_jv *v = x->args.n ? sprig_jarena_alloc(E->a, sizeof *v * (size_t)x->args.n) : NULL;
+    sprig_jlist *pos = sprig_jlist_new(E->a, x->args.n);
     sprig_jv *kv = x->kwargs.n ? sprig_jarena_alloc(E->a, sizeof *kv * (size_t)x->kwargs.n) : NULL;
-    if ((x->args.n && !v) || (x->kwargs.n && !kv)) return sprig_jeval_oom(E);
-    for (int i = 0; i < x->args.n; i++) v[i] = x->args.v[i] ? eval(E, f, x->args.v[i]) : sprig_jv_none();
+    if (!pos || (x->kwargs.n && !kv)) return sprig_jeval_oom(E);
+    for (int i = 0; i < x->args.n && !E->st; i++) {
+        const sprig_jnode *y = x->args.v[i];
+        if (y && y->kind == JN_STAR) {   /* *list: its items as positional arguments */
+            sprig_jv l = eval(E, f, y->a);
+            if (E->st) return false;
+            if (l.k != JV_LIST) return sprig_jeval_fail(E, y, "*%s: only a list can be spread into arguments", sprig_jv_kind_name(l));
+            for (int k = 0; k < l.l->n; k++)
+                if (!sprig_jlist_push(E->a, pos, l.l->v[k])) return sprig_jeval_oom(E);
+        } else if (!sprig_jlist_push(E->a, pos, y ? eval(E, f, y) : sprig_jv_none())) return sprig_jeval_oom(E);
+    }
     for (int i = 0; i < x->kwargs.n; i++) kv[i] = eval(E, f, x->kwargs.v[i]);
-    *out = (sprig_jargs){ .n = x->args.n, .v = v, .nk = x->kwargs.n, .kn = x->names, .kv = kv };
+    *out = (sprig_jargs){ .n = pos->n, .v = pos->v, .nk = x->kwargs.n, .kn = x->names, .kv = kv };
     return !E->st;
 }
 
-bool sprig_jeval_call_macro(sprig_jeval *E, const sprig_jnode *at, sprig_jv m, const sprig_jargs *args, sprig_jv *out)
+/* a macro runs under the template's top level, a call block's `caller` in the frame of its block; `caller` (when
+ * not undefined) is bound in the macro's frame */
+static bool call_macro(sprig_jeval *E, const sprig_jnode *at, sprig_jv m, const sprig_jargs *args, sprig_jv caller, sprig_jv *out)
 {
     const sprig_jnode *def = m.m;
     if (E->depth >= E->lim.max_depth)
         return sprig_jeval_fail(E, at, "macro calls nest deeper than the limit (%d)", E->lim.max_depth);
     if (args->n > def->n_names) return sprig_jeval_fail(E, at, "macro '%s' takes %d arguments, %d given", def->name->p, def->n_names, args->n);
-    sprig_jframe *f = frame(E, E->globals);
+    sprig_jframe *f = frame(E, m.env ? (sprig_jframe *)m.env : E->globals);
     if (!f) return false;
+    if (caller.k == JV_MACRO && !assign(E, f, caller.m->name, caller)) return false;   /* the call block's name: "caller" */
     for (int p = 0; p < def->n_names; p++) {
         const sprig_jv *v = p < args->n ? &args->v[p] : sprig_jarg(args, -1, def->names[p]->p);
         sprig_jv val = v ? *v : def->args.v[p] ? eval(E, f, def->args.v[p]) : sprig_jv_undef();
@@ -390,6 +430,11 @@ bool sprig_jeval_call_macro(sprig_jeval *E, const sprig_jnode *at, sprig_jv m, c
     sprig_jbuf_free(&buf);
     if (!E->st && out->k != JV_STR) sprig_jeval_oom(E);
     return !E->st;
+}
+
+bool sprig_jeval_call_macro(sprig_jeval *E, const sprig_jnode *at, sprig_jv m, const sprig_jargs *args, sprig_jv *out)
+{
+    return call_macro(E, at, m, args, sprig_jv_undef(), out);
 }
 
 static sprig_jv call(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
@@ -427,7 +472,17 @@ static sprig_jv call(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
         if (eval_args(E, f, x, &args)) fn(E, x, sprig_jv_undef(), &args, &r);
         return r;
     }
-    sprig_jeval_fail(E, x, "only names, methods and macros can be called");
+    const sprig_jv m = eval(E, f, c);   /* any other expression that gives a macro or a function: list[i](...) */
+    if (E->st) return r;
+    sprig_jfn fn = m.k == JV_FUNC ? sprig_jinja_global(m.fn) : NULL;
+    if (m.k != JV_MACRO && !fn) {
+        sprig_jeval_fail(E, x, "%s is not callable", sprig_jv_kind_name(m));
+        return r;
+    }
+    if (eval_args(E, f, x, &args)) {
+        if (fn) fn(E, x, sprig_jv_undef(), &args, &r);
+        else sprig_jeval_call_macro(E, x, m, &args, &r);
+    }
     return r;
 }
 
@@ -458,8 +513,8 @@ static sprig_jv eval(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
         for (int i = 0; i < x->body.n; i++) {
             sprig_jv k = eval(E, f, x->body.v[i]), v = eval(E, f, x->orelse.v[i]);
             if (E->st) return r;
-            if (k.k != JV_STR) return sprig_jeval_fail(E, x->body.v[i], "dict keys must be strings, not %s", sprig_jv_kind_name(k)), r;
-            if (!sprig_jdict_set(E->a, d, k.s, v)) return sprig_jeval_oom(E), r;
+            if (!sprig_jv_hashable(k)) return sprig_jeval_fail(E, x->body.v[i], "a dict key cannot be a %s", sprig_jv_kind_name(k)), r;
+            if (!sprig_jdict_put(E->a, d, k, v)) return sprig_jeval_oom(E), r;
         }
         return sprig_jv_dict(d);
     }
@@ -521,7 +576,7 @@ static sprig_jv eval(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
 }
 
 /* ---- statements ---- */
-static bool iterate_values(sprig_jeval *E, const sprig_jnode *at, sprig_jv it, sprig_jlist **out)
+bool sprig_jeval_iter(sprig_jeval *E, const sprig_jnode *at, sprig_jv it, sprig_jlist **out)
 {
     *out = NULL;
     if (it.k == JV_LIST) { *out = it.l; return true; }
@@ -529,7 +584,7 @@ static bool iterate_values(sprig_jeval *E, const sprig_jnode *at, sprig_jv it, s
     if (!l) return sprig_jeval_oom(E);
     if (it.k == JV_DICT) {   /* a dict iterates over its keys */
         for (int i = 0; i < it.d->n; i++)
-            if (!sprig_jlist_push(E->a, l, (sprig_jv){ .k = JV_STR, .s = it.d->k[i] })) return sprig_jeval_oom(E);
+            if (!sprig_jlist_push(E->a, l, it.d->k[i])) return sprig_jeval_oom(E);
     } else if (it.k == JV_STR) {   /* a string over its characters */
         for (size_t i = 0; i < it.s->n;) {
             size_t j = i + 1;
@@ -573,7 +628,7 @@ static sprig_jv loop_var(sprig_jeval *E, const sprig_jlist *items, int i)
 static bool exec_for(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
 {
     sprig_jlist *all;
-    if (!iterate_values(E, x, eval(E, f, x->a), &all)) return false;
+    if (!sprig_jeval_iter(E, x, eval(E, f, x->a), &all)) return false;
     sprig_jframe *body = frame(E, f);
     if (!body) return false;
     sprig_jlist *items = all;
@@ -647,6 +702,17 @@ static bool exec_one(sprig_jeval *E, sprig_jframe *f, const sprig_jnode *x)
     case JN_MACRO: {
         sprig_jv m = { .k = JV_MACRO, .m = x };
         return assign(E, f, x->name, m);
+    }
+    case JN_CALL_BLOCK: {   /* the macro called with `caller` = this block's body, run where the block stands */
+        const sprig_jv m = eval(E, f, x->a->a);
+        if (E->st) return false;
+        if (m.k != JV_MACRO) return sprig_jeval_fail(E, x->a, "a call block calls a macro, not %s", sprig_jv_kind_name(m));
+        const sprig_jv caller = { .k = JV_MACRO, .m = x, .env = f };
+        sprig_jargs args;
+        sprig_jv r;
+        if (!eval_args(E, f, x->a, &args) || !call_macro(E, x, m, &args, caller, &r)) return false;
+        sprig_jv_print(E->out, r);
+        return true;
     }
     case JN_FILTER_BLOCK: {
         sprig_jv text;

@@ -109,7 +109,23 @@ static bool keyword(const sprig_jtok *t)
     return false;
 }
 
-/* ( positional, name=value, ... ) after the '(' */
+/* a macro's or call block's parameters after the '(': name [= default], ... ) */
+static bool params(parser *P, sprig_jnode *x)
+{
+    int cn = 0, cd = 0;
+    while (!accept_op(P, ")")) {
+        if (x->n_names && !expect_op(P, ",")) return false;
+        const sprig_jtok *p = peek(P);
+        if (p->kind != JT_NAME) return fail(P, p, "expected a parameter name%s", NULL);
+        P->i++;
+        sprig_jnode *def = NULL;
+        if (accept_op(P, "=") && !(def = expr(P))) return false;
+        if (!add_name(P, &x->names, &x->n_names, &cn, p->s) || !add(P, &x->args, def, &cd)) return false;
+    }
+    return true;
+}
+
+/* ( positional, *spread, name=value, ... ) after the '(' */
 static bool call_args(parser *P, sprig_jnode *x)
 {
     int ca = 0, ck = 0, cn = 0;
@@ -123,7 +139,11 @@ static bool call_args(parser *P, sprig_jnode *x)
             if (!v || !add(P, &x->kwargs, v, &ck)) return false;
         } else {
             if (x->kwargs.n) return fail(P, peek(P), "a positional argument follows a keyword argument%s", NULL);
+            const sprig_jtok *star = peek(P);
+            sprig_jnode *s = NULL;
+            if (accept_op(P, "*") && !(s = node(P, JN_STAR, star))) return false;   /* f(*list) */
             sprig_jnode *v = expr(P);
+            if (v && s) s->a = v, v = s;
             if (!v || !add(P, &x->args, v, &ca)) return false;
         }
     }
@@ -558,18 +578,18 @@ static sprig_jnode *statement(parser *P)
         if (!x || nm->kind != JT_NAME) return fail(P, nm, "expected a macro name%s", NULL), NULL;
         x->name = nm->s;
         P->i++;
-        if (!expect_op(P, "(")) return NULL;
-        int cn = 0, cd = 0;
-        while (!accept_op(P, ")")) {
-            if (x->n_names && !expect_op(P, ",")) return NULL;
-            const sprig_jtok *p = peek(P);
-            if (p->kind != JT_NAME) return fail(P, p, "expected a parameter name%s", NULL), NULL;
-            P->i++;
-            sprig_jnode *def = NULL;
-            if (accept_op(P, "=") && !(def = expr(P))) return NULL;
-            if (!add_name(P, &x->names, &x->n_names, &cn, p->s) || !add(P, &x->args, def, &cd)) return NULL;
-        }
+        if (!expect_op(P, "(") || !params(P, x)) return NULL;
         static const char *const ends[] = { "endmacro", NULL };
+        const char *ended = NULL;
+        if (!close_stmt(P) || !block(P, &x->body, ends, &ended) || !close_stmt(P)) return NULL;
+    } else if (!strcmp(w, "call")) {   /* {% call [(params)] macro(args) %}body{% endcall %} */
+        x = node(P, JN_CALL_BLOCK, open);
+        if (!x || !(x->name = sprig_jstr_new(P->a, "caller", 6))) return oom(P), NULL;
+        if (accept_op(P, "(") && !params(P, x)) return NULL;
+        const sprig_jtok *at = peek(P);
+        if (!(x->a = expr(P))) return NULL;
+        if (x->a->kind != JN_CALL) return fail(P, at, "a call block calls a macro: expected name(arguments)%s", NULL), NULL;
+        static const char *const ends[] = { "endcall", NULL };
         const char *ended = NULL;
         if (!close_stmt(P) || !block(P, &x->body, ends, &ended) || !close_stmt(P)) return NULL;
     } else if (!strcmp(w, "filter")) {   /* {% filter f(args) | g %}...{% endfilter %}: the filters applied to the block's text */

@@ -105,20 +105,40 @@ sprig_jdict *sprig_jdict_new(sprig_jarena *a, int cap)
 sprig_jv *sprig_jdict_get(const sprig_jdict *d, const char *key, size_t n)
 {
     for (int i = 0; i < d->n; i++)
-        if (d->k[i]->n == n && !memcmp(d->k[i]->p, key, n)) return &d->v[i];
+        if (d->k[i].k == JV_STR && d->k[i].s->n == n && !memcmp(d->k[i].s->p, key, n)) return &d->v[i];
+    return NULL;
+}
+
+bool sprig_jv_hashable(sprig_jv v)
+{
+    return v.k == JV_STR || v.k == JV_INT || v.k == JV_FLOAT || v.k == JV_BOOL || v.k == JV_NONE;
+}
+
+sprig_jv *sprig_jdict_find(const sprig_jdict *d, sprig_jv key)
+{
+    if (key.k == JV_STR) return sprig_jdict_get(d, key.s->p, key.s->n);
+    if (!sprig_jv_hashable(key)) return NULL;
+    for (int i = 0; i < d->n; i++)
+        if (d->k[i].k != JV_STR && sprig_jv_equal(d->k[i], key)) return &d->v[i];
     return NULL;
 }
 
 bool sprig_jdict_set(sprig_jarena *a, sprig_jdict *d, const sprig_jstr *key, sprig_jv v)
 {
-    sprig_jv *old = sprig_jdict_get(d, key->p, key->n);
+    const sprig_jv k = { .k = JV_STR, .s = key };
+    return sprig_jdict_put(a, d, k, v);
+}
+
+bool sprig_jdict_put(sprig_jarena *a, sprig_jdict *d, sprig_jv key, sprig_jv v)
+{
+    sprig_jv *old = sprig_jdict_find(d, key);
     if (old) {
         *old = v;
         return true;
     }
     if (d->n == d->cap) {
         if (d->cap > (1 << 24)) return false;
-        const sprig_jstr **nk = sprig_jarena_alloc(a, sizeof *nk * (size_t)d->cap * 2);
+        sprig_jv *nk = sprig_jarena_alloc(a, sizeof *nk * (size_t)d->cap * 2);
         sprig_jv *nv = sprig_jarena_alloc(a, sizeof *nv * (size_t)d->cap * 2);
         if (!nk || !nv) return false;
         memcpy(nk, d->k, sizeof *nk * (size_t)d->n);
@@ -170,7 +190,7 @@ bool sprig_jv_equal(sprig_jv a, sprig_jv b)
     case JV_DICT:
         if (a.d->n != b.d->n) return false;
         for (int i = 0; i < a.d->n; i++) {
-            const sprig_jv *o = sprig_jdict_get(b.d, a.d->k[i]->p, a.d->k[i]->n);
+            const sprig_jv *o = sprig_jdict_find(b.d, a.d->k[i]);
             if (!o || !sprig_jv_equal(a.d->v[i], *o)) return false;
         }
         return true;
@@ -331,7 +351,7 @@ void sprig_jv_print(sprig_jbuf *b, sprig_jv v)
         sprig_jbuf_puts(b, v.ns ? "<Namespace {" : "{");
         for (int i = 0; i < v.d->n; i++) {
             if (i) sprig_jbuf_puts(b, ", ");
-            repr_str(b, v.d->k[i]);
+            repr(b, v.d->k[i]);
             sprig_jbuf_puts(b, ": ");
             repr(b, v.d->v[i]);
         }
@@ -372,9 +392,10 @@ static void newline_indent(sprig_jbuf *b, int indent, int depth)
     for (int i = 0; i < indent * depth; i++) sprig_jbuf_puts(b, " ");
 }
 
-void sprig_jv_tojson(sprig_jbuf *b, sprig_jv v, int indent, int depth)
+void sprig_jv_tojson(sprig_jbuf *b, sprig_jv v, int indent, const char *item_sep, const char *key_sep, int depth)
 {
-    const char *item_sep = indent >= 0 ? "," : ", ";
+    if (!item_sep) item_sep = indent >= 0 ? "," : ", ";
+    if (!key_sep) key_sep = ": ";
     switch (v.k) {
     case JV_UNDEF:
     case JV_NONE: sprig_jbuf_puts(b, "null"); return;
@@ -387,7 +408,7 @@ void sprig_jv_tojson(sprig_jbuf *b, sprig_jv v, int indent, int depth)
         for (int i = 0; i < v.l->n; i++) {
             if (i) sprig_jbuf_puts(b, item_sep);
             if (indent >= 0) newline_indent(b, indent, depth + 1);
-            sprig_jv_tojson(b, v.l->v[i], indent, depth + 1);
+            sprig_jv_tojson(b, v.l->v[i], indent, item_sep, key_sep, depth + 1);
         }
         if (indent >= 0 && v.l->n) newline_indent(b, indent, depth);
         sprig_jbuf_puts(b, "]");
@@ -397,9 +418,14 @@ void sprig_jv_tojson(sprig_jbuf *b, sprig_jv v, int indent, int depth)
         for (int i = 0; i < v.d->n; i++) {
             if (i) sprig_jbuf_puts(b, item_sep);
             if (indent >= 0) newline_indent(b, indent, depth + 1);
-            json_str(b, v.d->k[i]->p, v.d->k[i]->n);
-            sprig_jbuf_puts(b, ": ");
-            sprig_jv_tojson(b, v.d->v[i], indent, depth + 1);
+            if (v.d->k[i].k == JV_STR) json_str(b, v.d->k[i].s->p, v.d->k[i].s->n);
+            else {   /* json.dumps writes other keys as strings: "1", "2.5", "true", "null" */
+                sprig_jbuf_puts(b, "\"");
+                sprig_jv_tojson(b, v.d->k[i], indent, item_sep, key_sep, depth + 1);
+                sprig_jbuf_puts(b, "\"");
+            }
+            sprig_jbuf_puts(b, key_sep);
+            sprig_jv_tojson(b, v.d->v[i], indent, item_sep, key_sep, depth + 1);
         }
         if (indent >= 0 && v.d->n) newline_indent(b, indent, depth);
         sprig_jbuf_puts(b, "}");

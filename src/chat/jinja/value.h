@@ -11,7 +11,8 @@
  *
  * Values follow Jinja's model as transformers renders chat templates:
  * undefined, none, booleans, integers, floats, strings (UTF-8, immutable),
- * lists, dicts (string keys, insertion order kept: tojson and items() show
+ * lists, dicts (string keys, or the numbers, booleans and none a dict
+ * literal may use as Python allows; insertion order kept: tojson and items() show
  * it), namespaces (dicts whose attributes `set` may assign), macros and the
  * global functions (so `strftime_now is defined` holds, as in transformers).
  */
@@ -40,6 +41,8 @@ struct sprig_jnode;
 typedef struct sprig_jv {
     uint8_t k;        /* enum sprig_jv_kind */
     bool ns;          /* JV_DICT: a namespace() (its attributes may be set) */
+    bool safe;        /* JV_STR: marked safe (Python's Markup, from | safe or | escape): `+` with a plain string
+                         HTML-escapes that string, as Markup.__add__ does */
     union {
         bool b;
         int64_t i;
@@ -47,13 +50,17 @@ typedef struct sprig_jv {
         const sprig_jstr *s;
         struct sprig_jlist *l;
         struct sprig_jdict *d;
-        const struct sprig_jnode *m;   /* JV_MACRO: its definition */
+        struct {
+            const struct sprig_jnode *m;   /* JV_MACRO: its definition (a macro, or a call block's body as `caller`) */
+            void *env;                     /* JV_MACRO: the frame a call block's `caller` runs in (NULL: the template's top level) */
+        };
         const char *fn;                /* JV_FUNC: a global function's name (range, strftime_now, ...) */
     };
 } sprig_jv;
 
 typedef struct sprig_jlist { int n, cap; sprig_jv *v; } sprig_jlist;
-typedef struct sprig_jdict { int n, cap; const sprig_jstr **k; sprig_jv *v; } sprig_jdict;
+/* keys: strings, or (as Python allows in a dict literal) integers, floats, booleans and none */
+typedef struct sprig_jdict { int n, cap; sprig_jv *k; sprig_jv *v; } sprig_jdict;
 
 static inline sprig_jv sprig_jv_undef(void) { sprig_jv v = { .k = JV_UNDEF }; return v; }
 static inline sprig_jv sprig_jv_none(void) { sprig_jv v = { .k = JV_NONE }; return v; }
@@ -68,10 +75,14 @@ const sprig_jstr *sprig_jstr_new(sprig_jarena *a, const char *p, size_t n);   /*
 sprig_jlist *sprig_jlist_new(sprig_jarena *a, int cap);
 bool sprig_jlist_push(sprig_jarena *a, sprig_jlist *l, sprig_jv v);
 sprig_jdict *sprig_jdict_new(sprig_jarena *a, int cap);
-/* set key to v (replacing an existing key in place) */
+/* set key to v (replacing an existing key in place); put: any key kind (a string, number, boolean or none) */
 bool sprig_jdict_set(sprig_jarena *a, sprig_jdict *d, const sprig_jstr *key, sprig_jv v);
-/* the value of key, or NULL */
+bool sprig_jdict_put(sprig_jarena *a, sprig_jdict *d, sprig_jv key, sprig_jv v);
+/* the value of the string key, or NULL; find: of any key, equal as Python's dict finds it (1 == 1.0 == true) */
 sprig_jv *sprig_jdict_get(const sprig_jdict *d, const char *key, size_t n);
+sprig_jv *sprig_jdict_find(const sprig_jdict *d, sprig_jv key);
+/* whether v can be a dict key */
+bool sprig_jv_hashable(sprig_jv v);
 
 static inline sprig_jv sprig_jv_list(sprig_jlist *l) { sprig_jv v = { .k = JV_LIST, .l = l }; return v; }
 static inline sprig_jv sprig_jv_dict(sprig_jdict *d) { sprig_jv v = { .k = JV_DICT, .d = d }; return v; }
@@ -93,8 +104,8 @@ void sprig_jbuf_free(sprig_jbuf *b);
 /* str(v) as Jinja prints it: none -> "None", true -> "True", floats as Python
  * repr does (1.0, 0.5, 1e+20), lists and dicts as Python's repr */
 void sprig_jv_print(sprig_jbuf *b, sprig_jv v);
-/* json.dumps(v, indent=indent (< 0: none), ensure_ascii=False) with transformers'
- * tojson separators: ", " and ": ", or "," and ": " with an indent */
-void sprig_jv_tojson(sprig_jbuf *b, sprig_jv v, int indent, int depth);
+/* json.dumps(v, indent=indent (< 0: none), ensure_ascii=False, separators=(item_sep, key_sep)); NULL separators
+ * are json.dumps' defaults: ", " and ": ", or "," and ": " with an indent */
+void sprig_jv_tojson(sprig_jbuf *b, sprig_jv v, int indent, const char *item_sep, const char *key_sep, int depth);
 
 #endif
