@@ -11,6 +11,7 @@
 struct sprig_chat {
     const struct sprig_chat_family *family;   /* a table row, or NULL */
     sprig_jinja *jinja;                       /* compiled Jinja, or NULL */
+    const struct sprig_toolfmt *tools;        /* how its model writes tool calls (NULL: not known) */
     char describe[160];
 };
 
@@ -42,6 +43,7 @@ sprig_status sprig_chat_from_text(const char *text, size_t n, const char *source
         free(c);
         return st;
     }
+    c->tools = sprig_toolfmt_detect(text, n);
     snprintf(c->describe, sizeof c->describe, "Jinja, from %s", source);
     *out = c;
     return SPRIG_OK;
@@ -56,6 +58,8 @@ void sprig_chat_free(sprig_chat *c)
 
 const char *sprig_chat_describe(const sprig_chat *c) { return c->describe; }
 const struct sprig_chat_family *sprig_chat_family_of(const sprig_chat *c) { return c->family; }
+const struct sprig_toolfmt *sprig_chat_toolfmt(const sprig_chat *c) { return c->tools; }
+void sprig_chat_set_toolfmt(sprig_chat *c, const struct sprig_toolfmt *f) { c->tools = f; }
 
 /* a family row renders role / content pairs */
 static sprig_status apply_family(const sprig_chat *c, const json_t *messages, bool gen, const char *bos, const char *eos, char **out,

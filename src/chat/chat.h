@@ -16,6 +16,7 @@
 
 #include "base/err.h"
 #include "chat/template.h"
+#include "chat/toolcall.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -33,6 +34,10 @@ void sprig_chat_free(sprig_chat *c);
 const char *sprig_chat_describe(const sprig_chat *c);
 /* The family row (NULL for a Jinja template). */
 const struct sprig_chat_family *sprig_chat_family_of(const sprig_chat *c);
+/* How the model writes tool calls: found from a Jinja template's markers (chat/toolcall.h), or set (--tool-format
+ * NAME); NULL when not known (a family row renders no tools). */
+const struct sprig_toolfmt *sprig_chat_toolfmt(const sprig_chat *c);
+void sprig_chat_set_toolfmt(sprig_chat *c, const struct sprig_toolfmt *f);
 
 /* The prompt text; *out malloc'd, NUL-terminated. A template's own error
  * (raise_exception) comes back as SPRIG_E_INVALID_ARG with its message. */

@@ -69,8 +69,9 @@ static bool append_event(sprig_job *j, json_t *ev)
     return ok;
 }
 
-static const char *finish_reason(const sprig_job *j)
+static const char *finish_reason(const sprig_job *j, bool calls)
 {
+    if (calls) return "tool_calls";
     if (j->stopped_by_string) return "stop";
     const char *s = j->st.stop ? j->st.stop : "";
     return !strcmp(s, "budget") || !strcmp(s, "context") ? "length" : "stop";
@@ -83,15 +84,67 @@ static size_t max_stop_len(const sprig_job *j)
     return n;
 }
 
-/* one SSE event with the text gen[from, to) (or the final one) appended to the job's stream;
+/* a call's id: "call_" + 24 alphanumerics, or the 9 Mistral's templates demand; from the job's id and the call's index */
+static void call_id(const sprig_job *j, int index, char *out, size_t cap)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const int len = sprig_toolfmt_id_len(j->tools) ? sprig_toolfmt_id_len(j->tools) : 24;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = j->id; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ (uint64_t)index) * 1099511628211ull;
+    size_t k = (size_t)snprintf(out, cap, "%s", len == 24 ? "call_" : "");
+    for (int i = 0; i < len && k + 1 < cap; i++) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        out[k++] = digits[(h >> 33) % 62];
+    }
+    out[k] = 0;
+}
+
+/* OpenAI's tool_calls array for parsed calls [{name, arguments}]; streamed deltas carry their index */
+static json_t *tool_calls_json(const sprig_job *j, const json_t *calls, bool stream)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *c;
+    json_array_foreach(calls, i, c) {
+        char id[40];
+        call_id(j, (int)i, id, sizeof id);
+        json_t *t = json_pack("{s:s, s:s, s:{s:O, s:O}}", "id", id, "type", "function", "function", "name", json_object_get(c, "name"),
+                              "arguments", json_object_get(c, "arguments"));
+        if (t && stream) json_object_set_new(t, "index", json_integer((json_int_t)i));
+        json_array_append_new(out, t);
+    }
+    return out;
+}
+
+/* the reply as content and calls (tools offered and the format known; else all content): *calls NULL or non-empty */
+static bool split_reply(sprig_job *j, json_t **calls, char **content, size_t *content_n, size_t *head_n)
+{
+    *calls = NULL;
+    *head_n = j->gen_len;
+    if (!j->tools) {
+        *content = NULL;
+        *content_n = j->gen_len;
+        return true;
+    }
+    if (!sprig_toolfmt_parse(j->tools, j->gen, j->gen_len, j->req.tools, calls, content, content_n, head_n)) return false;
+    while (j->req.single_tool_call && json_array_size(*calls) > 1) json_array_remove(*calls, json_array_size(*calls) - 1);
+    if (!json_array_size(*calls)) {
+        json_decref(*calls);
+        *calls = NULL;
+    }
+    return true;
+}
+
+/* one SSE event with the text text[from, to) (or the final one) appended to the job's stream;
  * lp: the chunk's logprobs (stolen), or NULL */
-static void push_event(sprig_job *j, size_t from, size_t to, const char *finish, bool final_usage, json_t *lp)
+static void push_text_event(sprig_job *j, const char *text, size_t from, size_t to, const char *finish, bool final_usage, json_t *lp)
 {
     json_t *choice = j->chat ? json_pack("{s:i, s:{}, s:o, s:o}", "index", 0, "delta", "finish_reason", finish ? json_string(finish) : json_null(),
                                          "logprobs", lp ? lp : json_null())
-                             : json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", sprig_serve_utf8(j->gen + from, to - from),
+                             : json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", sprig_serve_utf8(text + from, to - from),
                                          "finish_reason", finish ? json_string(finish) : json_null(), "logprobs", lp ? lp : json_null());
-    if (j->chat && to > from) json_object_set_new(json_object_get(choice, "delta"), "content", sprig_serve_utf8(j->gen + from, to - from));
+    if (j->chat && to > from) json_object_set_new(json_object_get(choice, "delta"), "content", sprig_serve_utf8(text + from, to - from));
     if (j->chat && !j->role_sent) {
         json_object_set_new(json_object_get(choice, "delta"), "role", json_string("assistant"));
         j->role_sent = true;
@@ -101,6 +154,12 @@ static void push_event(sprig_job *j, size_t from, size_t to, const char *finish,
     if (final_usage) json_object_set_new(ev, "usage", sprig_serve_usage(&j->st));
     append_event(j, ev);
     j->started = true;
+}
+
+/* the same with the generated text gen[from, to) */
+static void push_event(sprig_job *j, size_t from, size_t to, const char *finish, bool final_usage, json_t *lp)
+{
+    push_text_event(j, j->gen, from, to, finish, final_usage, lp);
 }
 
 struct gen_ctx {
@@ -176,9 +235,18 @@ static bool on_text(void *user, const char *text, size_t len)
                 go = false;
             }
         }
-        if (j->req.stream) {   /* stream what no stop string can still claim */
+        if (j->req.stream) {   /* stream what no stop string (and no tool call's start) can still claim */
             const size_t hold = j->stopped_by_string || !ms ? 0 : ms - 1;
-            const size_t safe = j->gen_len > hold ? j->gen_len - hold : 0;
+            size_t safe = j->gen_len > hold ? j->gen_len - hold : 0;
+            if (j->tools) {
+                size_t held = j->gen_len;
+                if (!j->tool_at) {
+                    const size_t at = sprig_toolfmt_find(j->tools, j->gen, j->gen_len, &held);
+                    if (at < j->gen_len) j->tool_at = at + 1;
+                }
+                const size_t lim = j->tool_at ? j->tool_at - 1 : held;
+                if (safe > lim) safe = lim;
+            }
             if (safe > j->sent) {
                 push_event(j, j->sent, safe, NULL, false, chunk_logprobs(g));
                 j->sent = safe;
@@ -209,18 +277,44 @@ void sprig_job_run(sprig_job *j, sprig_session *s)
         j->http_status = st == SPRIG_E_CONTEXT_FULL || st == SPRIG_E_INVALID_ARG ? 400 : 500;
         snprintf(j->err, sizeof j->err, "%s", err.msg);
     }
+    json_t *calls = NULL;
+    char *content = NULL;
+    size_t content_n = j->gen_len, head_n = j->gen_len;
+    if (!j->http_status && !split_reply(j, &calls, &content, &content_n, &head_n)) {
+        j->http_status = 500;
+        snprintf(j->err, sizeof j->err, "out of memory");
+    }
     if (j->req.stream && !j->http_status) {
         struct sprig_output o;
         sprig_session_get_output(s, &o);
         json_t *lp = o.n_tokens > g.tok_sent ? chunk_logprobs(&g) : NULL;   /* the tokens not yet reported */
-        if (j->gen_len > j->sent || lp) push_event(j, j->sent, j->gen_len, NULL, false, lp);
+        if (calls) {   /* the content not yet sent (the text's own up to head_n, then any after the calls), then each call */
+            const size_t from = j->sent < head_n ? j->sent : head_n;
+            if (content_n > from || lp) push_text_event(j, content, from, content_n, NULL, false, lp);
+            json_t *tc = tool_calls_json(j, calls, true);
+            size_t i;
+            json_t *t;
+            json_array_foreach(tc, i, t) {
+                json_t *ev = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:{s:[O]}, s:n, s:n}]}", "id", j->id, "object", "chat.completion.chunk",
+                                       "created", (json_int_t)j->created, "model", j->model_id, "choices", "index", 0, "delta", "tool_calls", t,
+                                       "finish_reason", "logprobs");
+                if (ev && !j->role_sent) {
+                    json_object_set_new(json_object_get(json_array_get(json_object_get(ev, "choices"), 0), "delta"), "role",
+                                        json_string("assistant"));
+                    j->role_sent = true;
+                }
+                append_event(j, ev);
+            }
+            json_decref(tc);
+        } else if (j->gen_len > j->sent || lp) push_event(j, j->sent, j->gen_len, NULL, false, lp);
         j->sent = j->gen_len;
-        push_event(j, j->gen_len, j->gen_len, finish_reason(j), true, NULL);
+        push_event(j, j->gen_len, j->gen_len, finish_reason(j, calls), true, NULL);
     } else if (!j->http_status) {
-        json_t *text = sprig_serve_utf8(j->gen, j->gen_len);
+        json_t *text = calls && !content_n ? json_null() : sprig_serve_utf8(calls ? content : j->gen, content_n);
         json_t *choice = j->chat ? json_pack("{s:i, s:{s:s, s:o}, s:s}", "index", 0, "message", "role", "assistant", "content", text,
-                                             "finish_reason", finish_reason(j))
-                                 : json_pack("{s:i, s:o, s:s}", "index", 0, "text", text, "finish_reason", finish_reason(j));
+                                             "finish_reason", finish_reason(j, calls))
+                                 : json_pack("{s:i, s:o, s:s}", "index", 0, "text", text, "finish_reason", finish_reason(j, calls));
+        if (calls) json_object_set_new(json_object_get(choice, "message"), "tool_calls", tool_calls_json(j, calls, false));
         json_t *lp = json_null();
         if (r->logprobs) {
             struct sprig_output o;
@@ -233,6 +327,8 @@ void sprig_job_run(sprig_job *j, sprig_session *s)
                               "created", (json_int_t)j->created, "model", j->model_id, "choices", choice, "usage",
                               sprig_serve_usage(&j->st));
     }
+    json_decref(calls);
+    free(content);
     j->done = true;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);

@@ -7,10 +7,16 @@
  * client that goes away cancels the job, so the session's text callback
  * stops the generation and the slot is free at once. No HTTP here: the
  * HTTP layer (tools/cmd_serve.c) only moves these bytes.
+ *
+ * When the request offers tools and the template shows how its model writes
+ * calls (chat/toolcall.h), the reply is split into content and tool_calls
+ * (finish_reason "tool_calls"); a stream sends the content up to where the
+ * calls begin, then each call as one tool_calls delta when the reply ends.
  */
 #ifndef SPRIG_SERVE_JOB_H
 #define SPRIG_SERVE_JOB_H
 
+#include "chat/toolcall.h"
 #include "serve/request.h"
 #include "sprig.h"
 
@@ -27,6 +33,8 @@ typedef struct sprig_job {
     int n_predict;                /* tokens the session may generate */
     const sprig_model *m;         /* the server's; outlives the job's run */
     const char *model_id;         /* "model" in the responses (the server's) */
+    const struct sprig_toolfmt *tools;   /* how the model writes tool calls, when the request offers tools (else NULL) */
+    size_t tool_at;               /* streaming: where the reply's tool calls begin (0 until found, then the offset + 1) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char *gen;                    /* generated text (stop strings cut) */

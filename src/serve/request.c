@@ -214,6 +214,7 @@ static bool parse_tools(const json_t *o, struct sprig_serve_req *r, char *why, s
                  *par = json_object_get(o, "parallel_tool_calls");
     if (par && !json_is_null(par) && !json_is_boolean(par))
         return fail(why, cap, param, pcap, "parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    r->single_tool_call = json_is_false(par);
     if (choice && !json_is_null(choice)) {
         const char *c = json_is_string(choice) ? json_string_value(choice) : NULL;
         if (!c || (strcmp(c, "auto") && strcmp(c, "none")))

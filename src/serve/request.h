@@ -35,6 +35,7 @@ struct sprig_serve_req {
                                      arguments as objects where the string parses as one), tool_call_id, name,
                                      reasoning_content */
     json_t *tools;                /* chat: the tools array (NULL: none, or tool_choice "none") */
+    bool single_tool_call;        /* parallel_tool_calls false: at most one call in the reply */
     json_t *template_vars;        /* chat: chat_template_kwargs, more template variables (NULL: none) */
     int max_tokens;               /* 0: not given */
     double temperature, top_p, min_p;

@@ -232,12 +232,14 @@ int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool cha
         return 400;
     }
     const int n_predict = req.max_tokens ? req.max_tokens : chat ? sv->n_ctx : 16;
+    const bool tools = chat && req.tools;
     sprig_job *j = sprig_job_new(&req, chat, prompt, n_predict, sv->m, sv->model_id);
     if (!j) {
         snprintf(why, cap, "out of memory");
         param[0] = 0;
         return 500;
     }
+    j->tools = tools ? sprig_chat_toolfmt(sv->chat) : NULL;
     if (sv->batch) {   /* the KV slots it may fill: prompt, max_tokens and a verify block, at most the context */
         const int np = sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, NULL, 0, NULL);
         const long long need = (np > 0 ? np : (long long)strlen(j->prompt) + 1) + (long long)n_predict + sv->rows;
