@@ -236,6 +236,20 @@ sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k,
 /* Whether the next prompts are chat-template text (params.parse_special). */
 void sprig_session_set_parse_special(sprig_session *s, bool on);
 
+/* Constrain the next generates to a grammar: every generated token is one
+ * whose text the grammar allows next, and the end-of-sequence token only
+ * where the grammar may end. gbnf: llama.cpp's GBNF text (NULL: no
+ * grammar). A JSON schema (text) compiles to one (schema NULL: any JSON
+ * object, OpenAI's json_object). Errors (SPRIG_E_INVALID_ARG) name the
+ * rule and line:column, or the schema keyword and where it is; on error the
+ * session keeps its previous grammar. Greedy output equals the argmax of
+ * the grammar-masked logits; sampling draws from the masked distribution;
+ * speculation keeps both. */
+sprig_status sprig_session_set_grammar(sprig_session *s, const char *gbnf, size_t len, sprig_error *err);
+sprig_status sprig_session_set_json_schema(sprig_session *s, const char *schema, size_t len, sprig_error *err);
+/* A JSON schema as GBNF text (malloc'd), what set_json_schema compiles. */
+sprig_status sprig_json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, sprig_error *err);
+
 /* One verify round as it happened: the block the target verified (node 0 is
  * the bonus; parents[i] < i; a chain is a line) and the path the walk
  * accepted through it. Valid during the callback only. */
@@ -295,6 +309,9 @@ struct sprig_stats {
     double expert_mb_per_forward;    /* expert weight megabytes (1e6) one forward read, mean */
     double experts_per_token;        /* distinct experts read, summed over layers and forwards, per token emitted */
     double experts_per_verify;       /* distinct experts one forward read, summed over its expert layers, mean */
+    /* a grammar (sprig_session_set_grammar): verify rows whose whole mask was applied (the argmax alone was not
+     * allowed, or sampling); masks walked over the vocabulary's trie, and found in the cache */
+    int64_t grammar_rows_masked, grammar_walks, grammar_mask_hits;
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 

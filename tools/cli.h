@@ -17,6 +17,7 @@ int sprig_cmd_convert(int argc, char **argv);
 int sprig_cmd_mkmodel(int argc, char **argv);
 int sprig_cmd_tokenize(int argc, char **argv);
 int sprig_cmd_template(int argc, char **argv);
+int sprig_cmd_grammar(int argc, char **argv);
 int sprig_cmd_serve(int argc, char **argv);
 /* `sprig bench tokenize` (tools/bench_tokenize.c), dispatched by cmd_bench.c. */
 int sprig_bench_tokenize(int argc, char **argv);

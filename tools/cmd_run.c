@@ -50,6 +50,12 @@ static void usage_all(FILE *f)
         "      --seed S           sampling seed (default: random, reported on stderr)\n"
         "      --ignore-eos       keep generating past the end-of-sequence token\n"
         "\n"
+        "constrained output (llama.cpp's flags; one of them):\n"
+        "      --grammar GBNF     only text this GBNF grammar allows (llama.cpp's grammar language)\n"
+        "      --grammar-file F   the grammar from a file\n"
+        "  -j, --json-schema JSON  only JSON this schema allows\n"
+        "  -jf, --json-schema-file F  the schema from a file\n"
+        "\n"
         "chat (the prompt becomes the user message of a conversation):\n"
         "      --chat             render the conversation with the model's chat template\n"
         "                         (tokenizer.chat_template); stdout then starts with the rendered text\n"
@@ -303,6 +309,7 @@ int sprig_cmd_run(int argc, char **argv)
     bool depth_set = false;
     bool chat = false;
     const char *system_msg = NULL, *chat_name = NULL, *chat_file = NULL;
+    const char *grammar = NULL, *grammar_file = NULL, *schema = NULL, *schema_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -340,6 +347,10 @@ int sprig_cmd_run(int argc, char **argv)
         }
         else if (!strcmp(a, "--seed")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 0x7fffffffffffffffLL, &v)) return 2; p.seed = (uint64_t)v; }
         else if (!strcmp(a, "--ignore-eos")) p.ignore_eos = true;
+        else if (!strcmp(a, "--grammar")) { NEEDV(); grammar = val; }
+        else if (!strcmp(a, "--grammar-file")) { NEEDV(); grammar_file = val; }
+        else if (!strcmp(a, "-j") || !strcmp(a, "--json-schema")) { NEEDV(); schema = val; }
+        else if (!strcmp(a, "-jf") || !strcmp(a, "--json-schema-file")) { NEEDV(); schema_file = val; }
         else if (!strcmp(a, "--chat")) chat = true;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) { NEEDV(); system_msg = val; chat = true; }
         else if (!strcmp(a, "--chat-template")) { NEEDV(); chat_name = val; chat = true; }
@@ -404,6 +415,10 @@ int sprig_cmd_run(int argc, char **argv)
         fprintf(stderr, "sprig run: --chat-template and --chat-template-file: give one\n");
         return 2;
     }
+    if (!!grammar + !!grammar_file + !!schema + !!schema_file > 1) {
+        fprintf(stderr, "sprig run: --grammar, --grammar-file, --json-schema and --json-schema-file: give one\n");
+        return 2;
+    }
     if (chat_name && !sprig_chat_find(chat_name)) {
         char names[256];
         sprig_chat_names(names, sizeof names);
@@ -447,6 +462,24 @@ int sprig_cmd_run(int argc, char **argv)
         fprintf(stderr, "sprig run: %s\n", err.msg);
         goto done;
     }
+    if (grammar || grammar_file || schema || schema_file) {   /* the text, then compiled against this vocabulary */
+        const char *flag = grammar ? "--grammar" : grammar_file ? "--grammar-file" : schema ? "--json-schema" : "--json-schema-file";
+        const char *file = grammar_file ? grammar_file : schema_file;
+        char why[512], *text = NULL;
+        size_t tl = 0;
+        if (file && !(text = cli_read_all(file, (size_t)1 << 24, &tl, why, sizeof why))) {
+            fprintf(stderr, "sprig run: %s: %s\n", flag, why);
+            goto done;
+        }
+        const char *g = text ? text : grammar ? grammar : schema;
+        if (!text) tl = strlen(g);
+        const sprig_status gs = grammar || grammar_file ? sprig_session_set_grammar(s, g, tl, &err) : sprig_session_set_json_schema(s, g, tl, &err);
+        free(text);
+        if (gs) {
+            fprintf(stderr, "sprig run: %s: %s\n", flag, err.msg);
+            goto done;
+        }
+    }
     struct out_ctx oc = { 0 };
     size_t plen = strlen(prompt);
     if (fwrite(prompt, 1, plen, stdout) != plen) goto done;
@@ -477,6 +510,9 @@ int sprig_cmd_run(int argc, char **argv)
                     t.path, t.drafter, t.draft_max, t.tree_branches, (long long)t.rounds, t.emitted_per_verify, t.acceptance_rate,
                     (long long)t.accepted, (long long)t.proposed, (long long)t.zero_accept_rounds, (long long)t.partial_accept_rounds,
                     (long long)t.full_accept_rounds, (long long)t.branch_rounds, t.draft_ms, t.verify_ms, t.walk_ms, t.finalize_ms, t.rollback_ms);
+        if (grammar || grammar_file || schema || schema_file)
+            fprintf(stderr, "sprig: grammar: %lld rows masked whole (the argmax alone was not allowed, or sampling); %lld masks walked, "
+                            "%lld from the cache\n", (long long)t.grammar_rows_masked, (long long)t.grammar_walks, (long long)t.grammar_mask_hits);
         if (t.expert_forwards > 0)
             fprintf(stderr, "sprig: experts: %lld decode forwards read %.2f experts per layer each (%.1f per forward, %.1f MB of "
                             "expert weights), %.1f expert reads per emitted token\n", (long long)t.expert_forwards, t.experts_per_layer,

@@ -26,6 +26,7 @@ static const struct command commands[] = {
     { "convert", sprig_cmd_convert, "import a llama2.c checkpoint: convert llama2c MODEL.bin TOKENIZER.bin OUT.gguf" },
     { "mkmodel", sprig_cmd_mkmodel, "write a synthetic llama model with seeded random weights" },
     { "template", sprig_cmd_template, "print a conversation rendered by a model's chat template: template -m FILE --messages JSON" },
+    { "grammar", sprig_cmd_grammar, "print the GBNF grammar a JSON schema compiles to, or check a GBNF file" },
     { "tokenize", sprig_cmd_tokenize, "print the token ids of a text: tokenize -m FILE (-p TEXT | -f FILE | --stdin) [--ids]" },
 };
 

@@ -19,6 +19,11 @@
 #include "spec/profile.h"
 #include "spec/shape.h"
 #include "spec/target_llama.h"
+#include "grammar/match.h"
+#include "grammar/schema.h"
+
+#include <jansson.h>
+#include <pthread.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -113,6 +118,7 @@ struct sprig_session {
     void *user;
     double t_begin, t_end;
     struct sprig_moe_counters moe0, moe1;   /* the target's expert reading at the start and after the prefill */
+    sprig_gmatch *grammar;         /* sprig_session_set_grammar, or NULL */
 };
 
 struct sprig_session_params sprig_session_default_params(void)
@@ -207,7 +213,72 @@ void sprig_session_free(sprig_session *s)
     free(s->gen);
     free(s->gen_top);
     free(s->text);
+    sprig_gmatch_free(s->grammar);
     free(s);
+}
+
+/* ---- grammars: the model's vocabulary trie, built once on first use ---- */
+static pthread_mutex_t gvocab_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *gv_text(const void *u, int32_t id, size_t *len)
+{
+    const sprig_tokenizer *t = u;
+    if (id >= sprig_tokenizer_n_vocab(t)) {
+        *len = 0;
+        return NULL;
+    }
+    return sprig_tokenizer_token_text(t, id, len);
+}
+static bool gv_eog(const void *u, int32_t id) { return id < sprig_tokenizer_n_vocab(u) && sprig_tokenizer_is_eog(u, id); }
+
+static const sprig_gvocab *model_gvocab(const sprig_model *m, sprig_error *err)
+{
+    pthread_mutex_lock(&gvocab_mu);
+    if (!m->gvocab) ((sprig_model *)m)->gvocab = sprig_gvocab_create(m->hp.n_vocab, gv_text, gv_eog, m->tok, err);
+    const sprig_gvocab *v = m->gvocab;
+    pthread_mutex_unlock(&gvocab_mu);
+    return v;
+}
+
+sprig_status sprig_session_set_grammar(sprig_session *s, const char *gbnf, size_t len, sprig_error *err)
+{
+    if (!gbnf) {
+        sprig_gmatch_free(s->grammar);
+        s->grammar = NULL;
+        return SPRIG_OK;
+    }
+    const sprig_gvocab *v = model_gvocab(s->m, err);
+    if (!v) return err ? err->code : SPRIG_E_NOMEM;
+    sprig_gbnf *g = NULL;
+    sprig_status st = sprig_gbnf_parse(gbnf, len, &g, err);
+    if (st) return st;
+    sprig_gmatch *m = sprig_gmatch_create(g, v, err);
+    sprig_gbnf_free(g);
+    if (!m) return err ? err->code : SPRIG_E_NOMEM;
+    sprig_spec_free(s->spec);   /* it points at the old grammar */
+    s->spec = NULL;
+    sprig_gmatch_free(s->grammar);
+    s->grammar = m;
+    return SPRIG_OK;
+}
+
+sprig_status sprig_json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, sprig_error *err)
+{
+    *gbnf = NULL;
+    json_error_t je;
+    json_t *j = schema ? json_loadb(schema, len, JSON_DECODE_ANY, &je) : NULL;
+    if (schema && !j) return sprig_err(err, SPRIG_E_INVALID_ARG, "schema: not JSON (%s at %d:%d)", je.text, je.line, je.column);
+    const sprig_status st = sprig_schema_to_gbnf(j, gbnf, err);
+    json_decref(j);
+    return st;
+}
+
+sprig_status sprig_session_set_json_schema(sprig_session *s, const char *schema, size_t len, sprig_error *err)
+{
+    char *g = NULL;
+    sprig_status st = sprig_json_schema_to_gbnf(schema, len, &g, err);
+    if (!st) st = sprig_session_set_grammar(s, g, strlen(g), err);
+    free(g);
+    return st;
 }
 
 sprig_status sprig_session_create(const sprig_model *m, const struct sprig_session_params *p,
@@ -401,6 +472,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.user = s;
     sp.on_round = s->round_fn ? on_round : NULL;
     sp.round_user = s;
+    sp.grammar = s->grammar;
     if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
     /* tree auto: the target's verify costs from this machine's cache, else measured once and cached */
     char key[SPRIG_PROFILE_KEY_MAX], path[4096];
@@ -491,6 +563,13 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->decode_ms = total > t->ms_prefill + t->ms_profile ? total - t->ms_prefill - t->ms_profile : 0;   /* not the one-time profile */
     o->prefill_tok_s = t->ms_prefill > 0 ? (double)t->prompt_tokens / t->ms_prefill * 1e3 : 0;
     o->decode_tok_s = o->decode_ms > 0 && t->emitted > 1 ? (double)(t->emitted - 1) / o->decode_ms * 1e3 : 0;
+    if (s->grammar) {
+        struct sprig_gmatch_stats gs;
+        sprig_gmatch_get_stats(s->grammar, &gs);
+        o->grammar_rows_masked = sprig_spec_rows_masked(s->spec);
+        o->grammar_walks = gs.walks;
+        o->grammar_mask_hits = gs.mask_hits;
+    }
     o->rounds = t->rounds;
     o->proposed = t->proposed;
     o->accepted = t->accepted;
@@ -543,7 +622,8 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         "\"rounds\":%lld,\"proposed\":%lld,\"accepted\":%lld,\"emitted\":%lld,\"emitted_per_verify\":%.4f,"
         "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
         "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f,"
-        "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f,\"experts_per_verify\":%.3f}",
+        "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f,\"experts_per_verify\":%.3f,"
+        "\"grammar_rows_masked\":%lld,\"grammar_walks\":%lld,\"grammar_mask_hits\":%lld}",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
         t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
@@ -551,5 +631,6 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         (long long)t->rounds, (long long)t->proposed, (long long)t->accepted, (long long)t->emitted, t->emitted_per_verify,
         t->acceptance_rate, (long long)t->zero_accept_rounds, (long long)t->partial_accept_rounds,
         (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms,
-        (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token, t->experts_per_verify);
+        (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token, t->experts_per_verify,
+        (long long)t->grammar_rows_masked, (long long)t->grammar_walks, (long long)t->grammar_mask_hits);
 }

@@ -423,7 +423,11 @@ static int32_t intern_state(sprig_gmatch *m, int32_t set, uint32_t pend)
         v &= need == 2 ? 0x1f : need == 3 ? 0x0f : 0x07;
         for (int k = 1; k < have; k++) v = v << 6 | (pend >> (8 * k) & 0x3f);
         const int rest = 6 * (need - have);
-        const uint32_t lo = v << rest, hi = (v << rest) | ((1u << rest) - 1);
+        static const uint32_t least[5] = { 0, 0, 0x80, 0x800, 0x10000 };   /* no overlong encodings */
+        uint32_t lo = v << rest, hi = (v << rest) | ((1u << rest) - 1);
+        if (lo < least[need]) lo = least[need];
+        if (hi > 0x10FFFF) hi = 0x10FFFF;
+        if (lo > hi) return SPRIG_GSTATE_DEAD;
         bool live = false;
         for (int i = 0; i < m->set_len.v[set] && !live; i++) {
             const int32_t x = m->pool.v[m->set_off.v[set] + i];

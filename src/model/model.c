@@ -4,6 +4,7 @@
  * tokenizer. Everything in the file is hostile until checked; every error
  * names the file and the key or tensor.
  */
+#include "grammar/match.h"
 #include "model/arch.h"
 #include "model/moe.h"
 #include "base/log.h"
@@ -690,6 +691,7 @@ void sprig_model_experts_touched(const sprig_model *m, int64_t *touched, int64_t
 void sprig_model_free(sprig_model *m)
 {
     if (!m) return;
+    sprig_gvocab_free(m->gvocab);
     if (m->layers) {
         for (int l = 0; l < m->hp.n_layer; l++) {
             struct sprig_layer *L = &m->layers[l];

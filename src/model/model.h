@@ -159,6 +159,7 @@ typedef struct sprig_model {
     size_t mapped_bytes;          /* weights read in place from the mapped file (experts, embeddings) */
     double load_ms;               /* wall time of sprig_model_load */
     int64_t n_params;
+    struct sprig_gvocab *gvocab;  /* the vocabulary's byte trie for grammars (grammar/match.h), built on first use */
 } sprig_model;
 
 /* Load and validate a model (architecture keys, tensors and shapes). */

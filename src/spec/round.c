@@ -13,6 +13,7 @@
 #include "base/mem.h"
 #include "base/timer.h"
 #include "spec/accept.h"
+#include "grammar/match.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,8 @@ struct sprig_spec_session {
     bool said_tree, said_chain, warned_decline, warned_hook;
     sprig_spec_stats stats;
     sprig_shape *shape;                /* tree auto (p.shape, borrowed), else NULL */
+    int32_t gstate;                    /* the grammar's state after the tokens emitted so far (p.grammar) */
+    int32_t *gst;                      /* [cap] each block node's grammar state */
 };
 
 struct sprig_spec_params sprig_spec_default_params(void)
@@ -73,6 +76,7 @@ void sprig_spec_free(sprig_spec_session *s)
     sprig_free_aligned(s->rows.top);
     sprig_free_aligned(s->scratch);
     sprig_free_aligned(s->history);
+    sprig_free_aligned(s->gst);
     sprig_draft_q_free(&s->q);
     free(s);
 }
@@ -128,7 +132,10 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
     s->rows.cap = cap;
     s->rows.argmax = sprig_calloc_aligned((size_t)cap, sizeof(int32_t));
     s->history = sprig_calloc_aligned((size_t)target->n_ctx, sizeof(int32_t));
-    bool ok = s->rows.argmax && s->history;
+    s->gst = sprig_calloc_aligned((size_t)cap, sizeof(int32_t));
+    bool ok = s->rows.argmax && s->history && s->gst;
+    s->rows.grammar = p->grammar;
+    s->rows.gstate = s->gst;
     if (ok && p->top_logprobs) {
         s->rows.top_n = p->top_logprobs;
         s->rows.top = sprig_calloc_aligned((size_t)cap * (size_t)p->top_logprobs, sizeof(sprig_logprob));
@@ -160,6 +167,7 @@ sprig_spec_session *sprig_spec_create(sprig_target *target, sprig_drafter *draft
 
 const sprig_spec_stats *sprig_spec_get_stats(const sprig_spec_session *s) { return &s->stats; }
 bool sprig_spec_tree_mode(const sprig_spec_session *s) { return s->tree_mode; }
+int64_t sprig_spec_rows_masked(const sprig_spec_session *s) { return s->rows.masked; }
 bool sprig_spec_done(const sprig_spec_session *s) { return s->done; }
 
 static void stop(sprig_spec_session *s, int why)
@@ -184,6 +192,7 @@ static bool emit_token(sprig_spec_session *s, int32_t tok, bool from_round, int 
     }
     s->stats.emitted++;
     if (from_round) s->stats.emitted_rounds++;
+    if (s->p.grammar) s->gstate = sprig_gmatch_advance(s->p.grammar, s->gstate, tok);
     const sprig_logprob *top = s->rows.top_n ? s->rows.top + (size_t)row * (size_t)s->rows.top_n : NULL;
     if (s->p.on_token && !s->p.on_token(s->p.user, tok, top)) {
         stop(s, SPRIG_STOP_CANCEL);
@@ -227,6 +236,8 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
                                  n, s->t->n_ctx));
     s->stats.prompt_tokens = n;
     s->n_history = 0;
+    s->rows.masked = 0;
+    if (s->p.grammar) s->gst[0] = s->gstate = sprig_gmatch_start(s->p.grammar);
     s->st = (sprig_target_state){ 0 };
     uint64_t t0 = sprig_time_ns();
     if (s->shape && !s->shape->moe.on && s->t->vt->expert_load) {   /* a mixture of experts: rows priced by their experts */
@@ -339,6 +350,13 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     } else {
         if ((st = sprig_drafter_draft_block(s->d, &ctx, k, n_vocab, &s->draft, err))) return fail(s, st);
         if ((st = sprig_tree_linear(&s->blk, s->bonus, s->draft.tokens, s->draft.n, err))) return fail(s, st);
+    }
+    if (s->p.grammar) {   /* each node's state: its parent's after its token (a dead parent: dead) */
+        s->gst[0] = s->gstate;
+        for (int i = 1; i < s->blk.n; i++) {
+            const int32_t ps = s->gst[s->blk.parents[i]];
+            s->gst[i] = ps < 0 ? SPRIG_GSTATE_DEAD : sprig_gmatch_advance(s->p.grammar, ps, s->blk.tokens[i]);
+        }
     }
     const double draft_ms = ms_since(&t0);
     s->stats.ms_draft += draft_ms;

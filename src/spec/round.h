@@ -30,7 +30,8 @@
  * declined (with the target's reason).
  *
  * Nothing allocates after create: buffers are sized for the largest block
- * (block + tree_branches rows) and the target's context. Not thread-safe;
+ * (block + tree_branches rows) and the target's context (a grammar's tables
+ * grow the first time a state is visited, bounded: grammar/match.h). Not thread-safe;
  * one session drives one target and one drafter at a time. After an error
  * the target cache is in an unspecified state: clear it before reuse.
  */
@@ -70,6 +71,8 @@ struct sprig_spec_params {
     void *user;
     void (*on_round)(void *user, const sprig_tree *block, const sprig_walk *walk, bool tree);   /* after each walk; may be NULL */
     void *round_user;
+    struct sprig_gmatch *grammar;   /* non-NULL: every emitted token is one the grammar allows (grammar/match.h;
+                                       borrowed). Each verify row gets the state its node's path leads to. */
 };
 
 typedef struct sprig_spec_session sprig_spec_session;
@@ -97,6 +100,8 @@ bool sprig_spec_done(const sprig_spec_session *s);
 sprig_status sprig_spec_generate(sprig_spec_session *s, const int32_t *prompt, int n, sprig_error *err);
 
 const sprig_spec_stats *sprig_spec_get_stats(const sprig_spec_session *s);
+/* Verify rows whose whole grammar mask was applied since begin (p.grammar). */
+int64_t sprig_spec_rows_masked(const sprig_spec_session *s);
 /* Did the switch resolve to tree mode? (Whether tree rounds ran is stats.path.) */
 bool sprig_spec_tree_mode(const sprig_spec_session *s);
 

@@ -87,6 +87,9 @@ typedef struct sprig_rows {
     float *probs;               /* [cap][n_vocab]; NULL when greedy */
     int top_n;                  /* 0, or also fill top[i][top_n] (sprig_top_logprobs of row i's logits) */
     sprig_logprob *top;         /* [cap][top_n]; NULL when top_n is 0 */
+    struct sprig_gmatch *grammar;   /* non-NULL: row i's choice is limited to the tokens its state allows */
+    const int32_t *gstate;      /* [cap] row i's grammar state (negative: none, the row is left as it is) */
+    int64_t masked;             /* rows whose whole mask was applied (the argmax alone was not allowed, or sampling) */
 } sprig_rows;
 
 /* What drafters may read after prefill / finalize. */

@@ -8,7 +8,9 @@
 #include "model/moe.h"
 #include "spec/routes.h"
 #include "tensor/ops.h"
+#include "grammar/match.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,15 +57,25 @@ static void note_experts(model_target *mt, const int32_t *tokens, int n)
         sprig_routes_note(&mt->routes, tokens, n, r, SPRIG_MOE_ROUTE_LAYERS, layers);
 }
 
-static void fill_rows(model_target *mt, int n, sprig_rows *rows)
+/* row i's choice: under a grammar, greedy takes the argmax when the grammar allows it (the masked argmax is
+ * then the same token) and masks the row otherwise; sampling and top_logprobs always see the masked row */
+static sprig_status fill_rows(model_target *mt, int n, sprig_rows *rows, sprig_error *err)
 {
     int V = mt->m->hp.n_vocab;
     for (int i = 0; i < n; i++) {
-        const float *lg = mt->logits + (size_t)i * V;
+        float *lg = mt->logits + (size_t)i * V;
+        const int32_t gs = rows->grammar ? rows->gstate[i] : -1;
+        if (gs >= 0 && (rows->sampling || rows->top_n || sprig_gmatch_advance(rows->grammar, gs, sprig_argmax(lg, V)) == SPRIG_GSTATE_DEAD)) {
+            if (!sprig_gmatch_apply(rows->grammar, gs, lg, err)) return err ? err->code : SPRIG_E_NOMEM;
+            rows->masked++;
+            if (i == 0 && lg[sprig_argmax(lg, V)] == -INFINITY)   /* row 0 is always on the path: it must continue */
+                return sprig_err(err, SPRIG_E_INVALID_ARG, "grammar: no token of the vocabulary continues the grammar here");
+        }
         if (rows->sampling) sprig_sampler_probs(rows->sampler, lg, rows->probs + (size_t)i * V);
         else rows->argmax[i] = sprig_argmax(lg, V);
         if (rows->top_n) sprig_top_logprobs(lg, V, rows->top_n, rows->top + (size_t)i * rows->top_n);
     }
+    return SPRIG_OK;
 }
 
 /* kept[n_kept][dim]: the rows the call added, the last one at n_past - 1 */
@@ -88,7 +100,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
         sprig_status s = sprig_prefill(mt->ctx, tokens, n, mt->logits, mt->hidden, err);
         note_experts(mt, NULL, 0);
         if (s) return s;
-        fill_rows(mt, 1, rows);
+        if ((s = fill_rows(mt, 1, rows, err))) return s;
         fill_state(mt, mt->hidden, 1, st);
         return SPRIG_OK;
     }
@@ -102,8 +114,7 @@ static sprig_status t_prefill(sprig_target *t, const int32_t *tokens, int n, spr
     mark_experts(mt);
     sprig_status s = sprig_prefill_rows(mt->ctx, tokens, n, mt->logits, mt->prompt_hidden, err);
     note_experts(mt, NULL, 0);
-    if (s) return s;
-    fill_rows(mt, 1, rows);
+    if (s || (s = fill_rows(mt, 1, rows, err))) return s;
     fill_state(mt, mt->prompt_hidden, n, st);
     return SPRIG_OK;
 }
@@ -132,8 +143,7 @@ static sprig_status t_verify_forward(sprig_target *t, const int32_t *block, int 
     sprig_status s = check_rows(mt, n, err);
     if (s) return s;
     struct sprig_fwd f = { .n = n, .tokens = block, .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
-    if ((s = verify_fwd(mt, &f, err))) return s;
-    fill_rows(mt, n, rows);
+    if ((s = verify_fwd(mt, &f, err)) || (s = fill_rows(mt, n, rows, err))) return s;
     cap->block = n;
     cap->tree = false;
     cap->hidden = mt->hidden;
@@ -174,8 +184,7 @@ static sprig_status t_verify_forward_tree(sprig_target *t, const sprig_tree *tre
     for (int i = 0; i < n; i++) mt->pos[i] = off + mt->depths[i];
     struct sprig_fwd f = { .n = n, .tokens = tree->tokens, .pos = mt->pos, .mask = mt->mask, .parents = tree->parents,
                            .n_out = n, .logits = mt->logits, .hidden = mt->hidden };
-    if ((s = verify_fwd(mt, &f, err))) return s;
-    fill_rows(mt, n, rows);
+    if ((s = verify_fwd(mt, &f, err)) || (s = fill_rows(mt, n, rows, err))) return s;
     cap->block = n;
     cap->tree = true;
     cap->hidden = mt->hidden;

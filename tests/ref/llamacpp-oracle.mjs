@@ -4,8 +4,11 @@
 // --top-logprobs` against.
 //
 //   node tests/ref/llamacpp-oracle.mjs MODEL.gguf --prompt 1,403,407 [-n 128] [-t 2] [--top 5]
-//        [--follow 29,871,...] [--kv F32|F16|Q8_0|Q4_0] [--flash]
+//        [--follow 29,871,...] [--kv F32|F16|Q8_0|Q4_0] [--flash] [--grammar FILE.gbnf]
 //
+// --grammar FILE: decode under this GBNF grammar (llama.cpp's grammar
+// sampler before the greedy one), stopping at the first end-of-generation
+// token (not with --follow); `tokens` may then be fewer than n.
 // llama.cpp is node-llama-cpp's prebuilt CPU binary (pinned in
 // tests/ref/package.json), loaded with no GPU and never built or downloaded.
 // It is fed the ids as given — nothing is tokenized here, so the two
@@ -40,7 +43,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const die = (code, msg) => { console.error(`llamacpp-oracle: ${msg}`); process.exit(code); };
 const args = process.argv.slice(2);
-let model = null, prompt = null, follow = null, nSteps = 128, threads = 2, top = 5, kvType = "F32", flash = false;
+let model = null, prompt = null, follow = null, nSteps = 128, threads = 2, top = 5, kvType = "F32", flash = false, grammarFile = null;
 const int = (flag, v, lo, hi) => {
     const x = Number(v);
     if (!Number.isInteger(x) || x < lo || x > hi) die(2, `${flag}: '${v}' is not an integer in [${lo}, ${hi}]`);
@@ -59,6 +62,7 @@ for (let i = 0; i < args.length; i++) {
         i++;
     }
     else if (a === "--flash") flash = true;
+    else if (a === "--grammar") { grammarFile = v; i++; }
     else if (a.startsWith("-")) die(2, `unknown option '${a}'`);
     else if (model === null) model = a;
     else die(2, `unexpected argument '${a}'`);
@@ -68,9 +72,9 @@ if (model === null || !prompt || prompt.length === 0)
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ref = process.env.SPRIG_LLAMACPP_REF || join(here, "node_modules");
-let getLlama, pkgVersion;
+let getLlama, LlamaGrammarEvaluationState, pkgVersion;
 try {
-    ({ getLlama } = await import(pathToFileURL(join(ref, "node-llama-cpp", "dist", "index.js")).href));
+    ({ getLlama, LlamaGrammarEvaluationState } = await import(pathToFileURL(join(ref, "node-llama-cpp", "dist", "index.js")).href));
     pkgVersion = JSON.parse(readFileSync(join(ref, "node-llama-cpp", "package.json"), "utf8")).version;
 } catch (e) {
     die(3, `cannot load node-llama-cpp from ${ref} (${e.message}); npm ci --omit=optional in tests/ref`);
@@ -100,7 +104,10 @@ const tokens = [], tops = [];
 if (follow && follow.length < nSteps - 1) die(2, `--follow: ${follow.length} ids for ${nSteps} steps`);
 for (const [i, id] of (follow ?? []).entries())
     if (nVocab !== undefined && id >= nVocab) die(1, `${model}: --follow id ${id} (index ${i}) is outside the vocabulary of ${nVocab}`);
-const gen = seq.evaluateWithMetadata(prompt, { probabilities: true }, { temperature: 0, yieldEogToken: true });
+if (grammarFile && follow) die(2, "--grammar and --follow: give one");
+const grammar = grammarFile ? await llama.createGrammar({ grammar: readFileSync(grammarFile, "utf8") }) : null;
+const grammarEvaluationState = grammar ? new LlamaGrammarEvaluationState({ model: m, grammar }) : undefined;
+const gen = seq.evaluateWithMetadata(prompt, { probabilities: true }, { temperature: 0, yieldEogToken: true, grammarEvaluationState });
 for (let r = await gen.next(); !r.done; ) {
     const step = r.value;
     tokens.push(step.token);
@@ -110,12 +117,12 @@ for (let r = await gen.next(); !r.done; ) {
         row.push({ id, logprob: p > 0 ? Math.log(p) : null });
     }
     tops.push(row);
-    if (tokens.length === nSteps) break;
+    if (tokens.length === nSteps || (grammar && m.isEogToken(step.token))) break;
     /* the next token evaluated: the followed engine's, else llama.cpp's own */
     r = await gen.next(follow ? follow[tokens.length - 1] : undefined);
 }
 await gen.return?.();
-if (tokens.length !== nSteps) die(1, `${model}: llama.cpp stopped after ${tokens.length} of ${nSteps} steps`);
+if (tokens.length !== nSteps && !grammar) die(1, `${model}: llama.cpp stopped after ${tokens.length} of ${nSteps} steps`);
 process.stdout.write(JSON.stringify({
     tokens, top_logprobs: tops,
     llama_cpp: { package: `node-llama-cpp@${pkgVersion}`, build: llama.buildType, threads: ctx.currentThreads ?? threads },
