@@ -222,8 +222,17 @@ check "message shapes through the template (got $CODE)" [ "$CODE/$(field "$TMP/j
 b[assistant]-<call add {"a": 1}>[tool]2(c1)<tools 1><flag>' ]
 post /apply-template '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"add"}}],"tool_choice":"none"}' "$TMP/j6"
 check "tool_choice none: no tools offered" [ "$(field "$TMP/j6" 'j.prompt')" = "[user]x" ]
-post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"add"}}],"tool_choice":"required"}' "$TMP/j7"
-check "tool_choice required: 400 naming it (got $CODE)" [ "$CODE/$(field "$TMP/j7" 'j.error.param')" = "400/tool_choice" ]
+# a template that shows no call format: tool_choice required makes the reply the call's JSON (llama3's shape) and reads it back
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"add","parameters":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}],"tool_choice":"required","parallel_tool_calls":false,"temperature":0,"max_tokens":230}' "$TMP/j7"
+check "tool_choice required without a known format: a call to add (got $CODE: $(head -c 300 "$TMP/j7"))" [ "$CODE/$(field "$TMP/j7" 'j.choices[0].finish_reason + "/" + j.choices[0].message.tool_calls[0].function.name + "/" + typeof JSON.parse(j.choices[0].message.tool_calls[0].function.arguments).a')" = "200/tool_calls/add/number" ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"add"}}],"tool_choice":{"type":"function","function":{"name":"sub"}}}' "$TMP/j7b"
+check "tool_choice naming a tool not offered: 400 naming it (got $CODE)" [ "$CODE/$(field "$TMP/j7b" 'j.error.param')" = "400/tool_choice" ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a\" b"}' "$TMP/j7c"
+check "a grammar with an undefined rule: 400 naming it (got $CODE)" sh -c "[ '$CODE' = 400 ] && grep -q \"rule 'b' is used but not defined\" '$TMP/j7c'"
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= [a-c]{3,5} \".\"","max_tokens":20,"temperature":0}' "$TMP/j7d"
+check "a grammar shapes the reply (got $CODE: $(head -c 200 "$TMP/j7d"))" [ "$(field "$TMP/j7d" '/^[a-c]{3,5}\.$/.test(j.choices[0].message.content) && j.choices[0].finish_reason === "stop"')" = true ]
+post /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}}' "$TMP/j7e"
+check "a grammar and a response_format: 400 (got $CODE)" [ "$CODE" = 400 ]
 post /v1/chat/completions '{"messages":[{"role":"user","content":"x","tool_calls":[]}]}' "$TMP/j8"
 check "tool calls on a user message: 400 naming them (got $CODE)" [ "$CODE/$(field "$TMP/j8" 'j.error.param')" = "400/messages[0].tool_calls" ]
 post /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}' "$TMP/j9"
@@ -250,6 +259,21 @@ elif [ "${SPRIG_REQUIRE_REF:-0}" = 1 ]; then
     echo "FAIL (SPRIG_REQUIRE_REF=1): no $REF/openai for the OpenAI client check"; fail=1
 else
     echo "SKIP: the OpenAI client check (cd tests/ref && npm ci --omit=optional)"
+fi
+
+# tool calls and structured output through the OpenAI client: a template that writes calls as <tool_call>{json}</tool_call>
+if [ -d "$REF/openai" ]; then
+    start tools -m "$M/stories260K.gguf" -c 1024 -t 1 --chat-template-file tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja || exit 1
+    node tests/ref/openai-tools.mjs "http://127.0.0.1:$PORT/v1" stories260K.gguf >"$TMP/ot.json" 2>"$TMP/ot.err"; rc=$?
+    check "openai tools client runs (rc $rc: $(tail -c 300 "$TMP/ot.err"))" [ $rc -eq 0 ]
+    if [ $rc -eq 0 ]; then
+        check "openai: a named tool is called, its arguments fit its schema ($(head -c 400 "$TMP/ot.json"))" [ "$(field "$TMP/ot.json" 'j.named.finish + "/" + j.named.calls[0].function.name + "/" + (() => { const a = JSON.parse(j.named.calls[0].function.arguments); return typeof a.city + typeof a.days + (Number.isInteger(a.days) && a.days >= 0) + (a.city.length <= 16) + /^call_[A-Za-z0-9]{24}$/.test(j.named.calls[0].id); })()')" = "tool_calls/get_weather/stringnumbertruetruetrue" ]
+        check "openai: required, one call, streamed = not streamed" [ "$(field "$TMP/ot.json" 'j.streamed.finish === "tool_calls" && j.streamed.calls.length === 1 && j.required.calls.length === 1 && j.streamed.calls[0].function.name === j.required.calls[0].function.name && j.streamed.calls[0].function.arguments === j.required.calls[0].function.arguments')" = true ]
+        check "openai: a call and its result sent back" [ "$(field "$TMP/ot.json" 'j.followup.role')" = assistant ]
+        check "openai: json_schema content parses and fits" [ "$(field "$TMP/ot.json" '(() => { const c = JSON.parse(j.json_schema.content); return j.json_schema.finish === "stop" && typeof c.name === "string" && c.name.length <= 12 && Number.isInteger(c.age) && c.age >= 0 && Object.keys(c).every((k) => ["name", "age", "pets"].includes(k)); })()')" = true ]
+        check "openai: json_object starts an object" [ "$(field "$TMP/ot.json" '/^\s*\{/.test(j.json_object.content)')" = true ]
+        check "openai: a schema keyword not supported: 400 naming response_format" [ "$(field "$TMP/ot.json" 'j.bad_schema.status + "/" + j.bad_schema.param')" = "400/response_format" ]
+    fi
 fi
 
 # ---- continuous batching: concurrent requests, staggered, each = plain `sprig run`

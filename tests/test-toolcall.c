@@ -15,6 +15,7 @@
 #include "test.h"
 #include "chat/chat.h"
 #include "chat/toolcall.h"
+#include "grammar/match.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,16 @@ static char *rendered_reply(const sprig_chat *c, const char *file, int n_calls)
     return reply;
 }
 
+/* a vocabulary of the 256 bytes, to run grammars over text */
+static const char *byte_text(const void *u, int32_t id, size_t *len)
+{
+    (void)u;
+    static char b[256];
+    b[id] = (char)id;
+    *len = 1;
+    return &b[id];
+}
+
 static bool args_equal(const char *got, const char *want)
 {
     json_t *a = json_loads(got, 0, NULL), *b = json_loads(want, 0, NULL);
@@ -95,11 +106,13 @@ static void test_templates(void)
         { "meta-llama-Llama-3.2-3B-Instruct.jinja", "llama3", 1 },
         { "meta-llama-Llama-3.3-70B-Instruct.jinja", "llama3", 1 },
         { "mistralai-Mistral-Nemo-Instruct-2407.jinja", "mistral", 2 },
-        { "Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistral", 2 },
-        { "unsloth-mistral-Devstral-Small-2507.jinja", "mistral", 2 },
+        { "Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistral-v11", 2 },
+        { "unsloth-mistral-Devstral-Small-2507.jinja", "mistral-v11", 2 },
         { "google-gemma-4-31B-it.jinja", "gemma4", 2 },
     };
     json_t *tools = json_loads(TOOLS, 0, NULL);
+    sprig_error err = { 0 };
+    sprig_gvocab *bytes = sprig_gvocab_create(256, byte_text, NULL, NULL, &err);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char path[256];
         snprintf(path, sizeof path, "tests/data/chat-templates/%s", cases[k].file);
@@ -108,7 +121,6 @@ static void test_templates(void)
         CHECKF(text != NULL, "%s missing", path);
         if (!text) continue;
         sprig_chat *c = NULL;
-        sprig_error err = { 0 };
         const bool ok = !sprig_chat_from_text(text, n, path, &c, &err);
         CHECKF(ok, "%s: %s", path, err.msg);
         free(text);
@@ -143,12 +155,37 @@ static void test_templates(void)
                     break;
                 }
             }
+            /* the grammar tool_choice "required" decodes under takes the template's own rendering of the calls */
+            char *g = NULL;
+            CHECKF(!sprig_toolfmt_grammar(f, tools, NULL, cases[k].calls > 1, &g, &err), "%s: %s", cases[k].file, err.msg);
+            sprig_gbnf *gb = NULL;
+            CHECKF(g && !sprig_gbnf_parse(g, strlen(g), &gb, &err), "%s: the tool grammar does not compile: %s\n%s", cases[k].file, err.msg, g ? g : "");
+            sprig_gmatch *gm = gb ? sprig_gmatch_create(gb, bytes, &err) : NULL;
+            if (gm) {
+                const size_t end = strlen(reply) - (cn - head);   /* the calls end where the text after them begins */
+                const int32_t s = sprig_gmatch_advance_bytes(gm, sprig_gmatch_start(gm), reply + at, end - at);
+                CHECKF(s >= 0 && sprig_gmatch_accepting(gm, s), "%s: the tool grammar refuses the template's calls [%.*s]", cases[k].file,
+                       (int)(end - at), reply + at);
+                /* and only the named tool when one is named */
+                char *g2 = NULL;
+                CHECK(!sprig_toolfmt_grammar(f, tools, "add", false, &g2, &err));
+                sprig_gbnf *gb2 = NULL;
+                sprig_gmatch *gm2 = g2 && !sprig_gbnf_parse(g2, strlen(g2), &gb2, &err) ? sprig_gmatch_create(gb2, bytes, &err) : NULL;
+                CHECK(gm2 && sprig_gmatch_advance_bytes(gm2, sprig_gmatch_start(gm2), reply + at, end - at) < 0);
+                sprig_gmatch_free(gm2);
+                sprig_gbnf_free(gb2);
+                free(g2);
+            }
+            sprig_gmatch_free(gm);
+            sprig_gbnf_free(gb);
+            free(g);
             json_decref(calls);
             free(content);
         }
         free(reply);
         sprig_chat_free(c);
     }
+    sprig_gvocab_free(bytes);
     json_decref(tools);
 }
 
@@ -174,6 +211,10 @@ static void test_content(void)
     /* the last call's closing tag may be cut by the end of the reply (EOS); an open call is not a call */
     expect("hermes", "<tool_call>{\"name\": \"f\", \"arguments\": {}}", 1, "");
     expect("hermes", "<tool_call>{\"name\": \"f\", \"argu", 0, "<tool_call>{\"name\": \"f\", \"argu");
+    /* a later call cut short (a reply out of tokens) ends the calls: the complete ones are kept, the rest is content */
+    expect("hermes", "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"g\", \"argu", 1,
+           "\n<tool_call>{\"name\": \"g\", \"argu");
+    expect("gemma4", "<|tool_call>call:f{a:1}<tool_call|><|tool_call>call:g{a:<|\"|>x", 1, "<|tool_call>call:g{a:<|\"|>x");
     /* not calls: everything stays content */
     expect("hermes", "no calls here", 0, "no calls here");
     expect("hermes", "<tool_call>not json</tool_call>", 0, "<tool_call>not json</tool_call>");

@@ -5,12 +5,17 @@
  * (the reply is then all content).
  */
 #include "chat/toolcall.h"
+#include "grammar/schema.h"
+
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
 
 struct sprig_toolfmt {
     const char *name;
+    const char *args_key;           /* the JSON formats' key for the arguments ("arguments", llama3 "parameters"); NULL: not JSON */
+    const char *open, *close, *sep; /* the grammar's text around one call, and between calls */
     const char *detect, *detect2;   /* the template shows both (detect2 NULL: the first alone) */
     const char *start;              /* the output marker before the calls; NULL: the reply itself is the call (llama3) */
     int id_len;                     /* 0: "call_" + 24 alphanumerics */
@@ -85,11 +90,15 @@ static bool parse_hermes(const char *p, size_t n, const json_t *tools, json_t *c
 {
     (void)tools;
     rd r = { p, n, 0 };
-    while (lit(&r, "<tool_call>")) {
+    while (lit(&r, "<tool_call>")) {   /* a call that does not parse ends the calls (a reply cut by its token budget) */
+        const size_t had = json_array_size(calls);
         ws(&r);
-        if (!json_call_at(&r, calls)) return false;
+        if (!json_call_at(&r, calls)) break;
         ws(&r);
-        if (!lit(&r, "</tool_call>") && !at_end(&r)) return false;
+        if (!lit(&r, "</tool_call>") && !at_end(&r)) {
+            json_array_remove(calls, had);
+            break;
+        }
         *used = r.i;
         ws(&r);
     }
@@ -122,15 +131,29 @@ static const char *param_type(const json_t *tools, const char *name, const char 
     return "string";
 }
 
+#define NAME_MAX_LEN 256   /* name[] and param[] */
+static bool qwen3_coder_call(rd *rr, const char *p, const json_t *tools, json_t *calls, char *name, char *param);
+
 static bool parse_qwen3_coder(const char *p, size_t n, const json_t *tools, json_t *calls, size_t *used)
 {
     rd r = { p, n, 0 };
-    char name[256], param[256];
-    while (lit(&r, "<tool_call>")) {
+    char name[NAME_MAX_LEN], param[NAME_MAX_LEN];
+    while (lit(&r, "<tool_call>")) {   /* a call that does not parse ends the calls */
+        if (!qwen3_coder_call(&r, p, tools, calls, name, param)) break;
+        *used = r.i;
+        ws(&r);
+    }
+    return json_array_size(calls) > 0;
+}
+
+static bool qwen3_coder_call(rd *rr, const char *p, const json_t *tools, json_t *calls, char *name, char *param)
+{
+    rd r = *rr;
+    {
         ws(&r);
         if (!lit(&r, "<function=")) return false;
         const char *gt = find_in(&r, ">");
-        if (!gt || (size_t)(gt - (p + r.i)) >= sizeof name || gt == p + r.i) return false;
+        if (!gt || (size_t)(gt - (p + r.i)) >= NAME_MAX_LEN || gt == p + r.i) return false;
         memcpy(name, p + r.i, (size_t)(gt - (p + r.i)));
         name[gt - (p + r.i)] = 0;
         r.i = (size_t)(gt - p) + 1;
@@ -140,7 +163,7 @@ static bool parse_qwen3_coder(const char *p, size_t n, const json_t *tools, json
             ws(&r);
             if (!lit(&r, "<parameter=")) break;
             const char *pg = find_in(&r, ">");
-            if (!pg || (size_t)(pg - (p + r.i)) >= sizeof param || pg == p + r.i) { json_decref(args); return false; }
+            if (!pg || (size_t)(pg - (p + r.i)) >= NAME_MAX_LEN || pg == p + r.i) { json_decref(args); return false; }
             memcpy(param, p + r.i, (size_t)(pg - (p + r.i)));
             param[pg - (p + r.i)] = 0;
             r.i = (size_t)(pg - p) + 1;
@@ -156,15 +179,18 @@ static bool parse_qwen3_coder(const char *p, size_t n, const json_t *tools, json
             if (!v || json_object_set_new(args, param, v)) { json_decref(args); return false; }
             r.i = (size_t)(end - p) + strlen("</parameter>");
         }
+        const size_t had = json_array_size(calls);
         const bool ok = lit(&r, "</function>") && add_call(calls, name, strlen(name), args);
         json_decref(args);
         if (!ok) return false;
         ws(&r);
-        if (!lit(&r, "</tool_call>") && !at_end(&r)) return false;
-        *used = r.i;
-        ws(&r);
+        if (!lit(&r, "</tool_call>") && !at_end(&r)) {
+            json_array_remove(calls, had);
+            return false;
+        }
     }
-    return json_array_size(calls) > 0;
+    *rr = r;
+    return true;
 }
 
 /* ---- llama3: [<|python_tag|>]{"name": ..., "parameters": {...}} [; {...}] ---- */
@@ -196,22 +222,27 @@ static bool parse_mistral(const char *p, size_t n, const json_t *tools, json_t *
             size_t i;
             const json_t *o;
             bool ok = json_is_array(a) && json_array_size(a) > 0;
+            const size_t had = json_array_size(calls);
             json_array_foreach(a, i, o) ok = ok && json_is_object(o) && call_from_object(o, calls);
             json_decref(a);
-            if (!ok) return false;
+            if (!ok) {
+                while (json_array_size(calls) > had) json_array_remove(calls, had);
+                break;
+            }
         } else {
             const char *args = find_in(&r, "[ARGS]"), *id = find_in(&r, "[CALL_ID]");
-            if (!args) return false;
+            if (!args) break;
             const char *name_end = id && id < args ? id : args;
             const size_t name_n = (size_t)(name_end - (p + r.i));
             const char *name = p + r.i;
-            for (size_t k = 0; k < name_n; k++)
-                if (name[k] == '[' || name[k] == '{' || name[k] == '\n') return false;
+            bool ok = true;
+            for (size_t k = 0; k < name_n; k++) ok = ok && name[k] != '[' && name[k] != '{' && name[k] != '\n';
+            if (!ok) break;
             r.i = (size_t)(args - p) + strlen("[ARGS]");
             json_t *v = json_at(&r);
-            const bool ok = json_is_object(v) && add_call(calls, name, name_n, v);
+            ok = json_is_object(v) && add_call(calls, name, name_n, v);
             json_decref(v);
-            if (!ok) return false;
+            if (!ok) break;
         }
         *used = r.i;
         ws(&r);
@@ -282,18 +313,21 @@ static bool parse_gemma4(const char *p, size_t n, const json_t *tools, json_t *c
 {
     (void)tools;
     rd r = { p, n, 0 };
-    while (lit(&r, "<|tool_call>")) {
-        if (!lit(&r, "call:")) return false;
-        const char *brace = find_in(&r, "{");
-        if (!brace) return false;
+    while (lit(&r, "<|tool_call>")) {   /* a call that does not parse ends the calls */
+        const char *brace = lit(&r, "call:") ? find_in(&r, "{") : NULL;
+        if (!brace) break;
         const char *name = p + r.i;
         const size_t name_n = (size_t)(brace - name);
         r.i = (size_t)(brace - p);
         json_t *args = gemma_value(&r, 0);
+        const size_t had = json_array_size(calls);
         const bool ok = json_is_object(args) && add_call(calls, name, name_n, args);
         json_decref(args);
-        if (!ok) return false;
-        if (!lit(&r, "<tool_call|>") && !at_end(&r)) return false;
+        if (!ok) break;
+        if (!lit(&r, "<tool_call|>") && !at_end(&r)) {
+            json_array_remove(calls, had);
+            break;
+        }
         *used = r.i;
         ws(&r);
     }
@@ -302,11 +336,13 @@ static bool parse_gemma4(const char *p, size_t n, const json_t *tools, json_t *c
 
 /* ---- the table: first match wins, so the more specific rows come first ---- */
 static const struct sprig_toolfmt formats[] = {
-    { "gemma4", "<|tool_call>call:", NULL, "<|tool_call>", 0, parse_gemma4 },
-    { "qwen3-coder", "<tool_call>", "<function=", "<tool_call>", 0, parse_qwen3_coder },
-    { "hermes", "<tool_call>", NULL, "<tool_call>", 0, parse_hermes },
-    { "mistral", "[TOOL_CALLS]", NULL, "[TOOL_CALLS]", 9, parse_mistral },
-    { "llama3", "ipython", NULL, NULL, 0, parse_llama3 },
+    { "gemma4", NULL, "<|tool_call>call:", "<tool_call|>", "", "<|tool_call>call:", NULL, "<|tool_call>", 0, parse_gemma4 },
+    { "qwen3-coder", NULL, "<tool_call>\n<function=", "</function>\n</tool_call>", "\n", "<tool_call>", "<function=", "<tool_call>", 0,
+      parse_qwen3_coder },
+    { "hermes", "arguments", "<tool_call>\n", "\n</tool_call>", "\n", "<tool_call>", NULL, "<tool_call>", 0, parse_hermes },
+    { "mistral-v11", NULL, "[TOOL_CALLS]", "", "", "[TOOL_CALLS]", "[ARGS]", "[TOOL_CALLS]", 9, parse_mistral },
+    { "mistral", "arguments", "[TOOL_CALLS][", "]", ", ", "[TOOL_CALLS]", NULL, "[TOOL_CALLS]", 9, parse_mistral },
+    { "llama3", "parameters", "", "", "; ", "ipython", NULL, NULL, 0, parse_llama3 },
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -326,7 +362,7 @@ const struct sprig_toolfmt *sprig_toolfmt_named(const char *name)
     return NULL;
 }
 
-const char *sprig_toolfmt_names(void) { return "gemma4, qwen3-coder, hermes, mistral, llama3"; }
+const char *sprig_toolfmt_names(void) { return "gemma4, qwen3-coder, hermes, mistral-v11, mistral, llama3"; }
 const char *sprig_toolfmt_name(const struct sprig_toolfmt *f) { return f->name; }
 int sprig_toolfmt_id_len(const struct sprig_toolfmt *f) { return f->id_len; }
 
@@ -356,6 +392,180 @@ size_t sprig_toolfmt_find(const struct sprig_toolfmt *f, const char *text, size_
     if (i == n || (n - i < sizeof tag - 1 && !memcmp(text + i, tag, n - i))) h = 0;   /* nothing yet, or the tag's start */
     if (held) *held = h;
     return n;
+}
+
+/* ---- grammars for tool_choice "required" / a named function ---- */
+static void gb_lit(char **b, size_t *n, size_t *cap, const char *s)
+{
+    char tmp[8];
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : NULL;
+        if (!e && c < 0x20) {
+            snprintf(tmp, sizeof tmp, "\\x%02X", c);
+            e = tmp;
+        }
+        const char one[2] = { (char)c, 0 };
+        const char *piece = e ? e : one;
+        const size_t k = strlen(piece);
+        if (*n + k + 1 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            while (nc < *n + k + 1) nc *= 2;
+            char *nb = realloc(*b, nc);
+            if (!nb) return;
+            *b = nb;
+            *cap = nc;
+        }
+        memcpy(*b + *n, piece, k);
+        *n += k;
+        (*b)[*n] = 0;
+    }
+}
+
+static void gb_put(char **b, size_t *n, size_t *cap, const char *s)
+{
+    const size_t k = strlen(s);
+    if (*n + k + 1 > *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        while (nc < *n + k + 1) nc *= 2;
+        char *nb = realloc(*b, nc);
+        if (!nb) return;
+        *b = nb;
+        *cap = nc;
+    }
+    memcpy(*b + *n, s, k + 1);
+    *n += k;
+}
+
+sprig_status sprig_toolfmt_grammar(const struct sprig_toolfmt *f, const json_t *tools, const char *name, bool parallel, char **out,
+                                   sprig_error *err)
+{
+    *out = NULL;
+    char *b = NULL;
+    size_t n = 0, cap = 0;
+    size_t i;
+    const json_t *t;
+    int picked = 0;
+    if (f->args_key) {   /* one schema: anyOf the tools' {"name": const, args_key: parameters} objects */
+        json_t *any = json_array();
+        json_array_foreach(tools, i, t) {
+            const json_t *fn = json_object_get(t, "function");
+            const char *tn = json_string_value(json_object_get(fn, "name"));
+            if (!tn || (name && strcmp(tn, name))) continue;
+            const json_t *params = json_object_get(fn, "parameters");
+            json_t *obj = json_pack("{s:s, s:{s:{s:s}, s:O}, s:[s, s], s:b}", "type", "object", "properties", "name", "const", tn, f->args_key,
+                                    json_is_object(params) && json_object_size(params) ? params : json_pack("{s:s}", "type", "object"),
+                                    "required", "name", f->args_key, "additionalProperties", 0);
+            if (!strcmp(f->name, "mistral"))   /* Mistral Nemo's template writes each call's 9-character id after its arguments */
+                json_object_set_new(json_object_get(obj, "properties"), "id", json_pack("{s:s, s:i, s:i}", "type", "string", "minLength", 9,
+                                                                                        "maxLength", 9));
+            json_array_append_new(any, obj);
+            picked++;
+        }
+        json_t *schema = json_pack("{s:o}", "anyOf", any);
+        char *g = NULL;
+        const sprig_status st = picked ? sprig_schema_to_gbnf(schema, &g, err) : SPRIG_OK;
+        json_decref(schema);
+        if (st) {
+            sprig_err_prefix(err, "tools");
+            return st;
+        }
+        if (g) {   /* the schema's root becomes `call` */
+            gb_put(&b, &n, &cap, "call");
+            gb_put(&b, &n, &cap, g + 4);
+            free(g);
+        }
+    } else if (!strcmp(f->name, "mistral-v11")) {   /* NAME[ARGS]{...}: each tool's parameters as a rule of its own */
+        char *rules = NULL;
+        size_t rn = 0, rc = 0;
+        gb_put(&b, &n, &cap, "call ::= ");
+        json_array_foreach(tools, i, t) {
+            const json_t *fn = json_object_get(t, "function");
+            const char *tn = json_string_value(json_object_get(fn, "name"));
+            if (!tn || (name && strcmp(tn, name))) continue;
+            const json_t *params = json_object_get(fn, "parameters");
+            json_t *own = json_is_object(params) && json_object_size(params) ? json_incref((json_t *)params) : json_pack("{s:s}", "type", "object");
+            char rule_name[32], *g = NULL;
+            snprintf(rule_name, sizeof rule_name, "tool%zu-args", i);
+            const sprig_status st = sprig_schema_to_gbnf_rule(own, rule_name, false, &g, err);
+            json_decref(own);
+            if (st) {
+                free(b);
+                free(rules);
+                sprig_err_prefix(err, "tools[%zu]", i);
+                return st;
+            }
+            gb_put(&rules, &rn, &rc, g);
+            free(g);
+            gb_put(&b, &n, &cap, picked++ ? " | \"" : "\"");
+            gb_lit(&b, &n, &cap, tn);
+            gb_put(&b, &n, &cap, "\" (\"[CALL_ID]\" [a-zA-Z0-9]{9})? \"[ARGS]\" ");   /* Mistral Small 3.2 writes an id */
+            gb_put(&b, &n, &cap, rule_name);
+        }
+        gb_put(&b, &n, &cap, "\n");
+        if (rules) gb_put(&b, &n, &cap, rules);
+        gb_put(&b, &n, &cap, sprig_schema_primitives());
+        free(rules);
+    } else if (!strcmp(f->name, "qwen3-coder")) {   /* <function=NAME>\n then its parameters, each <parameter=P>\nvalue\n</parameter>\n */
+        gb_put(&b, &n, &cap, "call ::= ");
+        json_array_foreach(tools, i, t) {
+            const json_t *fn = json_object_get(t, "function");
+            const char *tn = json_string_value(json_object_get(fn, "name"));
+            if (!tn || (name && strcmp(tn, name))) continue;
+            gb_put(&b, &n, &cap, picked ? " | \"" : "\"");
+            gb_lit(&b, &n, &cap, tn);
+            gb_put(&b, &n, &cap, ">\\n\" (");
+            const json_t *props = json_object_get(json_object_get(fn, "parameters"), "properties");
+            const char *k;
+            const json_t *v;
+            int np = 0;
+            json_object_foreach((json_t *)props, k, v) {
+                gb_put(&b, &n, &cap, np++ ? " | \"<parameter=" : "\"<parameter=");
+                gb_lit(&b, &n, &cap, k);
+                gb_put(&b, &n, &cap, ">\\n\" pvalue \"\\n</parameter>\\n\"");
+            }
+            gb_put(&b, &n, &cap, np ? ")*" : "\"\")");
+            picked++;
+        }
+        gb_put(&b, &n, &cap, "\npvalue ::= ([^<] | \"<\" [^/])*\n");
+    } else {   /* gemma4: NAME then any object in its notation */
+        gb_put(&b, &n, &cap, "call ::= (");
+        json_array_foreach(tools, i, t) {
+            const char *tn = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+            if (!tn || (name && strcmp(tn, name))) continue;
+            gb_put(&b, &n, &cap, picked++ ? " | \"" : "\"");
+            gb_lit(&b, &n, &cap, tn);
+            gb_put(&b, &n, &cap, "\"");
+        }
+        gb_put(&b, &n, &cap, ") gobj\n"
+                             "gobj ::= \"{\" (gkey \":\" gval (\",\" gkey \":\" gval)*)? \"}\"\n"
+                             "gkey ::= [a-zA-Z_] [a-zA-Z0-9_]*\n"
+                             "gval ::= \"<|\\\"|>\" ([^<] | \"<\" [^|])* \"<|\\\"|>\" | \"-\"? [0-9]+ (\".\" [0-9]+)? | \"true\" | \"false\" | \"null\" | gobj | "
+                             "\"[\" (gval (\",\" gval)*)? \"]\"\n");
+    }
+    if (!picked) {
+        free(b);
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "tool_choice: no tool named '%s' in tools", name ? name : "(any)");
+    }
+    gb_put(&b, &n, &cap, "root ::= \"");
+    gb_lit(&b, &n, &cap, f->open);
+    gb_put(&b, &n, &cap, "\" call");
+    if (parallel) {
+        gb_put(&b, &n, &cap, " (\"");
+        if (!strcmp(f->name, "mistral")) gb_lit(&b, &n, &cap, f->sep);   /* mistral's calls share one array */
+        else {   /* the others close a call and open the next */
+            gb_lit(&b, &n, &cap, f->close);
+            gb_lit(&b, &n, &cap, f->sep);
+            gb_lit(&b, &n, &cap, f->open);
+        }
+        gb_put(&b, &n, &cap, "\" call)*");
+    }
+    gb_put(&b, &n, &cap, " \"");
+    gb_lit(&b, &n, &cap, f->close);
+    gb_put(&b, &n, &cap, "\"\n");
+    if (!b) return sprig_err(err, SPRIG_E_NOMEM, "tools: out of memory");
+    *out = b;
+    return SPRIG_OK;
 }
 
 static bool blank(const char *p, size_t n)

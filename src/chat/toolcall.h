@@ -26,6 +26,8 @@
 #ifndef SPRIG_CHAT_TOOLCALL_H
 #define SPRIG_CHAT_TOOLCALL_H
 
+#include "base/err.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,5 +55,12 @@ size_t sprig_toolfmt_find(const struct sprig_toolfmt *f, const char *text, size_
  * values. false only when out of memory. */
 bool sprig_toolfmt_parse(const struct sprig_toolfmt *f, const char *text, size_t n, const json_t *tools, json_t **calls, char **content,
                          size_t *content_n, size_t *head_n);
+
+/* A GBNF grammar whose every text is one call (or, with parallel, one or more) in this format, to the tool named
+ * `name` or (NULL) any of tools (OpenAI's tool_choice "required" / a named function). JSON formats take each tool's
+ * parameters schema (grammar/schema.h); qwen3-coder's parameter names are the schema's, values free text; gemma4's
+ * arguments any object in its notation. *out malloc'd; errors name the tool. */
+sprig_status sprig_toolfmt_grammar(const struct sprig_toolfmt *f, const json_t *tools, const char *name, bool parallel, char **out,
+                                   sprig_error *err);
 
 #endif

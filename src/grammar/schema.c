@@ -71,6 +71,7 @@ typedef struct conv {
     char **names, **bodies;
     int n;
     const json_t *root;
+    const char *prefix;  /* before every rule name this schema makes ("" alone) */
     sprig_error *err;
     sprig_status st;
     char path[256];      /* where in the schema, for messages */
@@ -99,10 +100,11 @@ static bool rule(conv *C, const char *hint, const char *body, char *out, size_t 
         }
     if (C->n >= MAX_RULES) return fail(C, "more than %d rules", MAX_RULES);
     char name[96];
-    size_t k = 0;
+    size_t k = (size_t)snprintf(name, 32, "%.24s", C->prefix);
     for (const char *p = hint; *p && k < 60; p++) name[k++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '-';
     name[k] = 0;
     if (!k) snprintf(name, sizeof name, "r");
+    if (k == strlen(C->prefix)) snprintf(name + k, sizeof name - k, "r");
     char final_name[96];
     snprintf(final_name, sizeof final_name, "%s", name);
     static const char *const reserved[] = { "root", "space", "boolean", "null", "integral-part", "decimal-part", "integer", "uinteger",
@@ -112,7 +114,7 @@ static bool rule(conv *C, const char *hint, const char *body, char *out, size_t 
         for (int i = 0; reserved[i] && !taken; i++) taken = !strcmp(final_name, reserved[i]);
         for (int i = 0; i < C->n && !taken; i++) taken = !strcmp(C->names[i], final_name);
         if (!taken) break;
-        snprintf(final_name, sizeof final_name, "%s-%d", name, suffix);
+        snprintf(final_name, sizeof final_name, "%.80s-%d", name, suffix);
     }
     char **nn = realloc(C->names, sizeof *nn * (size_t)(C->n + 1)), **nb = nn ? realloc(C->bodies, sizeof *nb * (size_t)(C->n + 1)) : NULL;
     if (nn) C->names = nn;
@@ -142,6 +144,8 @@ static const char *PRIMITIVES =
     "array ::= \"[\" space ( value (\",\" space value)* )? \"]\" space\n";
 
 static bool visit(conv *C, const json_t *s, const char *hint, int depth, char *out, size_t cap);
+
+const char *sprig_schema_primitives(void) { return PRIMITIVES; }
 
 static bool bound(conv *C, const json_t *s, const char *key, long *v)
 {
@@ -335,7 +339,7 @@ static bool visit(conv *C, const json_t *s, const char *hint, int depth, char *o
         const json_t *target = name ? json_object_get(defs, name) : NULL;
         if (!target) return fail(C, "'$ref' %s: only #/$defs/NAME and #/definitions/NAME of this schema are supported", r ? r : "(not a string)");
         char rname[96];
-        snprintf(rname, sizeof rname, "ref-%s", name);
+        snprintf(rname, sizeof rname, "%.24sref-%.60s", C->prefix, name);
         for (char *p = rname; *p; p++)
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '-';
         for (int i = 0; i < C->n; i++)   /* defined (or being defined): the name, so recursion closes */
@@ -417,20 +421,30 @@ static bool visit(conv *C, const json_t *s, const char *hint, int depth, char *o
 
 sprig_status sprig_schema_to_gbnf(const json_t *schema, char **out, sprig_error *err)
 {
+    return sprig_schema_to_gbnf_rule(schema, "root", true, out, err);
+}
+
+sprig_status sprig_schema_to_gbnf_rule(const json_t *schema, const char *name, bool primitives, char **out, sprig_error *err)
+{
     *out = NULL;
-    conv C = { .root = schema, .err = err };
+    const bool root = !strcmp(name, "root");
+    conv C = { .root = schema, .err = err, .prefix = root ? "" : name };
+    char prefixed[64];
+    snprintf(prefixed, sizeof prefixed, "%.40s-", name);
+    if (!root) C.prefix = prefixed;
     char top[96] = "object";
-    if (schema && !visit(&C, schema, "root", 0, top, sizeof top) && !C.st) C.st = sprig_err(err, SPRIG_E_INTERNAL, "schema: conversion failed");
+    if (schema && !visit(&C, schema, root ? "root" : "", 0, top, sizeof top) && !C.st)
+        C.st = sprig_err(err, SPRIG_E_INTERNAL, "schema: conversion failed");
     sbuf b = { 0 };
     if (!C.st) {
-        printf_(&b, "root ::= %s\n", top);
+        printf_(&b, "%s ::= %s\n", name, top);
         for (int i = 0; i < C.n; i++) {
             puts_(&b, C.names[i]);
             puts_(&b, " ::= ");
             puts_(&b, C.bodies[i]);
             puts_(&b, "\n");
         }
-        puts_(&b, PRIMITIVES);
+        if (primitives) puts_(&b, PRIMITIVES);
         if (b.oom) C.st = sprig_err(err, SPRIG_E_NOMEM, "schema: out of memory");
     }
     for (int i = 0; i < C.n; i++) {

@@ -25,8 +25,13 @@
 #include "base/err.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* The GBNF text (malloc'd, NUL-terminated) of schema; NULL schema: any JSON object (json_object mode). */
 sprig_status sprig_schema_to_gbnf(const json_t *schema, char **out, sprig_error *err);
+/* The same as rule `name` (its other rules named name-...), for one grammar holding several schemas; the shared
+ * rules (space, string, value, ...: sprig_schema_primitives) only when primitives is true. */
+sprig_status sprig_schema_to_gbnf_rule(const json_t *schema, const char *name, bool primitives, char **out, sprig_error *err);
+const char *sprig_schema_primitives(void);
 
 #endif

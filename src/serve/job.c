@@ -265,6 +265,7 @@ void sprig_job_run(sprig_job *j, sprig_session *s)
     struct gen_ctx g = { .j = j, .s = s };
     sprig_status st = sprig_session_set_sampling(s, (float)r->temperature, r->top_k, (float)r->top_p, (float)r->min_p,
                                                  r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0, &err);
+    if (!st) st = sprig_session_set_grammar(s, r->grammar, r->grammar ? strlen(r->grammar) : 0, &err);
     if (!st) {
         sprig_session_set_seed(s, r->has_seed ? r->seed : SPRIG_SEED_RANDOM);
         sprig_session_set_parse_special(s, j->chat);

@@ -5,6 +5,8 @@
  * checks what the fields mean.
  */
 #include "serve/request.h"
+#include "grammar/gbnf.h"
+#include "grammar/schema.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -34,6 +36,8 @@ void sprig_serve_req_free(struct sprig_serve_req *r)
     json_decref(r->messages);
     json_decref(r->tools);
     json_decref(r->template_vars);
+    free(r->tool_name);
+    free(r->grammar);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     memset(r, 0, sizeof *r);
 }
@@ -217,11 +221,15 @@ static bool parse_tools(const json_t *o, struct sprig_serve_req *r, char *why, s
     r->single_tool_call = json_is_false(par);
     if (choice && !json_is_null(choice)) {
         const char *c = json_is_string(choice) ? json_string_value(choice) : NULL;
-        if (!c || (strcmp(c, "auto") && strcmp(c, "none")))
+        const json_t *fname = json_object_get(json_object_get(choice, "function"), "name");
+        if (c && !strcmp(c, "none")) return true;   /* the model is not offered the tools */
+        if (c && !strcmp(c, "required")) r->tool_choice = SPRIG_TOOL_REQUIRED;
+        else if (json_is_object(choice) && json_is_string(fname) && json_string_length(fname)) {
+            r->tool_choice = SPRIG_TOOL_NAMED;
+            if (!(r->tool_name = dup_string(fname))) return fail(why, cap, param, pcap, "tool_choice", "'tool_choice' names a tool with a NUL");
+        } else if (!c || strcmp(c, "auto"))
             return fail(why, cap, param, pcap, "tool_choice",
-                        "'tool_choice' %s needs constrained decoding, which this server does not have yet; use \"auto\" or \"none\"",
-                        c ? c : "naming a function");
-        if (!strcmp(c, "none")) return true;   /* the model is not offered the tools */
+                        "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
     }
     if (!tools || json_is_null(tools)) return true;
     if (!json_is_array(tools)) return fail(why, cap, param, pcap, "tools", "'tools' must be an array");
@@ -237,6 +245,57 @@ static bool parse_tools(const json_t *o, struct sprig_serve_req *r, char *why, s
             return fail(why, cap, param, pcap, field, "'%s.function.parameters' must be a JSON schema object", field);
     }
     if (json_array_size(tools)) r->tools = json_deep_copy(tools);
+    if (r->tool_choice && !r->tools) return fail(why, cap, param, pcap, "tool_choice", "'tool_choice' asks for a tool call but 'tools' is empty");
+    if (r->tool_choice == SPRIG_TOOL_NAMED) {
+        bool found = false;
+        for (size_t k = 0; k < json_array_size(tools) && !found; k++)
+            found = !strcmp(json_string_value(json_object_get(json_object_get(json_array_get(tools, k), "function"), "name")), r->tool_name);
+        if (!found) return fail(why, cap, param, pcap, "tool_choice", "'tool_choice' names '%s', which is not in 'tools'", r->tool_name);
+    }
+    return true;
+}
+
+/* response_format, json_schema, grammar: at most one, compiled to GBNF and checked */
+static bool parse_format(const json_t *o, struct sprig_serve_req *r, char *why, size_t cap, char *param, size_t pcap)
+{
+    const json_t *rf = json_object_get(o, "response_format"), *js = json_object_get(o, "json_schema"), *gr = json_object_get(o, "grammar");
+    if (json_is_null(rf)) rf = NULL;
+    if (json_is_null(js)) js = NULL;
+    if (json_is_null(gr)) gr = NULL;
+    const char *type = rf ? json_string_value(json_object_get(rf, "type")) : NULL;
+    if (rf && (!json_is_object(rf) || !type))
+        return fail(why, cap, param, pcap, "response_format", "'response_format' must be an object with a 'type'");
+    if (type && !strcmp(type, "text")) rf = NULL;
+    if (!!rf + !!js + !!gr > 1)
+        return fail(why, cap, param, pcap, rf ? "response_format" : "json_schema", "give one of 'response_format', 'json_schema' and 'grammar'");
+    sprig_error err = { 0 };
+    const json_t *schema = NULL;
+    bool any_object = false;
+    if (rf && !strcmp(type, "json_object")) {
+        r->grammar_from = "response_format";
+        any_object = true;
+    } else if (rf && !strcmp(type, "json_schema")) {
+        r->grammar_from = "response_format.json_schema.schema";
+        schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+        if (!json_is_object(schema))
+            return fail(why, cap, param, pcap, "response_format", "'response_format.json_schema.schema' must be a JSON schema object");
+    } else if (rf) {
+        return fail(why, cap, param, pcap, "response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
+    } else if (js) {
+        r->grammar_from = "json_schema";
+        schema = js;
+        if (!json_is_object(js)) return fail(why, cap, param, pcap, "json_schema", "'json_schema' must be a JSON schema object");
+    } else if (gr) {
+        r->grammar_from = "grammar";
+        if (!json_is_string(gr) || !(r->grammar = dup_string(gr)))
+            return fail(why, cap, param, pcap, "grammar", "'grammar' must be GBNF text (a string without NUL characters)");
+    } else return true;
+    if ((schema || any_object) && sprig_schema_to_gbnf(schema, &r->grammar, &err))
+        return fail(why, cap, param, pcap, rf ? "response_format" : "json_schema", "'%s': %s", r->grammar_from, err.msg);
+    sprig_gbnf *g = NULL;
+    if (sprig_gbnf_parse(r->grammar, strlen(r->grammar), &g, &err))
+        return fail(why, cap, param, pcap, rf ? "response_format" : js ? "json_schema" : "grammar", "'%s': %s", r->grammar_from, err.msg);
+    sprig_gbnf_free(g);
     return true;
 }
 
@@ -273,6 +332,9 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct spr
         if (!json_is_string(p)) return fail(why, cap, param, pcap, "prompt", "'prompt' must be a string (or an array of one)");
         if (!(r->prompt = dup_string(p))) return fail(why, cap, param, pcap, "prompt", "'prompt' holds a NUL character");
     }
+    if (!parse_format(o, r, why, cap, param, pcap)) return false;
+    if (r->grammar && r->tool_choice >= SPRIG_TOOL_REQUIRED)
+        return fail(why, cap, param, pcap, "tool_choice", "a tool call and '%s' both constrain the reply: give one", r->grammar_from);
     long long v = 0;
     bool given = false;
     if (!get_int(o, chat && json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens", 1, max_tokens_cap,

@@ -9,8 +9,13 @@
  * request owns everything it points to (sprig_serve_req_free). Chat
  * messages take OpenAI's shapes: a content string, an array of text parts,
  * or null beside tool_calls; roles system, developer, user, assistant and
- * tool. tool_choice "auto" and "none" are taken; "required" and a named
- * function need constrained decoding and are refused by name.
+ * tool. tool_choice "auto", "none", "required" and a named function are
+ * taken (the last two decode under a grammar of the template's call format:
+ * the server builds it). Structured output: response_format {"type":
+ * "json_object"} or {"type": "json_schema", "json_schema": {"schema": ...}},
+ * llama-server's "json_schema" (a schema) and "grammar" (GBNF text), one of
+ * them; a schema is compiled to GBNF and the GBNF checked here, so a bad one
+ * is a 400 naming the field and the rule or keyword.
  */
 #ifndef SPRIG_SERVE_REQUEST_H
 #define SPRIG_SERVE_REQUEST_H
@@ -25,6 +30,8 @@
 
 struct sprig_serve_msg { char *role, *content; };
 
+enum { SPRIG_TOOL_AUTO = 0, SPRIG_TOOL_NONE, SPRIG_TOOL_REQUIRED, SPRIG_TOOL_NAMED };
+
 struct sprig_serve_req {
     bool chat;                    /* /v1/chat/completions */
     char *prompt;                 /* completions: the prompt */
@@ -36,6 +43,10 @@ struct sprig_serve_req {
                                      reasoning_content */
     json_t *tools;                /* chat: the tools array (NULL: none, or tool_choice "none") */
     bool single_tool_call;        /* parallel_tool_calls false: at most one call in the reply */
+    int tool_choice;              /* SPRIG_TOOL_AUTO, _NONE, _REQUIRED or _NAMED (tool_name) */
+    char *tool_name;
+    char *grammar;                /* GBNF the output must follow (response_format, json_schema, grammar), or NULL */
+    const char *grammar_from;     /* the field it came from, for messages */
     json_t *template_vars;        /* chat: chat_template_kwargs, more template variables (NULL: none) */
     int max_tokens;               /* 0: not given */
     double temperature, top_p, min_p;

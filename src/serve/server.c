@@ -232,14 +232,26 @@ int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool cha
         return 400;
     }
     const int n_predict = req.max_tokens ? req.max_tokens : chat ? sv->n_ctx : 16;
-    const bool tools = chat && req.tools;
+    const struct sprig_toolfmt *fmt = chat && req.tools ? sprig_chat_toolfmt(sv->chat) : NULL;
+    if (chat && req.tool_choice >= SPRIG_TOOL_REQUIRED) {   /* a call is due: decode under its format's grammar */
+        if (!fmt) fmt = sprig_toolfmt_named("llama3");   /* the template shows no format: the reply is the call's JSON */
+        sprig_error err = { 0 };
+        if (sprig_toolfmt_grammar(fmt, req.tools, req.tool_name, !req.single_tool_call, &req.grammar, &err)) {
+            snprintf(why, cap, "%s", err.msg);
+            snprintf(param, pcap, "tools");
+            sprig_serve_req_free(&req);
+            free(prompt);
+            return 400;
+        }
+        req.grammar_from = "tool_choice";
+    }
     sprig_job *j = sprig_job_new(&req, chat, prompt, n_predict, sv->m, sv->model_id);
     if (!j) {
         snprintf(why, cap, "out of memory");
         param[0] = 0;
         return 500;
     }
-    j->tools = tools ? sprig_chat_toolfmt(sv->chat) : NULL;
+    j->tools = fmt;
     if (sv->batch) {   /* the KV slots it may fill: prompt, max_tokens and a verify block, at most the context */
         const int np = sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, NULL, 0, NULL);
         const long long need = (np > 0 ? np : (long long)strlen(j->prompt) + 1) + (long long)n_predict + sv->rows;
