@@ -178,6 +178,11 @@ struct sprig_session_params {
                                         cached ($SPRIG_CACHE_DIR, else ~/.cache/sprig; "off" disables).
                                         With sampled drafts the sampled dynamic tree is verified whole: a
                                         choice made after the draws would bias the output */
+    bool grammar_blind_drafts;       /* under a grammar (sprig_session_set_grammar): false (default) drafts with it
+                                        (a model drafter proposes only tokens it allows, drafts it refuses are cut
+                                        before the verify, text it forces joins the block); true: the drafter
+                                        ignores it and only the target's rows are masked (what the grammar-aware
+                                        drafting gains is measured against this) */
     int tree_width;                  /* 0: runner-up trees; 1..8: dynamic (EAGLE-2 style) trees of a model
                                         drafter: each depth expands its w best frontier nodes in one
                                         drafter forward, w children each; the best nodes by cumulative
@@ -312,6 +317,9 @@ struct sprig_stats {
     /* a grammar (sprig_session_set_grammar): verify rows whose whole mask was applied (the argmax alone was not
      * allowed, or sampling); masks walked over the vocabulary's trie, and found in the cache */
     int64_t grammar_rows_masked, grammar_walks, grammar_mask_hits;
+    /* speculation under a grammar: draft nodes it refused (cut before the verify), tokens of text it forced put
+     * into verify blocks, and the rounds that got some */
+    int64_t grammar_pruned, grammar_forced, grammar_forced_rounds;
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 

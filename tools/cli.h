@@ -21,6 +21,8 @@ int sprig_cmd_grammar(int argc, char **argv);
 int sprig_cmd_serve(int argc, char **argv);
 /* `sprig bench tokenize` (tools/bench_tokenize.c), dispatched by cmd_bench.c. */
 int sprig_bench_tokenize(int argc, char **argv);
+/* `sprig bench grammar` (tools/bench_grammar.c). */
+int sprig_bench_grammar(int argc, char **argv);
 /* `sprig bench kv` (tools/bench_kv.c). */
 int sprig_bench_kv(int argc, char **argv);
 

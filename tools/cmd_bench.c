@@ -19,6 +19,8 @@
  *            tree over a history, from DRAM and (its ceiling) from cache
  *   tokenize encode and decode speed of a GGUF's tokenizer on 1 MiB of
  *            English or mixed-script text (tools/bench_tokenize.c)
+ *   grammar   constrained decoding: the vocabulary trie, a schema's compile time,
+ *            decode with and without the grammar alternated (tools/bench_grammar.c)
  *
  * The machine is shared and noisy, so every figure is a median over
  * alternated repetitions after a warm-up, and ratios are taken inside one
@@ -853,15 +855,15 @@ int sprig_cmd_bench(int argc, char **argv)
     static const struct { const char *name; int (*fn)(int, char **); } subs[] = {
         { "decode", bench_decode }, { "forward", bench_forward }, { "spec", bench_spec }, { "matmul", bench_matmul },
         { "attention", bench_attention },
-        { "tokenize", sprig_bench_tokenize }, { "kv", sprig_bench_kv },
+        { "tokenize", sprig_bench_tokenize }, { "kv", sprig_bench_kv }, { "grammar", sprig_bench_grammar },
     };
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: sprig bench decode|forward|spec|matmul|attention|kv|tokenize [options] [--json]   ('sprig bench <what> --help')\n");
+        fprintf(f, "usage: sprig bench decode|forward|spec|matmul|attention|kv|tokenize|grammar [options] [--json]   ('sprig bench <what> --help')\n");
         return argc < 2 ? 2 : 0;
     }
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (!strcmp(argv[1], subs[i].name)) return subs[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sprig bench: unknown benchmark '%s' (decode, forward, spec, matmul, attention, kv, tokenize)\n", argv[1]);
+    fprintf(stderr, "sprig bench: unknown benchmark '%s' (decode, forward, spec, matmul, attention, kv, tokenize, grammar)\n", argv[1]);
     return 2;
 }

@@ -402,6 +402,14 @@ static bool on_token(void *user, int32_t token, const sprig_logprob *top)
     return true;
 }
 
+/* a grammar's forced text as tokens (no BOS, no control tokens) */
+static int forced_tokens(void *user, const char *text, size_t n, int32_t *out, int cap)
+{
+    sprig_session *s = user;
+    const int r = sprig_tokenize(s->m->tok, text, n, SPRIG_TOK_MID_TEXT, out, cap, NULL);
+    return r < 0 ? 0 : r < cap ? r : cap;
+}
+
 sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t prompt_len, int n_predict,
                                     sprig_text_fn on_text, void *user, sprig_error *err)
 {
@@ -473,6 +481,9 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.on_round = s->round_fn ? on_round : NULL;
     sp.round_user = s;
     sp.grammar = s->grammar;
+    sp.grammar_blind_drafts = s->p.grammar_blind_drafts;
+    sp.tokenize = forced_tokens;
+    sp.tokenize_user = s;
     if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
     /* tree auto: the target's verify costs from this machine's cache, else measured once and cached */
     char key[SPRIG_PROFILE_KEY_MAX], path[4096];
@@ -567,6 +578,9 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
         struct sprig_gmatch_stats gs;
         sprig_gmatch_get_stats(s->grammar, &gs);
         o->grammar_rows_masked = sprig_spec_rows_masked(s->spec);
+        o->grammar_pruned = t->grammar_pruned;
+        o->grammar_forced = t->grammar_forced;
+        o->grammar_forced_rounds = t->grammar_forced_rounds;
         o->grammar_walks = gs.walks;
         o->grammar_mask_hits = gs.mask_hits;
     }
@@ -623,7 +637,8 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         "\"acceptance_rate\":%.4f,\"zero_accept_rounds\":%lld,\"partial_accept_rounds\":%lld,\"full_accept_rounds\":%lld,"
         "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f,"
         "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f,\"experts_per_verify\":%.3f,"
-        "\"grammar_rows_masked\":%lld,\"grammar_walks\":%lld,\"grammar_mask_hits\":%lld}",
+        "\"grammar_rows_masked\":%lld,\"grammar_walks\":%lld,\"grammar_mask_hits\":%lld,\"grammar_pruned\":%lld,\"grammar_forced\":%lld,"
+        "\"grammar_forced_rounds\":%lld}",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
         t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
@@ -632,5 +647,6 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         t->acceptance_rate, (long long)t->zero_accept_rounds, (long long)t->partial_accept_rounds,
         (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms,
         (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token, t->experts_per_verify,
-        (long long)t->grammar_rows_masked, (long long)t->grammar_walks, (long long)t->grammar_mask_hits);
+        (long long)t->grammar_rows_masked, (long long)t->grammar_walks, (long long)t->grammar_mask_hits, (long long)t->grammar_pruned,
+        (long long)t->grammar_forced, (long long)t->grammar_forced_rounds);
 }

@@ -637,6 +637,35 @@ int32_t sprig_gmatch_forced(sprig_gmatch *m, int32_t s, sprig_error *err)
     return one;
 }
 
+int sprig_gmatch_forced_text(sprig_gmatch *m, int32_t s, char *out, int cap)
+{
+    int n = 0;
+    while (s >= 0 && !m->st_pend.v[s]) {
+        const int32_t set = m->st_set.v[s];
+        uint32_t c = 0;
+        bool one = m->set_len.v[set] > 0;
+        for (int i = 0; i < m->set_len.v[set] && one; i++) {   /* every stack's top is the same single character */
+            const int32_t x = m->pool.v[m->set_off.v[set] + i];
+            const sprig_gelem *e = x >= 0 ? &m->g.e[m->npos.v[x]] : NULL;
+            one = e && e->type == GE_CHAR && e[1].type != GE_CHAR_ALT && e[1].type != GE_CHAR_RNG_UPPER && (i == 0 || e->value == c);
+            if (e) c = e->value;
+        }
+        if (!one) break;
+        char u[4];
+        const int k = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        if (n + k > cap) break;
+        if (k == 1) u[0] = (char)c;
+        else {
+            u[0] = (char)((k == 2 ? 0xC0 : k == 3 ? 0xE0 : 0xF0) | (c >> (6 * (k - 1))));
+            for (int j = 1; j < k; j++) u[j] = (char)(0x80 | ((c >> (6 * (k - 1 - j))) & 0x3f));
+        }
+        memcpy(out + n, u, (size_t)k);
+        n += k;
+        s = sprig_gmatch_advance_bytes(m, s, u, (size_t)k);
+    }
+    return n;
+}
+
 const char *sprig_gmatch_error(const sprig_gmatch *m) { return m->full ? m->why : ""; }
 
 void sprig_gmatch_get_stats(const sprig_gmatch *m, struct sprig_gmatch_stats *out)

@@ -71,6 +71,9 @@ const uint64_t *sprig_gmatch_mask(sprig_gmatch *m, int32_t s, sprig_error *err);
 bool sprig_gmatch_apply(sprig_gmatch *m, int32_t s, float *logits, sprig_error *err);
 /* The one token the state allows, or -1 when it allows none or more than one (end-of-generation tokens count). */
 int32_t sprig_gmatch_forced(sprig_gmatch *m, int32_t s, sprig_error *err);
+/* The text the grammar allows and nothing else from state s on (every way on starts with it: one literal character
+ * after another, until a choice or the end), up to cap bytes into out; its length (0: none forced). */
+int sprig_gmatch_forced_text(sprig_gmatch *m, int32_t s, char *out, int cap);
 /* Why the last step returned DEAD for full tables (else ""). */
 const char *sprig_gmatch_error(const sprig_gmatch *m);
 

@@ -23,6 +23,7 @@
 #include "spec/shape.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "grammar/match.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,13 +102,16 @@ static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, i
     sprig_status st = sync(md, c, k, &room_ok, err);
     if (st || !room_ok) return st;
     int V = md->n_common;   /* never propose an id the target does not have */
+    int32_t gs = c->grammar ? c->gstate : -1;   /* one-hot drafts under a grammar: only tokens it allows */
     for (int j = 0; j < k - 1; j++) {
         int32_t best, second;
         float margin;
         if (c->q) {   /* sampled: the first two draws from q */
             if (sprig_draft_q_draw_step(c->q, j, md->logits, V, &best, &second, &margin) < 1) break;
         } else {
+            sprig_drafter_grammar_top(c->grammar, gs, md->logits, V, 2);
             sprig_top2(md->logits, V, &best, &second, &margin);
+            if (gs >= 0 && (gs = sprig_gmatch_advance(c->grammar, gs, best)) < 0) break;   /* END: nothing after */
         }
         out->tokens[j] = best;
         out->runner_up[j] = second;
@@ -135,11 +139,16 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
     const int base = md->n_fed, root_pos = md->n_fed - 1, Vd = md->dm->hp.n_vocab;
     sprig_dyntree *t = &md->dt;
     sprig_dyntree_init(t, c->bonus);
+    int32_t gs[SPRIG_DYNTREE_CAP];   /* one-hot under a grammar: each candidate's state (its children are ones it allows) */
+    gs[0] = c->grammar && !c->q ? c->gstate : -1;
     if (c->q) {   /* sampled: a depth's children drawn from q, every one kept (dyntree.h) */
         const int root = 0, r0 = sprig_draft_q_add(c->q, md->logits, V);
         sprig_dyntree_grow_sampled(t, &root, &r0, 1, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
     } else {
+        const int before = t->n;
+        sprig_drafter_grammar_top(c->grammar, gs[0], md->logits, V, w);
         sprig_dyntree_expand(t, 0, md->logits, V, w);
+        for (int i = before; i < t->n; i++) gs[i] = gs[0] >= 0 ? sprig_gmatch_advance(c->grammar, gs[0], t->token[i]) : -1;
     }
     int rows = 0, batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
     int32_t toks[SPRIG_DYNTREE_MAX_WIDTH], pos[SPRIG_DYNTREE_MAX_WIDTH];
@@ -164,7 +173,12 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
         for (int j = 0; j < nf; j++) {
             t->slot[batch[j]] = (int16_t)(rows + j);
             if (c->q) qrows[j] = sprig_draft_q_add(c->q, md->rows_logits + (size_t)j * Vd, V);
-            else sprig_dyntree_expand(t, batch[j], md->rows_logits + (size_t)j * Vd, V, w);
+            else {
+                const int before = t->n, v = batch[j];
+                sprig_drafter_grammar_top(c->grammar, gs[v], md->rows_logits + (size_t)j * Vd, V, w);
+                sprig_dyntree_expand(t, v, md->rows_logits + (size_t)j * Vd, V, w);
+                for (int i = before; i < t->n; i++) gs[i] = gs[v] >= 0 ? sprig_gmatch_advance(c->grammar, gs[v], t->token[i]) : -1;
+            }
         }
         if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
         rows += nf;

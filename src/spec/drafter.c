@@ -9,6 +9,9 @@
  * so a broken drafter becomes an error naming it, never a bad verify block.
  */
 #include "spec/drafter.h"
+#include "grammar/match.h"
+
+#include <math.h>
 #include "spec/shape.h"
 
 #include <math.h>
@@ -149,4 +152,28 @@ void sprig_drafter_dyntree_out(const sprig_dyntree *t, const sprig_draft_ctx *ct
     } else {
         sprig_dyntree_select(t, max_nodes, max_depth, out, NULL);
     }
+}
+
+void sprig_drafter_grammar_top(struct sprig_gmatch *g, int32_t s, float *logits, int V, int want)
+{
+    enum { TOP = 64 };
+    if (!g || s < 0 || want < 1) return;
+    int32_t top[TOP];
+    int n = 0;
+    for (int32_t id = 0; id < V; id++) {   /* the TOP most likely, best first (insertion: TOP is small) */
+        const float x = logits[id];
+        if (n == TOP && !(x > logits[top[TOP - 1]])) continue;
+        int j = n < TOP ? n++ : TOP - 1;
+        while (j > 0 && x > logits[top[j - 1]]) {
+            top[j] = top[j - 1];
+            j--;
+        }
+        top[j] = id;
+    }
+    int legal = 0;
+    for (int i = 0; i < n && legal < want; i++) {
+        if (sprig_gmatch_advance(g, s, top[i]) != SPRIG_GSTATE_DEAD) legal++;
+        else logits[top[i]] = -INFINITY;
+    }
+    if (legal < want) sprig_gmatch_apply(g, s, logits, NULL);   /* rare: the drafter strays from the grammar */
 }

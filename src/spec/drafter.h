@@ -65,6 +65,9 @@ typedef struct sprig_draft_ctx {
     sprig_draft_q *q;                   /* sampled drafts (spec/draftq.h): non-NULL asks a drafter that has a
                                            distribution to DRAW its drafts from it and record, per node, the
                                            row its children came from; NULL or ignored: one-hot drafts */
+    struct sprig_gmatch *grammar;       /* the session's grammar (grammar/match.h), or NULL: a drafter with
+                                           logits proposes (one-hot) only tokens it allows, from gstate on */
+    int32_t gstate;                     /* the grammar's state after the bonus */
 } sprig_draft_ctx;
 
 typedef struct sprig_draft {
@@ -134,6 +137,11 @@ sprig_status sprig_drafter_runner_up_tree(sprig_drafter *d, const sprig_draft_ct
  * sampled drafts (ctx->q): every candidate, siblings in draw order, and
  * their q rows; else chosen by tree auto's shape (ctx->shape) or the best
  * max_nodes by score. */
+/* Under a grammar: logits[V] changed so that its `want` most likely tokens are ones state s allows (the tokens
+ * above them that it refuses get -INFINITY; when too few of the most likely are allowed, the whole mask applies).
+ * Costs a few cached steps when the drafter already agrees with the grammar. */
+void sprig_drafter_grammar_top(struct sprig_gmatch *g, int32_t s, float *logits, int V, int want);
+
 void sprig_drafter_dyntree_out(const sprig_dyntree *t, const sprig_draft_ctx *ctx, int max_nodes, int max_depth,
                                sprig_tree *out);
 

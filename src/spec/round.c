@@ -15,6 +15,7 @@
 #include "spec/accept.h"
 #include "grammar/match.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -210,7 +211,7 @@ static sprig_draft_ctx draft_ctx(sprig_spec_session *s)
     return (sprig_draft_ctx){
         .bonus = s->bonus, .history = s->history, .n_history = s->n_history, .target = &s->st,
         .sampling = s->p.sampling, .tree_width = s->p.tree_width, .shape = s->shape,
-        .q = s->use_q ? &s->q : NULL,
+        .q = s->use_q ? &s->q : NULL, .grammar = s->p.grammar_blind_drafts ? NULL : s->p.grammar, .gstate = s->gstate,
     };
 }
 
@@ -276,6 +277,65 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
         s->stats.ms_hook += ms_since(&t0);
     }
     return SPRIG_OK;
+}
+
+/* Forced text from node `from` on, tokenized, appended as a chain below it while the block has room (up to
+ * max_nodes); returns the tokens appended. */
+static int extend_forced(sprig_spec_session *s, int from, int max_nodes)
+{
+    if (!s->p.tokenize || s->gst[from] < 0 || s->blk.n >= max_nodes) return 0;
+    char text[256];
+    const int nt = sprig_gmatch_forced_text(s->p.grammar, s->gst[from], text, (int)sizeof text);
+    if (!nt) return 0;
+    int32_t toks[64];
+    const int n = s->p.tokenize(s->p.tokenize_user, text, (size_t)nt, toks, 64);
+    int added = 0;
+    for (int i = 0; i < n && i < 64 && s->blk.n < max_nodes; i++) {
+        const int32_t st = sprig_gmatch_advance(s->p.grammar, s->gst[from], toks[i]);
+        if (st < 0) break;
+        s->blk.tokens[s->blk.n] = toks[i];
+        s->blk.parents[s->blk.n] = from;
+        s->gst[s->blk.n] = st;
+        from = s->blk.n++;
+        added++;
+    }
+    s->stats.grammar_forced += added;
+    s->stats.grammar_forced_rounds += added > 0;
+    return added;
+}
+
+/* The block under a grammar: each node's state (its parent's after its token); when `edit`, nodes the grammar
+ * refuses are cut with their subtrees (kept in order, parents renumbered) and forced text extends the first chain
+ * (the root's first child, its first child, ...). Cutting a one-hot draft the grammar refuses changes nothing the
+ * walk would do: its token has no mass under the masked target, so it would be rejected and leave the residual as
+ * it was. */
+static void grammar_block(sprig_spec_session *s, int max_nodes, bool edit)
+{
+    sprig_tree *b = &s->blk;
+    int map[SPRIG_TREE_MAX];
+    map[0] = 0;
+    s->gst[0] = s->gstate;
+    int n = 1;
+    for (int i = 1; i < b->n; i++) {
+        const int p = map[b->parents[i]];
+        const int32_t ps = p >= 0 ? s->gst[p] : SPRIG_GSTATE_DEAD;
+        const int32_t st = ps < 0 ? SPRIG_GSTATE_DEAD : sprig_gmatch_advance(s->p.grammar, ps, b->tokens[i]);
+        if (edit && st < 0) {
+            map[i] = -1;
+            s->stats.grammar_pruned++;
+            continue;
+        }
+        map[i] = n;
+        b->tokens[n] = b->tokens[i];
+        b->parents[n] = p;
+        s->gst[n++] = st;
+    }
+    b->n = n;
+    if (!edit) return;
+    int leaf = 0;
+    for (int c = 1; c < b->n; c++)
+        if (b->parents[c] == leaf) leaf = c;   /* the first child: children follow their parent in index order */
+    extend_forced(s, leaf, max_nodes);
 }
 
 /* Tree gate, asked every round before drafting; logs the path once. */
@@ -351,13 +411,9 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
         if ((st = sprig_drafter_draft_block(s->d, &ctx, k, n_vocab, &s->draft, err))) return fail(s, st);
         if ((st = sprig_tree_linear(&s->blk, s->bonus, s->draft.tokens, s->draft.n, err))) return fail(s, st);
     }
-    if (s->p.grammar) {   /* each node's state: its parent's after its token (a dead parent: dead) */
-        s->gst[0] = s->gstate;
-        for (int i = 1; i < s->blk.n; i++) {
-            const int32_t ps = s->gst[s->blk.parents[i]];
-            s->gst[i] = ps < 0 ? SPRIG_GSTATE_DEAD : sprig_gmatch_advance(s->p.grammar, ps, s->blk.tokens[i]);
-        }
-    }
+    if (s->p.grammar)
+        grammar_block(s, !s->d ? 1 : use_tree ? SPRIG_MIN(k + s->p.tree_branches, room) : k,
+                      s->d && !s->p.grammar_blind_drafts && !(s->use_q && s->q.n_rows));
     const double draft_ms = ms_since(&t0);
     s->stats.ms_draft += draft_ms;
     if (s->use_q && s->q.n_rows) s->stats.sampled_rounds++;

@@ -72,7 +72,14 @@ struct sprig_spec_params {
     void (*on_round)(void *user, const sprig_tree *block, const sprig_walk *walk, bool tree);   /* after each walk; may be NULL */
     void *round_user;
     struct sprig_gmatch *grammar;   /* non-NULL: every emitted token is one the grammar allows (grammar/match.h;
-                                       borrowed). Each verify row gets the state its node's path leads to. */
+                                       borrowed). Each verify row gets the state its node's path leads to. With a
+                                       drafter, drafters with logits propose only tokens it allows (draft ctx); drafts
+                                       it refuses are cut (with their subtrees) before the verify and text it forces
+                                       extends the first chain while the block has room (one-hot drafts; sampled
+                                       drafts are left to the acceptance rule, which refuses them exactly) */
+    bool grammar_blind_drafts;      /* the drafter ignores the grammar: no masked drafting, no cuts, no forced text */
+    int (*tokenize)(void *user, const char *text, size_t n, int32_t *out, int cap);   /* forced text -> tokens */
+    void *tokenize_user;
 };
 
 typedef struct sprig_spec_session sprig_spec_session;

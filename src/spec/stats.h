@@ -41,6 +41,9 @@ typedef struct sprig_spec_stats {
     int64_t emitted;                   /* tokens delivered, the prefill's first token included */
     int64_t emitted_rounds;            /* tokens delivered by verify rounds */
     int64_t zero_accept_rounds, partial_accept_rounds, full_accept_rounds, empty_rounds;
+    int64_t grammar_pruned;            /* draft nodes the grammar refused, cut before the verify */
+    int64_t grammar_forced;            /* tokens of forced text put into verify blocks */
+    int64_t grammar_forced_rounds;     /* rounds whose verify block got forced text */
     int64_t branch_rounds;             /* tree rounds whose accepted path left the first chain (the
                                           root's first child, its first child, ...): a side branch held
                                           what the target chose */

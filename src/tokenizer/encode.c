@@ -79,7 +79,7 @@ int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, int f
     if (!t) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: tokenizer is NULL"); return -1; }
     if (!text && len) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: text is NULL with length %zu", len); return -1; }
     if (cap < 0 || (!out && cap > 0)) { sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: bad output buffer (cap %d)", cap); return -1; }
-    if (flags & ~(SPRIG_TOK_BOS | SPRIG_TOK_EOS | SPRIG_TOK_ADD_SPECIAL | SPRIG_TOK_PARSE_SPECIAL)) {
+    if (flags & ~(SPRIG_TOK_BOS | SPRIG_TOK_EOS | SPRIG_TOK_ADD_SPECIAL | SPRIG_TOK_PARSE_SPECIAL | SPRIG_TOK_MID_TEXT)) {
         sprig_err(err, SPRIG_E_INVALID_ARG, "tokenize: unknown flags 0x%x", (unsigned)flags);
         return -1;
     }
@@ -106,7 +106,7 @@ int sprig_tokenize(const sprig_tokenizer *t, const char *text, size_t len, int f
         if (clean) { text = clean; len = clean_len; }
     }
     if (add_bos) sprig_enc_push(&e, t->bos);
-    struct frag f = { .e = &e, .at_start = true };
+    struct frag f = { .e = &e, .at_start = !(flags & SPRIG_TOK_MID_TEXT) };
     sprig_status st = sprig_special_partition(t, text ? text : "", len, (flags & SPRIG_TOK_PARSE_SPECIAL) != 0,
                                               on_fragment, &f, err);
     if (add_eos) sprig_enc_push(&e, t->eos);

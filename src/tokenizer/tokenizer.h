@@ -103,6 +103,7 @@ enum {
     SPRIG_TOK_EOS           = 2,   /* append EOS (likewise) */
     SPRIG_TOK_ADD_SPECIAL   = 4,   /* BOS / EOS as the vocabulary says (add_bos_token / add_eos_token) */
     SPRIG_TOK_PARSE_SPECIAL = 8,   /* text of control tokens (<|im_start|>, <bos>...) becomes those tokens */
+    SPRIG_TOK_MID_TEXT      = 16,  /* the text continues other text: no SentencePiece dummy-prefix space */
 };
 
 /* Encode text[len] (any bytes; at most SPRIG_TOKENIZE_MAX_TEXT); writes up to
