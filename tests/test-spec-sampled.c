@@ -14,12 +14,21 @@
  * chain rounds, accepted drafts, and (q) rounds with sampled drafts; and
  * q drafts must be accepted more often than one-hot ones on the same
  * drafter, which is their point.
+ *
+ * Under a grammar (capitalized words only: the target's most likely
+ * continuations are lowercase words and punctuation, which it refuses) the exact joint is taken over the MASKED rows (the grammar's
+ * state after each prefix, the mask applied before the sampler), and the
+ * speculative configurations (drafts proposed with the grammar, one-hot
+ * and sampled, chains and a dynamic tree) must keep it too; each proves
+ * the grammar masked its rows and drafts were accepted.
  */
 #include "test.h"
 #include "sprig.h"
 #include "model/model.h"
 #include "sample/sample.h"
 #include "base/pool.h"
+#include "grammar/match.h"
+#include "tokenizer/tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,6 +39,9 @@
 
 static sprig_model *g_target;
 static const char *const PROMPT = "Tom had a big";
+static sprig_gmatch *g_grammar;   /* the exact joint under this grammar (NULL: none) */
+static int g_np;                  /* prompt tokens: the grammar starts after them */
+static const char *const GRAMMAR = "root ::= (\" \" [A-Z] [a-z]*)+\n";
 
 /* the sampler's distribution after prefix[n], as (id, p) of its TOPK tokens */
 static void dist_after(sprig_ctx *ctx, sprig_sampler *smp, const int32_t *prefix, int n, float *logits, float *probs,
@@ -38,6 +50,11 @@ static void dist_after(sprig_ctx *ctx, sprig_sampler *smp, const int32_t *prefix
     sprig_error err = { 0 };
     sprig_kv_clear(sprig_ctx_kv(ctx));
     CHECKF(sprig_prefill(ctx, prefix, n, logits, NULL, &err) == SPRIG_OK, "%s", err.msg);
+    if (g_grammar) {   /* the state after the generated part of the prefix, its mask on the row */
+        int32_t st = sprig_gmatch_start(g_grammar);
+        for (int i = g_np; i < n && st >= 0; i++) st = sprig_gmatch_advance(g_grammar, st, prefix[i]);
+        CHECK(st >= 0 && sprig_gmatch_apply(g_grammar, st, logits, &err));
+    }
     sprig_sampler_probs(smp, logits, probs);
     int k = 0;
     for (int v = 0; v < g_target->hp.n_vocab; v++)
@@ -213,6 +230,91 @@ static void test_sampled_speculation_keeps_the_distribution(void)
     CHECKF(acc_q > acc_onehot, "q drafts accepted %.3f, one-hot %.3f", acc_q, acc_onehot);
 }
 
+static const char *gv_text(const void *u, int32_t id, size_t *len) { return sprig_tokenizer_token_text(u, id, len); }
+static bool gv_eog(const void *u, int32_t id) { return sprig_tokenizer_is_eog(u, id); }
+
+static void test_grammar_speculation_keeps_the_constrained_distribution(void)
+{
+    static const struct conf confs[] = {
+        { "grammar plain", SPRIG_DRAFTER_NONE, NULL, false, false, 0, 0 },
+        { "grammar draft-model chain", SPRIG_DRAFTER_MODEL, "models/stories-draft.gguf", false, false, 0, 0 },
+        { "grammar draft-model dyntree", SPRIG_DRAFTER_MODEL, "models/stories-draft.gguf", true, false, 4, 3 },
+        { "grammar draft-model chain q", SPRIG_DRAFTER_MODEL, "models/stories-draft.gguf", false, true, 0, 0 },
+    };
+    const int runs = test_quick() ? 1200 : 12000;
+    sprig_error err = { 0 };
+    sprig_gvocab *v = sprig_gvocab_create(g_target->hp.n_vocab, gv_text, gv_eog, g_target->tok, &err);
+    sprig_gbnf *gb = NULL;
+    CHECKF(v && !sprig_gbnf_parse(GRAMMAR, strlen(GRAMMAR), &gb, &err), "%s", err.msg);
+    g_grammar = gb ? sprig_gmatch_create(gb, v, &err) : NULL;
+    sprig_gbnf_free(gb);
+    if (!g_grammar) { sprig_gvocab_free(v); return; }
+    struct sprig_session_params gp = params_of(&confs[0]);
+    gp.temp = 0;
+    sprig_session *s = NULL;
+    CHECKF(sprig_session_create(g_target, &gp, &s, &err) == SPRIG_OK, "%s", err.msg);
+    CHECK(sprig_session_generate(s, PROMPT, strlen(PROMPT), 1, NULL, NULL, &err) == SPRIG_OK);
+    struct sprig_output o;
+    sprig_session_get_output(s, &o);
+    int32_t prompt[32];
+    g_np = o.n_prompt < 32 ? o.n_prompt : 32;
+    memcpy(prompt, o.prompt, sizeof(int32_t) * (size_t)g_np);
+    sprig_session_free(s);
+    static struct joint J;
+    exact_joint(prompt, g_np, &J);
+    /* the grammar bites: the unconstrained joint's most likely cell is one it refuses */
+    for (size_t ci = 0; ci < sizeof confs / sizeof confs[0]; ci++) {
+        const struct conf *f = &confs[ci];
+        struct sprig_session_params p = params_of(f);
+        s = NULL;
+        CHECKF(sprig_session_create(g_target, &p, &s, &err) == SPRIG_OK, "%s: %s", f->name, err.msg);
+        if (!s) continue;
+        CHECKF(sprig_session_set_grammar(s, GRAMMAR, strlen(GRAMMAR), &err) == SPRIG_OK, "%s", err.msg);
+        static int64_t cnt[CELLS];
+        memset(cnt, 0, sizeof cnt);
+        int64_t outside = 0, accepted = 0, masked = 0, forced = 0, pruned = 0, sampled = 0;
+        for (int r = 0; r < runs; r++) {
+            sprig_session_set_seed(s, 991000 + (uint64_t)r * 7919 + ci);
+            if (sprig_session_generate(s, PROMPT, strlen(PROMPT), NT, NULL, NULL, &err)) { CHECKF(0, "%s: %s", f->name, err.msg); break; }
+            sprig_session_get_output(s, &o);
+            struct sprig_stats st;
+            sprig_session_get_stats(s, &st);
+            if (o.n_tokens != NT) { CHECK_EQ_INT(o.n_tokens, NT); break; }
+            const int c = find_cell(&J, o.tokens);
+            if (c < 0) outside++;
+            else cnt[c]++;
+            accepted += st.accepted;
+            masked += st.grammar_rows_masked;
+            forced += st.grammar_forced;
+            pruned += st.grammar_pruned;
+            sampled += st.sampled_rounds;
+        }
+        sprig_session_free(s);
+        CHECKF(outside == 0, "%s: %lld outputs outside the masked top-%d support", f->name, (long long)outside, TOPK);
+        double chi = 0, pool_o = 0, pool_e = 0;
+        int bins = 0;
+        for (int c = 0; c < CELLS; c++) {
+            const double e = J.p[c] * runs;
+            if (e < 5) { pool_o += (double)cnt[c]; pool_e += e; continue; }
+            chi += (cnt[c] - e) * (cnt[c] - e) / e;
+            bins++;
+        }
+        if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / pool_e; bins++; }
+        const int dof = bins - 1;
+        const double limit = dof + 6.0 * sqrt(2.0 * dof);
+        fprintf(stderr, "  %-30s chi2 %7.1f (dof %d, limit %.1f)  accepted %lld  rows masked %lld  forced %lld  cut %lld  q rounds %lld\n",
+                f->name, chi, dof, limit, (long long)accepted, (long long)masked, (long long)forced, (long long)pruned, (long long)sampled);
+        CHECKF(dof > 20 && chi < limit, "%s: chi2 %.1f >= %.1f (dof %d)", f->name, chi, limit, dof);
+        CHECKF(masked > runs, "%s: %lld rows masked: the grammar did not run", f->name, (long long)masked);
+        if (f->drafter == SPRIG_DRAFTER_NONE) continue;
+        CHECKF(accepted > runs / 40, "%s: %lld drafts accepted", f->name, (long long)accepted);   /* speculation ran */
+        if (f->q) CHECKF(sampled > runs / 2, "%s: %lld rounds drew from q", f->name, (long long)sampled);
+    }
+    sprig_gmatch_free(g_grammar);
+    g_grammar = NULL;
+    sprig_gvocab_free(v);
+}
+
 int main(void)
 {
     sprig_error err = { 0 };
@@ -221,6 +323,7 @@ int main(void)
         return 1;
     }
     RUN(test_sampled_speculation_keeps_the_distribution);
+    RUN(test_grammar_speculation_keeps_the_constrained_distribution);
     sprig_model_free(g_target);
     return test_summary("test-spec-sampled");
 }

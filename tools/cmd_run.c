@@ -55,6 +55,7 @@ static void usage_all(FILE *f)
         "      --grammar-file F   the grammar from a file\n"
         "  -j, --json-schema JSON  only JSON this schema allows\n"
         "  -jf, --json-schema-file F  the schema from a file\n"
+        "      --grammar-blind-drafts  the drafter ignores the grammar (to measure what drafting with it gains)\n"
         "\n"
         "chat (the prompt becomes the user message of a conversation):\n"
         "      --chat             render the conversation with the model's chat template\n"
@@ -351,6 +352,7 @@ int sprig_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--grammar-file")) { NEEDV(); grammar_file = val; }
         else if (!strcmp(a, "-j") || !strcmp(a, "--json-schema")) { NEEDV(); schema = val; }
         else if (!strcmp(a, "-jf") || !strcmp(a, "--json-schema-file")) { NEEDV(); schema_file = val; }
+        else if (!strcmp(a, "--grammar-blind-drafts")) p.grammar_blind_drafts = true;
         else if (!strcmp(a, "--chat")) chat = true;
         else if (!strcmp(a, "-sys") || !strcmp(a, "--system")) { NEEDV(); system_msg = val; chat = true; }
         else if (!strcmp(a, "--chat-template")) { NEEDV(); chat_name = val; chat = true; }
