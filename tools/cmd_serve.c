@@ -22,6 +22,7 @@
 #include "serve/response.h"
 #include "serve/server.h"
 #include "base/mem.h"
+#include "base/timer.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -298,6 +299,17 @@ int sprig_cmd_serve(int argc, char **argv)
     }
     sp.chat = tmpl;
     if (tmpl) fprintf(stderr, "sprig serve: chat template %s\n", sprig_chat_describe(tmpl));
+    if (tmpl && sprig_chat_toolfmt(tmpl)) fprintf(stderr, "sprig serve: tool calls read as %s\n", sprig_toolfmt_name(sprig_chat_toolfmt(tmpl)));
+    {   /* the vocabulary's index for grammars (response_format, tool_choice), built now rather than in a request */
+        const double t0 = sprig_time_ms();
+        if (sprig_model_prepare_grammars(m, &err)) {
+            fprintf(stderr, "sprig serve: %s\n", err.msg);
+            sprig_chat_free(tmpl);
+            sprig_model_free(m);
+            return 1;
+        }
+        fprintf(stderr, "sprig serve: grammar index of the vocabulary built in %.0f ms\n", sprig_time_ms() - t0);
+    }
     struct sprig_model_info mi;
     sprig_model_get_info(m, &mi);
     p.temp = 0;

@@ -239,6 +239,11 @@ static const sprig_gvocab *model_gvocab(const sprig_model *m, sprig_error *err)
     return v;
 }
 
+sprig_status sprig_model_prepare_grammars(const sprig_model *m, sprig_error *err)
+{
+    return model_gvocab(m, err) ? SPRIG_OK : err ? err->code : SPRIG_E_NOMEM;
+}
+
 sprig_status sprig_session_set_grammar(sprig_session *s, const char *gbnf, size_t len, sprig_error *err)
 {
     if (!gbnf) {

@@ -53,6 +53,8 @@ static json_t *json_at(rd *r)
 /* {"name": s, "arguments": s} appended; args an object (or a string holding one) */
 static bool add_call(json_t *calls, const char *name, size_t name_n, const json_t *args)
 {
+    for (size_t i = 0; i < name_n; i++)   /* a name is printable text */
+        if ((unsigned char)name[i] < 0x20) return false;
     json_t *obj = NULL;
     if (json_is_string(args)) obj = json_loads(json_string_value(args), 0, NULL);
     else if (json_is_object(args)) obj = json_incref((json_t *)args);
@@ -276,10 +278,10 @@ static json_t *gemma_value(rd *r, int depth)
             if (lit(r, GQ)) k = gemma_string(r);
             else {
                 const size_t a = r->i;
-                while (r->i < r->n && r->p[r->i] != ':' && r->p[r->i] != '}' && r->p[r->i] != ',') r->i++;
+                while (r->i < r->n && r->p[r->i] != ':' && r->p[r->i] != '}' && r->p[r->i] != ',' && (unsigned char)r->p[r->i] >= 0x20) r->i++;
                 if (r->i > a) k = json_stringn(r->p + a, r->i - a);
             }
-            if (!k || !lit(r, ":")) { json_decref(k); goto bad_o; }
+            if (!k || memchr(json_string_value(k), 0, json_string_length(k)) || !lit(r, ":")) { json_decref(k); goto bad_o; }
             json_t *v = gemma_value(r, depth + 1);
             const int rc = v ? json_object_setn_new(o, json_string_value(k), json_string_length(k), v) : -1;
             json_decref(k);
