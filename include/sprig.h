@@ -240,6 +240,11 @@ sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k,
                                         sprig_error *err);
 /* Whether the next prompts are chat-template text (params.parse_special). */
 void sprig_session_set_parse_special(sprig_session *s, bool on);
+/* Whether generated control tokens (other than end-of-generation ones) appear
+ * in the output as their text, e.g. Mistral's [TOOL_CALLS] or Llama's
+ * <|python_tag|>, which a reply's tool calls are read by (default off: a
+ * control token writes nothing). */
+void sprig_session_set_render_special(sprig_session *s, bool on);
 
 /* Constrain the next generates to a grammar: every generated token is one
  * whose text the grammar allows next, and the end-of-sequence token only

@@ -119,6 +119,7 @@ struct sprig_session {
     double t_begin, t_end;
     struct sprig_moe_counters moe0, moe1;   /* the target's expert reading at the start and after the prefill */
     sprig_gmatch *grammar;         /* sprig_session_set_grammar, or NULL */
+    bool render_special;           /* control tokens' text in the output (sprig_session_set_render_special) */
 };
 
 struct sprig_session_params sprig_session_default_params(void)
@@ -355,6 +356,7 @@ fail_st:
 void sprig_session_set_seed(sprig_session *s, uint64_t seed) { s->seed = pick_seed(seed, s); }
 
 void sprig_session_set_parse_special(sprig_session *s, bool on) { s->p.parse_special = on; }
+void sprig_session_set_render_special(sprig_session *s, bool on) { s->render_special = on; }
 
 void sprig_session_set_round_fn(sprig_session *s, sprig_round_fn fn, void *user)
 {
@@ -403,7 +405,13 @@ static bool on_token(void *user, int32_t token, const sprig_logprob *top)
         s->gen[s->n_gen++] = token;
     }
     size_t n = sprig_detok_push(s->m->tok, &s->detok, token, s->text, s->text_cap);
-    if (n && s->on_text) return s->on_text(s->user, s->text, n);
+    if (n && s->on_text && !s->on_text(s->user, s->text, n)) return false;
+    if (s->render_special && s->on_text && sprig_tokenizer_type(s->m->tok, token) == SPRIG_TOKEN_CONTROL &&
+        !sprig_tokenizer_is_eog(s->m->tok, token)) {   /* a control token's own text ([TOOL_CALLS], <|python_tag|>) */
+        size_t pl = 0;
+        const char *piece = sprig_tokenizer_piece(s->m->tok, token, &pl);
+        if (piece && pl) return s->on_text(s->user, piece, pl);
+    }
     return true;
 }
 
