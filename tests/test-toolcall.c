@@ -270,9 +270,38 @@ static void test_content(void)
     CHECK(sprig_toolfmt_detect("plain", 5) == NULL);
 }
 
+/* templates that concatenate a call's arguments as text ('...' + arguments): found when the template loads, and
+ * given the arguments as JSON text (OpenAI's shape) instead of the object the server parses them into */
+static void test_string_arguments(void)
+{
+    static const char *const files[] = { "hfjs/deepseek-ai-DeepSeek-R1.jinja", "hfjs/meetkai-functionary-medium-v2.2.jinja",
+                                         "Qwen-Qwen2.5-7B-Instruct.jinja" };
+    json_t *msgs = json_loads("[{\"role\":\"user\",\"content\":\"Weather?\"},{\"role\":\"assistant\",\"content\":\"\","
+                              "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                              "\"arguments\":{\"city\":\"Paris\"}}}]}]", 0, NULL);
+    for (int k = 0; k < 3; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/data/chat-templates/%s", files[k]);
+        size_t n = 0;
+        char *text = slurp(path, &n);
+        sprig_chat *c = NULL;
+        sprig_error err = { 0 };
+        CHECKF(text && !sprig_chat_from_text(text, n, path, &c, &err), "%s: %s", files[k], err.msg);
+        free(text);
+        if (!c) continue;
+        char *out = NULL;
+        CHECKF(!sprig_chat_apply(c, msgs, NULL, true, "<s>", "</s>", NULL, &out, NULL, &err), "%s: %s", files[k], err.msg);
+        CHECKF(out && strstr(out, "\"city\"") && strstr(out, "Paris"), "%s: the call's arguments are not in [%s]", files[k], out ? out : "");
+        free(out);
+        sprig_chat_free(c);
+    }
+    json_decref(msgs);
+}
+
 int main(void)
 {
     RUN(test_templates);
+    RUN(test_string_arguments);
     RUN(test_content);
     return test_summary("test-toolcall");
 }

@@ -12,8 +12,55 @@ struct sprig_chat {
     const struct sprig_chat_family *family;   /* a table row, or NULL */
     sprig_jinja *jinja;                       /* compiled Jinja, or NULL */
     const struct sprig_toolfmt *tools;        /* how its model writes tool calls (NULL: not known) */
+    bool string_arguments;                    /* the template takes a tool call's arguments as JSON text, not an object */
     char describe[160];
 };
+
+/* tool_calls' arguments (objects) written as JSON text, in a copy of messages; NULL when none is an object */
+static json_t *arguments_as_text(const json_t *messages)
+{
+    json_t *copy = NULL;
+    size_t i, k;
+    const json_t *m, *call;
+    json_array_foreach(messages, i, m) {
+        json_array_foreach(json_object_get(m, "tool_calls"), k, call) {
+            const json_t *args = json_object_get(json_object_get(call, "function"), "arguments");
+            if (!json_is_object(args)) continue;
+            if (!copy && !(copy = json_deep_copy(messages))) return NULL;
+            json_t *fn = json_object_get(json_array_get(json_object_get(json_array_get(copy, i), "tool_calls"), k), "function");
+            char *text = json_dumps(args, JSON_COMPACT);
+            if (text) json_object_set_new(fn, "arguments", json_string(text));
+            free(text);
+        }
+    }
+    return copy;
+}
+
+/* Does the template take arguments as text? Rendered with an object it fails (e.g. '...' + arguments) where
+ * rendered with the same as text it does not: a user's turn and an assistant's with one tool call, both ways (as llama.cpp's
+ * template capabilities are found). */
+static bool wants_string_arguments(const sprig_jinja *t)
+{
+    json_t *obj = json_loads("{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"\","
+                             "\"tool_calls\":[{\"id\":\"call_1___\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":"
+                             "{\"a\":1}}}]}],\"add_generation_prompt\":false,\"bos_token\":\"\",\"eos_token\":\"\"}", 0, NULL);
+    if (!obj) return false;
+    char *out = NULL;
+    sprig_error e = { 0 };
+    bool yes = false;
+    if (sprig_jinja_render(t, obj, NULL, &out, NULL, &e) == SPRIG_E_FORMAT) {
+        json_t *text = arguments_as_text(json_object_get(obj, "messages"));
+        if (text) {
+            json_object_set_new(obj, "messages", text);
+            free(out);
+            out = NULL;
+            yes = sprig_jinja_render(t, obj, NULL, &out, NULL, &e) == SPRIG_OK;
+        }
+    }
+    free(out);
+    json_decref(obj);
+    return yes;
+}
 
 sprig_status sprig_chat_from_name(const char *name, sprig_chat **out, sprig_error *err)
 {
@@ -44,6 +91,7 @@ sprig_status sprig_chat_from_text(const char *text, size_t n, const char *source
         return st;
     }
     c->tools = sprig_toolfmt_detect(text, n);
+    c->string_arguments = wants_string_arguments(c->jinja);
     snprintf(c->describe, sizeof c->describe, "Jinja, from %s", source);
     *out = c;
     return SPRIG_OK;
@@ -100,7 +148,9 @@ sprig_status sprig_chat_apply(const sprig_chat *c, const json_t *messages, const
     json_t *vars = json_object();
     if (!vars) return sprig_err(err, SPRIG_E_NOMEM, "chat template: out of memory");
     if (extra) json_object_update(vars, (json_t *)extra);
-    json_object_set(vars, "messages", (json_t *)messages);
+    json_t *text_args = c->string_arguments ? arguments_as_text(messages) : NULL;   /* the template wants text */
+    json_object_set(vars, "messages", text_args ? text_args : (json_t *)messages);
+    json_decref(text_args);
     if (tools) json_object_set(vars, "tools", (json_t *)tools);
     json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
     json_object_set_new(vars, "bos_token", bos ? json_string_nocheck(bos) : json_null());

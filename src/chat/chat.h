@@ -10,6 +10,8 @@
  * tools a JSON array (or NULL); extra a JSON object of more variables (or
  * NULL), e.g. {"enable_thinking": false}. A template gets messages, tools
  * (when given), add_generation_prompt, bos_token, eos_token and extra's.
+ * A tool call's arguments reach it as an object, or as JSON text when the
+ * template was found (at load) to concatenate them as text.
  */
 #ifndef SPRIG_CHAT_CHAT_H
 #define SPRIG_CHAT_CHAT_H
