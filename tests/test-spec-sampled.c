@@ -119,6 +119,22 @@ static int find_cell(const struct joint *J, const int32_t *t)
     return -1;
 }
 
+/* one-sample chi-square of counts cnt[CELLS] over runs against J (cells expecting < 5 pooled); *dof its degrees */
+static double chi_square(const struct joint *J, const int64_t *cnt, int runs, int *dof)
+{
+    double chi = 0, pool_o = 0, pool_e = 0;
+    int bins = 0;
+    for (int c = 0; c < CELLS; c++) {
+        const double e = J->p[c] * runs;
+        if (e < 5) { pool_o += (double)cnt[c]; pool_e += e; continue; }
+        chi += (cnt[c] - e) * (cnt[c] - e) / e;
+        bins++;
+    }
+    if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / pool_e; bins++; }
+    *dof = bins - 1;
+    return chi;
+}
+
 struct conf {
     const char *name;
     enum sprig_drafter_kind drafter;
@@ -203,17 +219,8 @@ static void test_sampled_speculation_keeps_the_distribution(void)
         }
         sprig_session_free(s);
         CHECKF(outside == 0, "%s: %lld outputs outside the top-%d support", f->name, (long long)outside, TOPK);
-        double chi = 0, pool_o = 0, pool_e = 0;
-        int bins = 0;
-        for (int c = 0; c < CELLS; c++) {
-            const double e = J.p[c] * runs;
-            if (e < 5) { pool_o += (double)cnt[c]; pool_e += e; continue; }
-            chi += (cnt[c] - e) * (cnt[c] - e) / e;
-            bins++;
-        }
-        if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / pool_e; bins++; }
-        const int dof = bins - 1;
-        const double limit = dof + 6.0 * sqrt(2.0 * dof);
+        int dof;
+        const double chi = chi_square(&J, cnt, runs, &dof), limit = dof + 6.0 * sqrt(2.0 * dof);
         const double acc = proposed ? (double)accepted / (double)proposed : 0;
         fprintf(stderr, "  %-30s chi2 %7.1f (dof %d, limit %.1f)  acceptance %.3f  rounds/run %.2f  sampled rounds %lld\n",
                 f->name, chi, dof, limit, acc, (double)rounds / runs, (long long)sampled);
@@ -291,17 +298,8 @@ static void test_grammar_speculation_keeps_the_constrained_distribution(void)
         }
         sprig_session_free(s);
         CHECKF(outside == 0, "%s: %lld outputs outside the masked top-%d support", f->name, (long long)outside, TOPK);
-        double chi = 0, pool_o = 0, pool_e = 0;
-        int bins = 0;
-        for (int c = 0; c < CELLS; c++) {
-            const double e = J.p[c] * runs;
-            if (e < 5) { pool_o += (double)cnt[c]; pool_e += e; continue; }
-            chi += (cnt[c] - e) * (cnt[c] - e) / e;
-            bins++;
-        }
-        if (pool_e > 0) { chi += (pool_o - pool_e) * (pool_o - pool_e) / pool_e; bins++; }
-        const int dof = bins - 1;
-        const double limit = dof + 6.0 * sqrt(2.0 * dof);
+        int dof;
+        const double chi = chi_square(&J, cnt, runs, &dof), limit = dof + 6.0 * sqrt(2.0 * dof);
         fprintf(stderr, "  %-30s chi2 %7.1f (dof %d, limit %.1f)  accepted %lld  rows masked %lld  forced %lld  cut %lld  q rounds %lld\n",
                 f->name, chi, dof, limit, (long long)accepted, (long long)masked, (long long)forced, (long long)pruned, (long long)sampled);
         CHECKF(dof > 20 && chi < limit, "%s: chi2 %.1f >= %.1f (dof %d)", f->name, chi, limit, dof);
