@@ -276,6 +276,18 @@ if [ -d "$REF/openai" ]; then
     fi
 fi
 
+# a request offering tools gets control tokens' text in its reply (Mistral's [TOOL_CALLS] and Llama's <|python_tag|>
+# are control tokens, and calls are read by them); one without tools does not: a random model on Llama 3's vocabulary
+# (256 reserved control tokens) sampled hot
+"$BIN" mkmodel --preset tiny --vocab-from "$M/vocab/ggml-vocab-llama-bpe.gguf" -t 1 -q -o "$TMP/l3.gguf"
+start l3 -m "$TMP/l3.gguf" -c 2048 -t 1 --chat-template-file tests/data/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja || exit 1
+for tools in yes no; do
+    T=''; [ $tools = yes ] && T=',"tools":[{"type":"function","function":{"name":"f"}}]'
+    post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":1500,"temperature":2,"seed":5,"top_k":0,"top_p":1,"min_p":0'"$T"'}' "$TMP/rs_$tools"
+done
+check "control tokens' text in a reply to a request with tools ($(field "$TMP/rs_yes" '(j.choices[0].message.content.match(/<\|reserved_special_token_[0-9]+\|>/g) || []).length') of them), none without" \
+    [ "$(field "$TMP/rs_yes" '/<\|reserved_special_token_[0-9]+\|>/.test(j.choices[0].message.content)')/$(field "$TMP/rs_no" '/<\|reserved_special_token_[0-9]+\|>/.test(j.choices[0].message.content)')" = "true/false" ]
+
 # ---- continuous batching: concurrent requests, staggered, each = plain `sprig run`
 # (8 requests on 4 slots: the first four arrive within 30 ms, the rest queue for a slot)
 set -- "Once upon a time" 140 0 "Lily and Tom" 196 0.01 "The little dog" 60 0.02 "One day, a bird" 220 0.005 \
