@@ -109,9 +109,9 @@ static sprig_status md_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, i
         if (c->q) {   /* sampled: the first two draws from q */
             if (sprig_draft_q_draw_step(c->q, j, md->logits, V, &best, &second, &margin) < 1) break;
         } else {
-            sprig_drafter_grammar_top(c->grammar, gs, md->logits, V, 2);
-            sprig_top2(md->logits, V, &best, &second, &margin);
-            if (gs >= 0 && (gs = sprig_gmatch_advance(c->grammar, gs, best)) < 0) break;   /* END: nothing after */
+            const bool constrained = gs >= 0;
+            sprig_drafter_step(c->grammar, &gs, md->logits, V, &best, &second, &margin);
+            if (constrained && gs < 0) break;   /* refused, or the grammar's end: nothing after */
         }
         out->tokens[j] = best;
         out->runner_up[j] = second;
@@ -145,10 +145,7 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
         const int root = 0, r0 = sprig_draft_q_add(c->q, md->logits, V);
         sprig_dyntree_grow_sampled(t, &root, &r0, 1, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
     } else {
-        const int before = t->n;
-        sprig_drafter_grammar_top(c->grammar, gs[0], md->logits, V, w);
-        sprig_dyntree_expand(t, 0, md->logits, V, w);
-        for (int i = before; i < t->n; i++) gs[i] = gs[0] >= 0 ? sprig_gmatch_advance(c->grammar, gs[0], t->token[i]) : -1;
+        sprig_drafter_expand(t, 0, md->logits, V, w, c->grammar, gs);
     }
     int rows = 0, batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
     int32_t toks[SPRIG_DYNTREE_MAX_WIDTH], pos[SPRIG_DYNTREE_MAX_WIDTH];
@@ -173,12 +170,7 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
         for (int j = 0; j < nf; j++) {
             t->slot[batch[j]] = (int16_t)(rows + j);
             if (c->q) qrows[j] = sprig_draft_q_add(c->q, md->rows_logits + (size_t)j * Vd, V);
-            else {
-                const int before = t->n, v = batch[j];
-                sprig_drafter_grammar_top(c->grammar, gs[v], md->rows_logits + (size_t)j * Vd, V, w);
-                sprig_dyntree_expand(t, v, md->rows_logits + (size_t)j * Vd, V, w);
-                for (int i = before; i < t->n; i++) gs[i] = gs[v] >= 0 ? sprig_gmatch_advance(c->grammar, gs[v], t->token[i]) : -1;
-            }
+            else sprig_drafter_expand(t, batch[j], md->rows_logits + (size_t)j * Vd, V, w, c->grammar, gs);
         }
         if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
         rows += nf;

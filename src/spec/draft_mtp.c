@@ -167,7 +167,7 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
     sprig_status s;
     if (md->ops->sync && (s = md->ops->sync(md, c, err))) return s;
     memcpy(md->h, st->hidden, (size_t)md->dim * sizeof(float));
-    int32_t tok = c->bonus;
+    int32_t tok = c->bonus, gs = c->grammar ? c->gstate : -1;   /* one-hot under a grammar: only tokens it allows */
     for (int j = 0; j < k - 1; j++) {
         if ((s = md->ops->step(md->head, md->state, md->pool, st->kv, md->h, tok, md->h, md->logits, err))) return s;
         int32_t best, second;
@@ -175,7 +175,9 @@ static sprig_status mtp_draft_block(sprig_drafter *d, const sprig_draft_ctx *c, 
         if (c->q) {   /* sampled: the first two draws from q */
             if (sprig_draft_q_draw_step(c->q, j, md->logits, md->n_vocab, &best, &second, &margin) < 1) break;
         } else {
-            sprig_top2(md->logits, md->n_vocab, &best, &second, &margin);
+            const bool constrained = gs >= 0;
+            sprig_drafter_step(c->grammar, &gs, md->logits, md->n_vocab, &best, &second, &margin);
+            if (constrained && gs < 0) break;
         }
         SPRIG_LOGD("%s draft: step %d after %d cached: %d (runner-up %d, margin %.4f)", md->ops->name, j, st->n_past, best, second,
                    (double)margin);
@@ -212,11 +214,13 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
     if (s) return s;
     hs[0] = 0;
     int rows = 1;
+    static _Thread_local int32_t gs[SPRIG_DYNTREE_CAP];   /* one-hot under a grammar: each candidate's state */
+    gs[0] = c->grammar && !c->q ? c->gstate : -1;
     if (c->q) {   /* sampled: a depth's children drawn from q, every one kept (dyntree.h) */
         const int root = 0, r0 = sprig_draft_q_add(c->q, md->logits, md->n_vocab);
         sprig_dyntree_grow_sampled(t, &root, &r0, 1, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
     } else {
-        sprig_dyntree_expand(t, 0, md->logits, md->n_vocab, w);
+        sprig_drafter_expand(t, 0, md->logits, md->n_vocab, w, c->grammar, gs);
     }
     const int depth_cap = c->shape && !c->q ? sprig_shape_expand_depth(c->shape, k - 1) : k - 1;
     for (int depth = 1; depth < depth_cap && rows + w <= MTP_TREE_ROWS; depth++) {
@@ -236,11 +240,11 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
                 return s;
             for (int j = 0; j < nf; j++) {
                 const int v = batch[j];
-                const float *lg = md->batch_logits + (size_t)j * md->n_vocab;
+                float *lg = md->batch_logits + (size_t)j * md->n_vocab;
                 hs[v] = (int16_t)rows++;
                 t->slot[v] = 0;   /* expanded */
                 if (c->q) qrows[j] = sprig_draft_q_add(c->q, lg, md->n_vocab);
-                else sprig_dyntree_expand(t, v, lg, md->n_vocab, w);
+                else sprig_drafter_expand(t, v, lg, md->n_vocab, w, c->grammar, gs);
             }
             if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
             continue;
@@ -254,7 +258,7 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
             hs[v] = (int16_t)rows++;
             t->slot[v] = 0;   /* expanded */
             if (c->q) qrows[j] = sprig_draft_q_add(c->q, md->logits, md->n_vocab);
-            else sprig_dyntree_expand(t, v, md->logits, md->n_vocab, w);
+            else sprig_drafter_expand(t, v, md->logits, md->n_vocab, w, c->grammar, gs);
         }
         if (c->q) sprig_dyntree_grow_sampled(t, batch, qrows, nf, c->q, w, SPRIG_MIN(w, max_nodes - t->n));
     }

@@ -7,11 +7,12 @@
  * anyway, so branching costs verify positions, not drafter forwards. Every
  * answer a drafter gives is checked here (counts, vocabulary, tree shape)
  * so a broken drafter becomes an error naming it, never a bad verify block.
+ * The grammar helpers let drafters with logits propose only what a grammar
+ * allows (one-hot drafts).
  */
 #include "spec/drafter.h"
 #include "grammar/match.h"
-
-#include <math.h>
+#include "spec/drafters.h"
 #include "spec/shape.h"
 
 #include <math.h>
@@ -176,4 +177,21 @@ void sprig_drafter_grammar_top(struct sprig_gmatch *g, int32_t s, float *logits,
         else logits[top[i]] = -INFINITY;
     }
     if (legal < want) sprig_gmatch_apply(g, s, logits, NULL);   /* rare: the drafter strays from the grammar */
+}
+
+int sprig_drafter_expand(struct sprig_dyntree *t, int v, float *logits, int V, int w, struct sprig_gmatch *g, int32_t *gs)
+{
+    const int before = t->n;
+    const int32_t s = g ? gs[v] : -1;
+    sprig_drafter_grammar_top(g, s, logits, V, w);
+    const int added = sprig_dyntree_expand(t, v, logits, V, w);
+    for (int i = before; i < t->n; i++) gs[i] = s >= 0 ? sprig_gmatch_advance(g, s, t->token[i]) : -1;
+    return added;
+}
+
+void sprig_drafter_step(struct sprig_gmatch *g, int32_t *gs, float *logits, int V, int32_t *best, int32_t *second, float *margin)
+{
+    sprig_drafter_grammar_top(g, *gs, logits, V, 2);
+    sprig_top2(logits, V, best, second, margin);
+    if (g && *gs >= 0) *gs = sprig_gmatch_advance(g, *gs, *best);
 }

@@ -141,6 +141,12 @@ sprig_status sprig_drafter_runner_up_tree(sprig_drafter *d, const sprig_draft_ct
  * above them that it refuses get -INFINITY; when too few of the most likely are allowed, the whole mask applies).
  * Costs a few cached steps when the drafter already agrees with the grammar. */
 void sprig_drafter_grammar_top(struct sprig_gmatch *g, int32_t s, float *logits, int V, int want);
+/* A dynamic tree's node v expanded (sprig_dyntree_expand) under the grammar: logits[V] limited as above with
+ * gs[v]'s state, and each child's state recorded in gs (gs[v] < 0 or g NULL: no grammar). Returns the children. */
+int sprig_drafter_expand(struct sprig_dyntree *t, int v, float *logits, int V, int w, struct sprig_gmatch *g, int32_t *gs);
+/* A chain step's best and runner-up under the grammar from state *gs (then advanced past best; < 0 when best is
+ * not allowed or ends the grammar: the chain stops there). */
+void sprig_drafter_step(struct sprig_gmatch *g, int32_t *gs, float *logits, int V, int32_t *best, int32_t *second, float *margin);
 
 void sprig_drafter_dyntree_out(const sprig_dyntree *t, const sprig_draft_ctx *ctx, int max_nodes, int max_depth,
                                sprig_tree *out);
