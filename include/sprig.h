@@ -240,6 +240,15 @@ sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k,
                                         sprig_error *err);
 /* Whether the next prompts are chat-template text (params.parse_special). */
 void sprig_session_set_parse_special(sprig_session *s, bool on);
+/* Prefix reuse (on by default): the next generate keeps the longest prefix
+ * of its prompt that the target's cache (and a draft model's) already holds
+ * from the last generation, prompt and generated text alike, and prefills
+ * only the rest, so a chat's next turn reads only what is new. The output is
+ * byte-identical either way (a row's bits do not depend on what else is
+ * computed with it). Off for sessions on a batch, recurrent and
+ * sliding-window targets, and drafters that read every prompt row (MTP
+ * heads of Qwen 3.5); stats.cached_tokens says what was reused. */
+void sprig_session_set_prefix_reuse(sprig_session *s, bool on);
 /* Whether generated control tokens (other than end-of-generation ones) appear
  * in the output as their text, e.g. Mistral's [TOOL_CALLS] or Llama's
  * <|python_tag|>, which a reply's tool calls are read by (default off: a
@@ -301,6 +310,7 @@ struct sprig_stats {
     const char *kv_type;             /* the KV cache mode that ran ("turbo4-asym", ...) */
     const char *kv_layout;           /* the KV cache kind: "dense" or "paged" */
     int64_t prompt_tokens;
+    int64_t cached_tokens;           /* of the prompt, the prefix the cache already held (prefix reuse) */
     int64_t generated_tokens;        /* tokens delivered, the first included */
     double load_ms;                  /* model load */
     double prefill_ms, decode_ms;    /* prompt + first token; the rest */

@@ -120,6 +120,9 @@ struct sprig_session {
     struct sprig_moe_counters moe0, moe1;   /* the target's expert reading at the start and after the prefill */
     sprig_gmatch *grammar;         /* sprig_session_set_grammar, or NULL */
     bool render_special;           /* control tokens' text in the output (sprig_session_set_render_special) */
+    bool no_prefix_reuse;          /* sprig_session_set_prefix_reuse(false) */
+    int32_t *kept;                 /* [n_kept] what the target's cache holds after the last generation (its history) */
+    int n_kept, kept_cap;
 };
 
 struct sprig_session_params sprig_session_default_params(void)
@@ -214,6 +217,7 @@ void sprig_session_free(sprig_session *s)
     free(s->gen);
     free(s->gen_top);
     free(s->text);
+    free(s->kept);
     sprig_gmatch_free(s->grammar);
     free(s);
 }
@@ -415,6 +419,29 @@ static bool on_token(void *user, int32_t token, const sprig_logprob *top)
     return true;
 }
 
+/* The prompt's prefix the target's cache already holds from the last generation (kept[]), the cache trimmed to it;
+ * 0 (the cache cleared) when there is none or reuse is off: sessions on a batch (their blocks go back to the pool),
+ * recurrent or sliding-window targets (their state cannot be cut back to any position), drafters that read every
+ * prompt row's hidden state. At least the prompt's last token is always fed (its row picks the first token). */
+static int reuse_prefix(sprig_session *s, int need)
+{
+    sprig_kv *kv = sprig_ctx_kv(s->ctx);
+    int common = 0;
+    const bool ok = !s->no_prefix_reuse && !s->p.batch && s->m->hp.n_recurrent == 0 && s->m->hp.swa_window == 0 &&
+                    !(s->drafter && s->drafter->reads_all_hidden) && s->n_kept == sprig_kv_len(kv);
+    while (ok && common < s->n_kept && common < need - 1 && s->kept[common] == s->prompt[common]) common++;
+    if (common && sprig_ctx_trim(s->ctx, s->n_kept - common, NULL) != SPRIG_OK) common = 0;
+    if (!common) sprig_kv_clear(kv);
+    s->n_kept = 0;   /* until this generation ends well */
+    return common;
+}
+
+void sprig_session_set_prefix_reuse(sprig_session *s, bool on)
+{
+    s->no_prefix_reuse = !on;
+    if (!on) s->n_kept = 0;
+}
+
 /* a grammar's forced text as tokens (no BOS, no control tokens) */
 static int forced_tokens(void *user, const char *text, size_t n, int32_t *out, int cap)
 {
@@ -431,7 +458,6 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     if (prompt_len > (size_t)1 << 28) return sprig_err(err, SPRIG_E_INVALID_ARG, "prompt: %zu bytes is too long", prompt_len);
     sprig_spec_free(s->spec);
     s->spec = NULL;
-    sprig_kv_clear(sprig_ctx_kv(s->ctx));
     sprig_sampler_reseed(s->sampler, s->seed);
 
     int flags = sprig_tokenizer_add_bos(s->m->tok) ? SPRIG_TOK_BOS : 0;
@@ -509,12 +535,27 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     s->user = user;
     sprig_detok_init(&s->detok, s->prompt[need - 1]);
     s->t_begin = sprig_time_ms();
+    const int cached = reuse_prefix(s, need);
     sprig_ctx_moe_counters(s->ctx, &s->moe0);
     s->moe1 = s->moe0;
-    sprig_status st = sprig_spec_generate(s->spec, s->prompt, need, err);
+    sprig_status st = sprig_spec_generate_cached(s->spec, s->prompt, need, cached, err);
     if (s->p.batch) {
         sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
         sprig_kv_clear(sprig_ctx_kv(s->ctx));    /* and its blocks go back to the shared pool at once */
+    } else if (!st && !s->no_prefix_reuse) {   /* what the cache holds now, for the next prompt's prefix */
+        int nh = 0;
+        const int32_t *h = sprig_spec_history(s->spec, &nh);
+        if (nh > s->kept_cap) {
+            int32_t *nk = realloc(s->kept, sizeof *nk * (size_t)nh);
+            if (nk) {
+                s->kept = nk;
+                s->kept_cap = nh;
+            }
+        }
+        if (nh <= s->kept_cap && nh == sprig_kv_len(sprig_ctx_kv(s->ctx))) {
+            memcpy(s->kept, h, sizeof *h * (size_t)nh);
+            s->n_kept = nh;
+        }
     }
     if (keyed && sprig_spec_get_stats(s->spec)->ms_profile > 0) {
         if (sprig_profile_save(sp.shape, key, path, sizeof path)) SPRIG_LOGI("tree auto: verify times cached in %s", path);
@@ -581,6 +622,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->path = sprig_path_name(t->path);
     o->stop = sprig_stop_name(t->stop);
     o->prompt_tokens = t->prompt_tokens;
+    o->cached_tokens = t->cached_tokens;
     o->generated_tokens = t->emitted;
     o->prefill_ms = t->ms_prefill;
     double total = s->t_end > s->t_begin ? s->t_end - s->t_begin : 0;

@@ -270,6 +270,7 @@ void sprig_job_run(sprig_job *j, sprig_session *s)
         sprig_session_set_seed(s, r->has_seed ? r->seed : SPRIG_SEED_RANDOM);
         sprig_session_set_parse_special(s, j->chat);
         sprig_session_set_render_special(s, j->tools != NULL);   /* call markers may be control tokens */
+        sprig_session_set_prefix_reuse(s, !r->no_cache_prompt);
         sprig_session_set_round_fn(s, r->trace && r->stream ? on_round : NULL, &g);
         st = sprig_session_generate(s, j->prompt, strlen(j->prompt), j->n_predict, on_text, &g, &err);
     }

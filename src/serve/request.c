@@ -353,6 +353,9 @@ static bool parse_obj(const json_t *o, bool chat, int max_tokens_cap, struct spr
     r->seed = (uint64_t)v;
     if (!get_bool(o, "stream", &r->stream, why, cap, param, pcap)) return false;
     if (!get_bool(o, "sprig_trace", &r->trace, why, cap, param, pcap)) return false;
+    bool cache_prompt = true;
+    if (!get_bool(o, "cache_prompt", &cache_prompt, why, cap, param, pcap)) return false;
+    r->no_cache_prompt = !cache_prompt;
     const json_t *n = json_object_get(o, "n");
     if (n && !json_is_null(n) && !(json_is_integer(n) && json_integer_value(n) == 1))
         return fail(why, cap, param, pcap, "n", "'n' must be 1 (one choice per request)");

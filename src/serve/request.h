@@ -59,6 +59,7 @@ struct sprig_serve_req {
     int top_logprobs;             /* completions: logprobs N; chat: top_logprobs (with logprobs true) */
     bool logprobs;                /* log-probabilities asked for */
     bool trace;                   /* "sprig_trace": stream each verify round (tree, accepted path) as an event */
+    bool no_cache_prompt;         /* llama-server's "cache_prompt": false: prefill the whole prompt */
 };
 
 /* Parse body[len]; false with why[cap] and the offending field's name in

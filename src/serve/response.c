@@ -55,8 +55,9 @@ json_t *sprig_serve_error_obj(const char *msg, const char *type, const char *par
 
 json_t *sprig_serve_usage(const struct sprig_stats *st)
 {
-    return json_pack("{s:I, s:I, s:I, s:{s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f}}", "prompt_tokens",
-                     (json_int_t)st->prompt_tokens, "completion_tokens", (json_int_t)st->generated_tokens, "total_tokens",
+    return json_pack("{s:I, s:{s:I}, s:I, s:I, s:{s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f}}", "prompt_tokens",
+                     (json_int_t)st->prompt_tokens, "prompt_tokens_details", "cached_tokens", (json_int_t)st->cached_tokens,
+                     "completion_tokens", (json_int_t)st->generated_tokens, "total_tokens",
                      (json_int_t)(st->prompt_tokens + st->generated_tokens), "speculative", "path", st->path ? st->path : "",
                      "drafter", st->drafter ? st->drafter : "", "rounds", (json_int_t)st->rounds, "proposed",
                      (json_int_t)st->proposed, "accepted", (json_int_t)st->accepted, "emitted_per_verify", st->emitted_per_verify,

@@ -22,7 +22,7 @@ const char *sprig_serve_error_type(int status);
 /* {"error": {"message", "type", "param", "code"}}; param NULL or "" -> null */
 json_t *sprig_serve_error_obj(const char *msg, const char *type, const char *param);
 
-/* {"prompt_tokens", "completion_tokens", "total_tokens", "speculative": {...}} */
+/* {"prompt_tokens", "prompt_tokens_details": {"cached_tokens"}, "completion_tokens", "total_tokens", "speculative": {...}} */
 json_t *sprig_serve_usage(const struct sprig_stats *st);
 
 /* The log-probabilities of generated tokens [from, to) of o (to < 0: all)

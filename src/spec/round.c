@@ -225,6 +225,11 @@ static double ms_since(uint64_t *t0)
 
 sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int n, sprig_error *err)
 {
+    return sprig_spec_begin_cached(s, prompt, n, 0, err);
+}
+
+sprig_status sprig_spec_begin_cached(sprig_spec_session *s, const int32_t *prompt, int n, int n_cached, sprig_error *err)
+{
     sprig_err_clear(err);
     s->begun = true;
     s->done = false;
@@ -235,7 +240,10 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
     if (n > s->t->n_ctx)
         return fail(s, sprig_err(err, SPRIG_E_CONTEXT_FULL, "session begin: prompt of %d tokens exceeds the context of %d",
                                  n, s->t->n_ctx));
+    if (n_cached < 0 || n_cached >= n)
+        return fail(s, sprig_err(err, SPRIG_E_INVALID_ARG, "session begin: %d cached tokens of a prompt of %d (at least one is fed)", n_cached, n));
     s->stats.prompt_tokens = n;
+    s->stats.cached_tokens = n_cached;
     s->n_history = 0;
     s->rows.masked = 0;
     if (s->p.grammar) s->gst[0] = s->gstate = sprig_gmatch_start(s->p.grammar);
@@ -255,7 +263,7 @@ sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int 
         s->stats.ms_profile = ms_since(&t0);
         SPRIG_LOGI("tree auto: profiled the target's verify times in %.0f ms (once per session)", s->stats.ms_profile);
     }
-    sprig_status st = sprig_target_prefill(s->t, prompt, n, &s->rows, &s->st, err);
+    sprig_status st = sprig_target_prefill(s->t, prompt + n_cached, n - n_cached, &s->rows, &s->st, err);   /* after what is cached */
     if (st) return fail(s, st);
     s->stats.ms_prefill += ms_since(&t0);
     memcpy(s->history, prompt, (size_t)n * sizeof *prompt);
@@ -489,7 +497,18 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
 
 sprig_status sprig_spec_generate(sprig_spec_session *s, const int32_t *prompt, int n, sprig_error *err)
 {
-    sprig_status st = sprig_spec_begin(s, prompt, n, err);
+    return sprig_spec_generate_cached(s, prompt, n, 0, err);
+}
+
+sprig_status sprig_spec_generate_cached(sprig_spec_session *s, const int32_t *prompt, int n, int n_cached, sprig_error *err)
+{
+    sprig_status st = sprig_spec_begin_cached(s, prompt, n, n_cached, err);
     while (!st && !s->done) st = sprig_spec_step(s, err);
     return st;
+}
+
+const int32_t *sprig_spec_history(const sprig_spec_session *s, int *n)
+{
+    *n = s->n_history;
+    return s->history;
 }

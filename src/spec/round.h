@@ -100,11 +100,19 @@ void sprig_spec_free(sprig_spec_session *s);
 /* Prefill prompt[n] (appended to whatever the target cache holds), emit the
  * first token, reset the statistics. May be called again for a new run. */
 sprig_status sprig_spec_begin(sprig_spec_session *s, const int32_t *prompt, int n, sprig_error *err);
+/* The same when the target cache already holds prompt[0..n_cached) (a
+ * previous generation's, kept): only the rest is prefilled; the drafters see
+ * the whole prompt as history. 0 <= n_cached < n. */
+sprig_status sprig_spec_begin_cached(sprig_spec_session *s, const int32_t *prompt, int n, int n_cached, sprig_error *err);
 /* One round; a no-op once done. */
 sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err);
 bool sprig_spec_done(const sprig_spec_session *s);
 /* begin + step until done. */
 sprig_status sprig_spec_generate(sprig_spec_session *s, const int32_t *prompt, int n, sprig_error *err);
+sprig_status sprig_spec_generate_cached(sprig_spec_session *s, const int32_t *prompt, int n, int n_cached, sprig_error *err);
+/* The tokens fed to the target, in cache order: after a generation (or a stop, a cancel), exactly what its cache
+ * holds. */
+const int32_t *sprig_spec_history(const sprig_spec_session *s, int *n);
 
 const sprig_spec_stats *sprig_spec_get_stats(const sprig_spec_session *s);
 /* Verify rows whose whole grammar mask was applied since begin (p.grammar). */

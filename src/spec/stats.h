@@ -36,6 +36,7 @@ typedef struct sprig_spec_stats {
     int path;                          /* enum sprig_path */
     int stop;                          /* enum sprig_stop */
     int64_t prompt_tokens;
+    int64_t cached_tokens;             /* of them, already in the target's cache (a previous generation's prefix) */
     int64_t rounds, chain_rounds, tree_rounds;
     int64_t proposed, accepted;
     int64_t emitted;                   /* tokens delivered, the prefill's first token included */
