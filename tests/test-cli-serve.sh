@@ -287,6 +287,8 @@ post /v1/chat/completions "$body,\"cache_prompt\":false}" "$TMP/pr3"
 check "prefix reuse: turn 2 cached the first turn ($(field "$TMP/pr2" 'j.usage.prompt_tokens_details.cached_tokens + " of " + j.usage.prompt_tokens'))" \
     [ "$(field "$TMP/pr2" 'j.usage.prompt_tokens_details.cached_tokens > j.usage.prompt_tokens / 2')/$(field "$TMP/pr3" 'j.usage.prompt_tokens_details.cached_tokens')" = "true/0" ]
 check "prefix reuse: the same reply as with cache_prompt false" [ "$(field "$TMP/pr2" 'j.choices[0].message.content')" = "$(field "$TMP/pr3" 'j.choices[0].message.content')" ]
+curl -s "http://127.0.0.1:$PORT/health" >"$TMP/prh"
+check "prefix reuse: /health counts cached prompt tokens ($(head -c 200 "$TMP/prh"))" [ "$(field "$TMP/prh" 'j.prompt_cache.cached_tokens > 0 && j.prompt_cache.requests_reusing === 1 && j.prompt_cache.hit_rate > 0')" = true ]
 
 # a request offering tools gets control tokens' text in its reply (Mistral's [TOOL_CALLS] and Llama's <|python_tag|>
 # are control tokens, and calls are read by them); one without tools does not: a random model on Llama 3's vocabulary

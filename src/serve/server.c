@@ -28,6 +28,7 @@ struct sprig_server {
     sprig_session **slots;
     pthread_t *threads;
     int started;                  /* workers running */
+    int64_t prompt_tokens, cached_tokens, requests_cached;   /* prefix reuse, over finished requests */
 };
 
 struct worker_arg { struct sprig_server *sv; int slot; };
@@ -59,7 +60,16 @@ static void *worker(void *arg)
         sv->queued--;
         pthread_mutex_unlock(&sv->mu);
         if (sprig_job_cancelled(j)) sprig_job_finish(j, 0, NULL);
-        else sprig_job_run(j, s);
+        else {
+            sprig_job_run(j, s);
+            struct sprig_stats st;
+            sprig_session_get_stats(s, &st);
+            pthread_mutex_lock(&sv->mu);
+            sv->prompt_tokens += st.prompt_tokens;
+            sv->cached_tokens += st.cached_tokens;
+            sv->requests_cached += st.cached_tokens > 0;
+            pthread_mutex_unlock(&sv->mu);
+        }
         if (j->need) {   /* its KV slots back: a request waiting for the pool may start */
             sprig_batch_release(sv->batch, j->need);
             pthread_mutex_lock(&sv->mu);
@@ -285,7 +295,12 @@ static char *dump(json_t *o)
 
 char *sprig_server_health_json(sprig_server *sv)
 {
-    json_t *o = json_pack("{s:s, s:i}", "status", "ok", "slots", sv->parallel);
+    pthread_mutex_lock(&sv->mu);
+    json_t *o = json_pack("{s:s, s:i, s:{s:I, s:I, s:I, s:f}}", "status", "ok", "slots", sv->parallel, "prompt_cache", "prompt_tokens",
+                          (json_int_t)sv->prompt_tokens, "cached_tokens", (json_int_t)sv->cached_tokens, "requests_reusing",
+                          (json_int_t)sv->requests_cached, "hit_rate",
+                          sv->prompt_tokens ? (double)sv->cached_tokens / (double)sv->prompt_tokens : 0.0);
+    pthread_mutex_unlock(&sv->mu);
     if (o && sv->batch) {
         struct sprig_batch_stats bs;
         sprig_batch_get_stats(sv->batch, &bs);
