@@ -249,6 +249,9 @@ void sprig_session_set_parse_special(sprig_session *s, bool on);
  * sliding-window targets, and drafters that read every prompt row (MTP
  * heads of Qwen 3.5); stats.cached_tokens says what was reused. */
 void sprig_session_set_prefix_reuse(sprig_session *s, bool on);
+/* How many of ids[n] the next generate would find in the cache (0 when reuse is off or nothing is kept): a
+ * server sends a request to the session that holds the most of it. Not while the session generates. */
+int sprig_session_prefix_match(const sprig_session *s, const int32_t *ids, int n);
 /* Whether generated control tokens (other than end-of-generation ones) appear
  * in the output as their text, e.g. Mistral's [TOOL_CALLS] or Llama's
  * <|python_tag|>, which a reply's tool calls are read by (default off: a

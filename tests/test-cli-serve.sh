@@ -276,19 +276,21 @@ if [ -d "$REF/openai" ]; then
     fi
 fi
 
-# prefix reuse (one slot, no batch): a chat's next turn reads only what is new, and answers the same as with
-# cache_prompt false; usage says how many prompt tokens were cached
-start reuse -m "$M/stories260K.gguf" -c 1024 -t 1 --no-batch --draft "$M/stories-draft.gguf" --chat-template chatml || exit 1
+# prefix reuse (a slot verifying alone, and two slots batched on a pool that holds both contexts): a chat's next
+# turn reads only what is new, and answers the same as with cache_prompt false; usage and /health count it
+for mode in --no-batch "--parallel 2"; do
+start reuse -m "$M/stories260K.gguf" -c 1024 -t 1 $mode --draft "$M/stories-draft.gguf" --chat-template chatml || exit 1
 post /v1/chat/completions '{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":40,"temperature":0}' "$TMP/pr1"
 reply=$(field "$TMP/pr1" 'JSON.stringify(j.choices[0].message.content)')
 body='{"messages":[{"role":"user","content":"Once upon a time"},{"role":"assistant","content":'"$reply"'},{"role":"user","content":"And then?"}],"max_tokens":40,"temperature":0'
 post /v1/chat/completions "$body}" "$TMP/pr2"
 post /v1/chat/completions "$body,\"cache_prompt\":false}" "$TMP/pr3"
-check "prefix reuse: turn 2 cached the first turn ($(field "$TMP/pr2" 'j.usage.prompt_tokens_details.cached_tokens + " of " + j.usage.prompt_tokens'))" \
+check "prefix reuse ($mode): turn 2 cached the first turn ($(field "$TMP/pr2" 'j.usage.prompt_tokens_details.cached_tokens + " of " + j.usage.prompt_tokens'))" \
     [ "$(field "$TMP/pr2" 'j.usage.prompt_tokens_details.cached_tokens > j.usage.prompt_tokens / 2')/$(field "$TMP/pr3" 'j.usage.prompt_tokens_details.cached_tokens')" = "true/0" ]
-check "prefix reuse: the same reply as with cache_prompt false" [ "$(field "$TMP/pr2" 'j.choices[0].message.content')" = "$(field "$TMP/pr3" 'j.choices[0].message.content')" ]
+check "prefix reuse ($mode): the same reply as with cache_prompt false" [ "$(field "$TMP/pr2" 'j.choices[0].message.content')" = "$(field "$TMP/pr3" 'j.choices[0].message.content')" ]
 curl -s "http://127.0.0.1:$PORT/health" >"$TMP/prh"
-check "prefix reuse: /health counts cached prompt tokens ($(head -c 200 "$TMP/prh"))" [ "$(field "$TMP/prh" 'j.prompt_cache.cached_tokens > 0 && j.prompt_cache.requests_reusing === 1 && j.prompt_cache.hit_rate > 0')" = true ]
+check "prefix reuse ($mode): /health counts cached prompt tokens ($(head -c 200 "$TMP/prh"))" [ "$(field "$TMP/prh" 'j.prompt_cache.cached_tokens > 0 && j.prompt_cache.requests_reusing === 1 && j.prompt_cache.hit_rate > 0')" = true ]
+done
 
 # a request offering tools gets control tokens' text in its reply (Mistral's [TOOL_CALLS] and Llama's <|python_tag|>
 # are control tokens, and calls are read by them); one without tools does not: a random model on Llama 3's vocabulary

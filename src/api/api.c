@@ -121,6 +121,7 @@ struct sprig_session {
     sprig_gmatch *grammar;         /* sprig_session_set_grammar, or NULL */
     bool render_special;           /* control tokens' text in the output (sprig_session_set_render_special) */
     bool no_prefix_reuse;          /* sprig_session_set_prefix_reuse(false) */
+    bool attached;                 /* counted in its batch's room for whole contexts (sprig_batch_attach) */
     int32_t *kept;                 /* [n_kept] what the target's cache holds after the last generation (its history) */
     int n_kept, kept_cap;
 };
@@ -201,6 +202,7 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
 void sprig_session_free(sprig_session *s)
 {
     if (!s) return;
+    if (s->attached) sprig_batch_attach(s->p.batch, sprig_ctx_n_ctx(s->ctx), -1);
     sprig_spec_free(s->spec);
     sprig_drafter_free(s->drafter);
     sprig_model_target_free(s->target);
@@ -325,7 +327,11 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
         goto fail_st;
     }
     if (!(s->target = sprig_model_target_create(s->ctx, rows, err))) goto fail;
-    if (p->batch) sprig_model_target_set_batch(s->target, p->batch);
+    if (p->batch) {
+        sprig_model_target_set_batch(s->target, p->batch);
+        sprig_batch_attach(p->batch, sprig_ctx_n_ctx(s->ctx), +1);
+        s->attached = true;
+    }
     struct sprig_sampler_params sp = {
         .temp = p->temp, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p, .seed = s->seed,
     };
@@ -427,12 +433,21 @@ static int reuse_prefix(sprig_session *s, int need)
 {
     sprig_kv *kv = sprig_ctx_kv(s->ctx);
     int common = 0;
-    const bool ok = !s->no_prefix_reuse && !s->p.batch && s->m->hp.n_recurrent == 0 && s->m->hp.swa_window == 0 &&
+    const bool ok = !s->no_prefix_reuse && (!s->p.batch || sprig_batch_room_for_all(s->p.batch)) && s->m->hp.n_recurrent == 0 &&
+                    s->m->hp.swa_window == 0 &&
                     !(s->drafter && s->drafter->reads_all_hidden) && s->n_kept == sprig_kv_len(kv);
     while (ok && common < s->n_kept && common < need - 1 && s->kept[common] == s->prompt[common]) common++;
     if (common && sprig_ctx_trim(s->ctx, s->n_kept - common, NULL) != SPRIG_OK) common = 0;
     if (!common) sprig_kv_clear(kv);
     s->n_kept = 0;   /* until this generation ends well */
+    return common;
+}
+
+int sprig_session_prefix_match(const sprig_session *s, const int32_t *ids, int n)
+{
+    int common = 0;
+    if (s->no_prefix_reuse) return 0;
+    while (common < s->n_kept && common < n && s->kept[common] == ids[common]) common++;
     return common;
 }
 
@@ -539,9 +554,9 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sprig_ctx_moe_counters(s->ctx, &s->moe0);
     s->moe1 = s->moe0;
     sprig_status st = sprig_spec_generate_cached(s->spec, s->prompt, need, cached, err);
-    if (s->p.batch) {
-        sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
-        sprig_kv_clear(sprig_ctx_kv(s->ctx));    /* and its blocks go back to the shared pool at once */
+    if (s->p.batch) sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
+    if (s->p.batch && (st || s->no_prefix_reuse || !sprig_batch_room_for_all(s->p.batch))) {
+        sprig_kv_clear(sprig_ctx_kv(s->ctx));    /* its blocks go back to the shared pool at once */
     } else if (!st && !s->no_prefix_reuse) {   /* what the cache holds now, for the next prompt's prefix */
         int nh = 0;
         const int32_t *h = sprig_spec_history(s->spec, &nh);

@@ -28,6 +28,7 @@ sprig_job *sprig_job_new(struct sprig_serve_req *req, bool chat, char *prompt, i
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->refs = 2;
+    j->pref_slot = -1;
     j->created = (long)time(NULL);
     static unsigned long counter;
     snprintf(j->id, sizeof j->id, "%s-%lx%04lx", chat ? "chatcmpl" : "cmpl", (unsigned long)j->created,

@@ -35,6 +35,7 @@ typedef struct sprig_job {
     const char *model_id;         /* "model" in the responses (the server's) */
     const struct sprig_toolfmt *tools;   /* how the model writes tool calls, when the request offers tools (else NULL) */
     size_t tool_at;               /* streaming: where the reply's tool calls begin (0 until found, then the offset + 1) */
+    int pref_slot;                /* the slot whose cache holds the longest prefix of its prompt (-1: any) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char *gen;                    /* generated text (stop strings cut) */

@@ -29,6 +29,7 @@ struct sprig_server {
     pthread_t *threads;
     int started;                  /* workers running */
     int64_t prompt_tokens, cached_tokens, requests_cached;   /* prefix reuse, over finished requests */
+    bool *busy;                   /* [parallel] a slot's worker is running a job (its session is not to be read) */
 };
 
 struct worker_arg { struct sprig_server *sv; int slot; };
@@ -42,22 +43,31 @@ static bool admit(struct sprig_server *sv, sprig_job *j)
     return sprig_job_cancelled(j) || sprig_batch_admit(sv->batch, j->need);
 }
 
+/* May slot i take job j? Yes unless j prefers another slot (the one whose cache holds the longest prefix of its
+ * prompt) that is idle: that slot takes it. Called with sv->mu held. */
+static bool mine(const struct sprig_server *sv, int i, const sprig_job *j)
+{
+    return j->pref_slot < 0 || j->pref_slot == i || sv->busy[j->pref_slot];
+}
+
 static void *worker(void *arg)
 {
     struct worker_arg *wa = arg;
     struct sprig_server *sv = wa->sv;
-    sprig_session *s = sv->slots[wa->slot];
+    const int slot = wa->slot;
+    sprig_session *s = sv->slots[slot];
     free(wa);
     for (;;) {
         pthread_mutex_lock(&sv->mu);
         sv->idle++;
-        while (!sv->stopping && (!sv->head || !admit(sv, sv->head))) pthread_cond_wait(&sv->cv, &sv->mu);
+        while (!sv->stopping && (!sv->head || !mine(sv, slot, sv->head) || !admit(sv, sv->head))) pthread_cond_wait(&sv->cv, &sv->mu);
         sv->idle--;
         if (sv->stopping) { pthread_mutex_unlock(&sv->mu); return NULL; }
         sprig_job *j = sv->head;
         sv->head = j->next;
         if (!sv->head) sv->tail = NULL;
         sv->queued--;
+        sv->busy[slot] = true;
         pthread_mutex_unlock(&sv->mu);
         if (sprig_job_cancelled(j)) sprig_job_finish(j, 0, NULL);
         else {
@@ -70,6 +80,10 @@ static void *worker(void *arg)
             sv->requests_cached += st.cached_tokens > 0;
             pthread_mutex_unlock(&sv->mu);
         }
+        pthread_mutex_lock(&sv->mu);
+        sv->busy[slot] = false;
+        pthread_cond_broadcast(&sv->cv);   /* a job that preferred this slot may go elsewhere no more: it is idle */
+        pthread_mutex_unlock(&sv->mu);
         if (j->need) {   /* its KV slots back: a request waiting for the pool may start */
             sprig_batch_release(sv->batch, j->need);
             pthread_mutex_lock(&sv->mu);
@@ -102,9 +116,10 @@ sprig_status sprig_server_create(const sprig_model *m, const struct sprig_server
     pthread_mutex_init(&sv->mu, NULL);
     pthread_cond_init(&sv->cv, NULL);
     sv->slots = calloc((size_t)sv->parallel, sizeof *sv->slots);
+    sv->busy = calloc((size_t)sv->parallel, sizeof *sv->busy);
     sv->threads = calloc((size_t)sv->parallel, sizeof *sv->threads);
     sprig_status st = SPRIG_OK;
-    if (!sv->slots || !sv->threads) st = sprig_err(err, SPRIG_E_NOMEM, "server: out of memory");
+    if (!sv->slots || !sv->threads || !sv->busy) st = sprig_err(err, SPRIG_E_NOMEM, "server: out of memory");
     if (!st && p->kv_pool && p->kv_pool < sv->n_ctx)
         st = sprig_err(err, SPRIG_E_INVALID_ARG, "--kv-pool: %d slots cannot hold one request's context of %d (-c)", p->kv_pool,
                              sv->n_ctx);
@@ -169,6 +184,7 @@ void sprig_server_free(sprig_server *sv)
     pthread_cond_destroy(&sv->cv);
     free(sv->slots);
     free(sv->threads);
+    free(sv->busy);
     free(sv);
 }
 
@@ -262,12 +278,23 @@ int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool cha
         return 500;
     }
     j->tools = fmt;
+    const int np = sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, NULL, 0, NULL);
     if (sv->batch) {   /* the KV slots it may fill: prompt, max_tokens and a verify block, at most the context */
-        const int np = sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, NULL, 0, NULL);
         const long long need = (np > 0 ? np : (long long)strlen(j->prompt) + 1) + (long long)n_predict + sv->rows;
         j->need = need < sv->n_ctx ? (int)need : sv->n_ctx;
     }
+    int32_t *ids = np > 0 && sv->parallel > 1 ? malloc(sizeof *ids * (size_t)np) : NULL;
+    const int nid = ids ? sprig_text_to_tokens(sv->m, j->prompt, strlen(j->prompt), true, ids, np, NULL) : 0;
     pthread_mutex_lock(&sv->mu);
+    int best = 0;   /* the idle slot whose cache holds the longest prefix of the prompt prefers it (llama-server's choice) */
+    for (int i = 0; i < sv->parallel && nid > 0; i++) {
+        const int m = sv->busy[i] ? 0 : sprig_session_prefix_match(sv->slots[i], ids, nid);
+        if (m > best) {
+            best = m;
+            j->pref_slot = i;
+        }
+    }
+    free(ids);
     if (sv->stopping || sv->queued >= sv->queue_max + sv->idle) {   /* --queue counts requests that wait, not those an idle slot takes */
         const bool stopping = sv->stopping;
         pthread_mutex_unlock(&sv->mu);
@@ -280,7 +307,7 @@ int sprig_server_submit(sprig_server *sv, const char *body, size_t len, bool cha
     if (sv->tail) sv->tail->next = j; else sv->head = j;
     sv->tail = j;
     sv->queued++;
-    pthread_cond_signal(&sv->cv);
+    pthread_cond_broadcast(&sv->cv);   /* the slot it prefers must hear it */
     pthread_mutex_unlock(&sv->mu);
     *out = j;
     return 0;

@@ -43,6 +43,7 @@ struct sprig_batch {
     sprig_ctx **run_ctx;
     struct sprig_fwd *run_f;
     long long booked_blocks;
+    long long held_max;              /* blocks the attached sessions' whole contexts would take together */
     uint64_t last_end_ns;            /* when the last forward ended (0: none yet) */
     double gap_ms;                   /* between one forward's end and the next one's start (moving average):
                                         the members' drafting, walks and emission, and the lockstep */
@@ -281,6 +282,21 @@ bool sprig_batch_admit(sprig_batch *b, int slots)
     const long long need = blocks_for(b, slots);
     const bool ok = b->booked_blocks + need <= b->cfg.n_blocks;
     if (ok) b->booked_blocks += need;
+    pthread_mutex_unlock(&b->mu);
+    return ok;
+}
+
+void sprig_batch_attach(sprig_batch *b, int n_ctx, int sign)
+{
+    pthread_mutex_lock(&b->mu);
+    b->held_max += sign * blocks_for(b, n_ctx);
+    pthread_mutex_unlock(&b->mu);
+}
+
+bool sprig_batch_room_for_all(sprig_batch *b)
+{
+    pthread_mutex_lock(&b->mu);
+    const bool ok = b->held_max <= b->cfg.n_blocks;
     pthread_mutex_unlock(&b->mu);
     return ok;
 }

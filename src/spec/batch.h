@@ -59,6 +59,11 @@ struct sprig_batch_counts {
 sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err);
 void sprig_batch_delete(sprig_batch *b);   /* every member's context must be freed first */
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b);
+/* A session of context n_ctx attached to the batch (sign +1) or gone (-1): the pool then knows whether it holds
+ * every attached session's whole context at once (room_for_all), when sessions may keep their blocks between
+ * generations (prefix reuse) without taking any request's room. */
+void sprig_batch_attach(sprig_batch *b, int n_ctx, int sign);
+bool sprig_batch_room_for_all(sprig_batch *b);
 int sprig_batch_max_rows(const sprig_batch *b);
 
 /* One forward of ctx (as sprig_forward), run together with the other members'. */
