@@ -135,6 +135,41 @@ static double chi_square(const struct joint *J, const int64_t *cnt, int runs, in
     return chi;
 }
 
+/* statistics summed over runs */
+struct totals { int64_t rounds, tree_rounds, sampled, proposed, accepted, masked, forced, pruned; };
+
+/* runs generations of NT tokens from PROMPT with seeds seed0 + r * 7919, their cells counted in cnt[CELLS] (zeroed
+ * here) and their statistics summed in *t; returns the outputs outside J's support */
+static int64_t sample_runs(sprig_session *s, const char *name, const struct joint *J, int runs, uint64_t seed0, int64_t *cnt,
+                           struct totals *t)
+{
+    sprig_error err = { 0 };
+    struct sprig_output o;
+    int64_t outside = 0;
+    memset(cnt, 0, sizeof(int64_t) * CELLS);
+    memset(t, 0, sizeof *t);
+    for (int r = 0; r < runs; r++) {
+        sprig_session_set_seed(s, seed0 + (uint64_t)r * 7919);
+        if (sprig_session_generate(s, PROMPT, strlen(PROMPT), NT, NULL, NULL, &err)) { CHECKF(0, "%s: %s", name, err.msg); break; }
+        sprig_session_get_output(s, &o);
+        struct sprig_stats st;
+        sprig_session_get_stats(s, &st);
+        if (o.n_tokens != NT) { CHECK_EQ_INT(o.n_tokens, NT); break; }
+        const int c = find_cell(J, o.tokens);
+        if (c < 0) outside++;
+        else cnt[c]++;
+        t->rounds += st.rounds;
+        t->tree_rounds += !strcmp(st.path, "tree") ? st.rounds : 0;
+        t->sampled += st.sampled_rounds;
+        t->proposed += st.proposed;
+        t->accepted += st.accepted;
+        t->masked += st.grammar_rows_masked;
+        t->forced += st.grammar_forced;
+        t->pruned += st.grammar_pruned;
+    }
+    return outside;
+}
+
 struct conf {
     const char *name;
     enum sprig_drafter_kind drafter;
@@ -199,24 +234,9 @@ static void test_sampled_speculation_keeps_the_distribution(void)
         CHECKF(sprig_session_create(g_target, &p, &s, &err) == SPRIG_OK, "%s: %s", f->name, err.msg);
         if (!s) continue;
         static int64_t cnt[CELLS];
-        memset(cnt, 0, sizeof cnt);
-        int64_t rounds = 0, tree_rounds = 0, sampled = 0, proposed = 0, accepted = 0, outside = 0;
-        for (int r = 0; r < runs; r++) {
-            sprig_session_set_seed(s, 777000 + (uint64_t)r * 7919 + ci);
-            if (sprig_session_generate(s, PROMPT, strlen(PROMPT), NT, NULL, NULL, &err)) { CHECKF(0, "%s: %s", f->name, err.msg); break; }
-            sprig_session_get_output(s, &o);
-            struct sprig_stats st;
-            sprig_session_get_stats(s, &st);
-            if (o.n_tokens != NT) { CHECK_EQ_INT(o.n_tokens, NT); break; }
-            const int c = find_cell(&J, o.tokens);
-            if (c < 0) outside++;
-            else cnt[c]++;
-            rounds += st.rounds;
-            tree_rounds += !strcmp(st.path, "tree") ? st.rounds : 0;
-            sampled += st.sampled_rounds;
-            proposed += st.proposed;
-            accepted += st.accepted;
-        }
+        struct totals t;
+        const int64_t outside = sample_runs(s, f->name, &J, runs, 777000 + ci, cnt, &t);
+        const int64_t rounds = t.rounds, tree_rounds = t.tree_rounds, sampled = t.sampled, proposed = t.proposed, accepted = t.accepted;
         sprig_session_free(s);
         CHECKF(outside == 0, "%s: %lld outputs outside the top-%d support", f->name, (long long)outside, TOPK);
         int dof;
@@ -278,24 +298,9 @@ static void test_grammar_speculation_keeps_the_constrained_distribution(void)
         if (!s) continue;
         CHECKF(sprig_session_set_grammar(s, GRAMMAR, strlen(GRAMMAR), &err) == SPRIG_OK, "%s", err.msg);
         static int64_t cnt[CELLS];
-        memset(cnt, 0, sizeof cnt);
-        int64_t outside = 0, accepted = 0, masked = 0, forced = 0, pruned = 0, sampled = 0;
-        for (int r = 0; r < runs; r++) {
-            sprig_session_set_seed(s, 991000 + (uint64_t)r * 7919 + ci);
-            if (sprig_session_generate(s, PROMPT, strlen(PROMPT), NT, NULL, NULL, &err)) { CHECKF(0, "%s: %s", f->name, err.msg); break; }
-            sprig_session_get_output(s, &o);
-            struct sprig_stats st;
-            sprig_session_get_stats(s, &st);
-            if (o.n_tokens != NT) { CHECK_EQ_INT(o.n_tokens, NT); break; }
-            const int c = find_cell(&J, o.tokens);
-            if (c < 0) outside++;
-            else cnt[c]++;
-            accepted += st.accepted;
-            masked += st.grammar_rows_masked;
-            forced += st.grammar_forced;
-            pruned += st.grammar_pruned;
-            sampled += st.sampled_rounds;
-        }
+        struct totals t;
+        const int64_t outside = sample_runs(s, f->name, &J, runs, 991000 + ci, cnt, &t);
+        const int64_t accepted = t.accepted, masked = t.masked, forced = t.forced, pruned = t.pruned, sampled = t.sampled;
         sprig_session_free(s);
         CHECKF(outside == 0, "%s: %lld outputs outside the masked top-%d support", f->name, (long long)outside, TOPK);
         int dof;
