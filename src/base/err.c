@@ -26,15 +26,21 @@ const char *sprig_status_str(sprig_status s)
     return status_names[s];
 }
 
-sprig_status sprig_err(sprig_error *e, sprig_status code, const char *fmt, ...)
+sprig_status sprig_verr(sprig_error *e, sprig_status code, const char *fmt, va_list ap)
 {
     if (e) {
-        va_list ap;
-        va_start(ap, fmt);
         e->code = code;
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-        va_end(ap);
     }
+    return code;
+}
+
+sprig_status sprig_err(sprig_error *e, sprig_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sprig_verr(e, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 

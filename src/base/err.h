@@ -12,6 +12,7 @@
 #define SPRIG_BASE_ERR_H
 
 #include "sprig.h"
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -19,6 +20,9 @@
 /* Set *e (if not NULL) to code + formatted message; returns code. */
 sprig_status sprig_err(sprig_error *e, sprig_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The same from a va_list (for functions that take a format of their own). */
+sprig_status sprig_verr(sprig_error *e, sprig_status code, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* Prefix an existing message with "what: " (keeps the code). */
 void sprig_err_prefix(sprig_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -51,15 +51,13 @@ static bool fail_at(parser *P, size_t at, const char *fmt, ...) __attribute__((f
 static bool fail_at(parser *P, size_t at, const char *fmt, ...)
 {
     if (P->st) return false;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    P->st = sprig_verr(P->err, SPRIG_E_INVALID_ARG, fmt, ap);
     va_end(ap);
     int line, col;
     where(P, at, &line, &col);
-    P->st = sprig_err(P->err, SPRIG_E_INVALID_ARG, "grammar %d:%d%s%s%s: %s", line, col, P->cur ? " (rule '" : "", P->cur ? P->cur : "",
-                      P->cur ? "')" : "", msg);
+    sprig_err_prefix(P->err, "grammar %d:%d%s%s%s", line, col, P->cur ? " (rule '" : "", P->cur ? P->cur : "", P->cur ? "')" : "");
     return false;
 }
 

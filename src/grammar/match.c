@@ -108,6 +108,8 @@ struct sprig_gvocab {
     char *blob;          /* every token's text */
     uint64_t *off;       /* [n_vocab + 1] */
     uint8_t *eog;        /* [n_vocab] */
+    int32_t *eog_ids;    /* [n_eog] the end-of-generation tokens */
+    int n_eog;
 };
 
 typedef struct { const char *p; uint32_t n; int32_t id; } tok_text;
@@ -130,6 +132,7 @@ void sprig_gvocab_free(sprig_gvocab *v)
     free(v->blob);
     free(v->off);
     free(v->eog);
+    free(v->eog_ids);
     free(v);
 }
 
@@ -152,6 +155,10 @@ sprig_gvocab *sprig_gvocab_create(int n_vocab, const char *(*text)(const void *u
         v->eog[id] = eog && eog(u, id);
     }
     v->off[n_vocab] = total;
+    for (int32_t id = 0; id < n_vocab; id++) v->n_eog += v->eog[id];
+    if (!(v->eog_ids = malloc(sizeof *v->eog_ids * (size_t)(v->n_eog ? v->n_eog : 1)))) goto oom;
+    for (int32_t id = 0, k = 0; id < n_vocab; id++)
+        if (v->eog[id]) v->eog_ids[k++] = id;
     if (!(v->blob = malloc(total ? total : 1))) goto oom;
     int n = 0;
     for (int32_t id = 0; id < n_vocab; id++) {
@@ -589,8 +596,7 @@ const uint64_t *sprig_gmatch_mask(sprig_gmatch *m, int32_t s, sprig_error *err)
     m->walks++;
     if (s >= 0) {
         if (sprig_gmatch_accepting(m, s))
-            for (int32_t id = 0; id < v->n_vocab; id++)
-                if (v->eog[id]) bits[id >> 6] |= 1ull << (id & 63);
+            for (int k = 0; k < v->n_eog; k++) bits[v->eog_ids[k] >> 6] |= 1ull << (v->eog_ids[k] & 63);
         m->walk[0] = s;
         for (int32_t i = 0; i < v->n_nodes;) {
             const tnode *x = &v->nodes[i];

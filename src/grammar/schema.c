@@ -81,12 +81,11 @@ static bool fail(conv *C, const char *fmt, ...) __attribute__((format(printf, 2,
 static bool fail(conv *C, const char *fmt, ...)
 {
     if (C->st) return false;
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    C->st = sprig_verr(C->err, SPRIG_E_INVALID_ARG, fmt, ap);
     va_end(ap);
-    C->st = sprig_err(C->err, SPRIG_E_INVALID_ARG, "schema %s: %s", C->path[0] ? C->path : "(root)", msg);
+    sprig_err_prefix(C->err, "schema %s", C->path[0] ? C->path : "(root)");
     return false;
 }
 

@@ -65,14 +65,16 @@ static sprig_status fill_rows(model_target *mt, int n, sprig_rows *rows, sprig_e
     for (int i = 0; i < n; i++) {
         float *lg = mt->logits + (size_t)i * V;
         const int32_t gs = rows->grammar ? rows->gstate[i] : -1;
-        if (gs >= 0 && (rows->sampling || rows->top_n || sprig_gmatch_advance(rows->grammar, gs, sprig_argmax(lg, V)) == SPRIG_GSTATE_DEAD)) {
+        int32_t best = rows->sampling ? -1 : sprig_argmax(lg, V);
+        if (gs >= 0 && (best < 0 || rows->top_n || sprig_gmatch_advance(rows->grammar, gs, best) == SPRIG_GSTATE_DEAD)) {
             if (!sprig_gmatch_apply(rows->grammar, gs, lg, err)) return err ? err->code : SPRIG_E_NOMEM;
             rows->masked++;
-            if (i == 0 && lg[sprig_argmax(lg, V)] == -INFINITY)   /* row 0 is always on the path: it must continue */
+            if (!rows->sampling) best = sprig_argmax(lg, V);
+            if (i == 0 && lg[best >= 0 ? best : sprig_argmax(lg, V)] == -INFINITY)   /* row 0 is always on the path: it must continue */
                 return sprig_err(err, SPRIG_E_INVALID_ARG, "grammar: no token of the vocabulary continues the grammar here");
         }
         if (rows->sampling) sprig_sampler_probs(rows->sampler, lg, rows->probs + (size_t)i * V);
-        else rows->argmax[i] = sprig_argmax(lg, V);
+        else rows->argmax[i] = best;
         if (rows->top_n) sprig_top_logprobs(lg, V, rows->top_n, rows->top + (size_t)i * rows->top_n);
     }
     return SPRIG_OK;

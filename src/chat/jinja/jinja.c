@@ -68,13 +68,12 @@ void sprig_jinja_free(sprig_jinja *t)
 bool sprig_jeval_fail(sprig_jeval *E, const sprig_jnode *at, const char *fmt, ...)
 {
     if (E->st) return false;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    E->st = sprig_verr(E->err, SPRIG_E_FORMAT, fmt, ap);
     va_end(ap);
-    E->st = at ? sprig_err(E->err, SPRIG_E_FORMAT, "chat template %d:%d: %s", at->line, at->col, msg)
-               : sprig_err(E->err, SPRIG_E_FORMAT, "chat template: %s", msg);
+    if (at) sprig_err_prefix(E->err, "chat template %d:%d", at->line, at->col);
+    else sprig_err_prefix(E->err, "chat template");
     return false;
 }
 
