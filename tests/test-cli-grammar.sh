@@ -5,7 +5,8 @@
 #     strict mode asks) is byte-identical with no drafter, a draft model
 #     (chain and tree auto), the MTP head, the n-gram drafter and a
 #     grammar-blind draft model; each run proves its path (stats: rounds,
-#     emitted per verify, rows masked, drafts cut, forced text);
+#     rounds with no, some and every draft accepted, emitted per verify, rows
+#     masked, drafts cut, forced text);
 #   - drafting with the grammar emits at least 1.5x the tokens per verify of
 #     the same drafter blind to it;
 #   - the output parses as JSON and fits the schema;
@@ -36,6 +37,8 @@ run blind --draft "$M/stories-draft.gguf" --grammar-blind-drafts
 for r in chain tree mtp ngram blind; do
     check "$r: the same text as without speculation" cmp -s "$TMP/plain.txt" "$TMP/$r.txt"
     check "$r: speculation ran ($(stat $r 's.rounds + " rounds for " + s.generated_tokens + " tokens"'))" [ "$(stat $r 's.rounds < s.generated_tokens')" = true ]
+    [ $r = blind ] || check "$r: rounds with no, some and every draft accepted ($(stat $r 's.zero_accept_rounds + "/" + s.partial_accept_rounds + "/" + s.full_accept_rounds'))" \
+        [ "$(stat $r 's.zero_accept_rounds > 0 && s.partial_accept_rounds > 0 && s.full_accept_rounds > 0')" = true ]
 done
 check "plain: the grammar masked rows" [ "$(stat plain 's.grammar_rows_masked > 20')" = true ]
 check "tree: tree rounds ran" [ "$(stat tree 's.path')" = tree ]
