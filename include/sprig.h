@@ -213,8 +213,17 @@ struct sprig_session_params {
      * type and block size) and every verify forward runs as ONE forward with
      * the other sessions of the batch that are generating (each sees only its
      * own history and tree; greedy output equals the session alone). The
-     * session's largest verify block must fit the batch's max_rows. */
+     * session's largest verify block must fit the batch's max_rows.
+     * Sessions on one batch share prompt prefixes: full KV blocks a session
+     * computed are kept in the pool under the tokens they hold, and a session
+     * whose prompt starts the same way attaches them instead of computing
+     * them (sprig_session_set_prefix_reuse; sprig_batch_get_stats counts them). */
     struct sprig_batch *batch;
+    /* a prompt on a shared pool is prefilled in chunks of this many tokens
+     * (0: 256), each published for other sessions as soon as it is computed;
+     * a session whose prompt needs a chunk another session is computing waits
+     * for it instead of computing it too */
+    int prefill_chunk;
 };
 
 /* seed value meaning "pick one from the clock" (the session reports it) */
@@ -291,6 +300,11 @@ typedef void (*sprig_round_fn)(void *user, const struct sprig_round_trace *r);
 /* Called after every verify round of the next generates (NULL: none); for a
  * live picture of speculation (sprig serve's trace). */
 void sprig_session_set_round_fn(sprig_session *s, sprig_round_fn fn, void *user);
+
+/* Stop the generate that runs on another thread as soon as it can: between
+ * prompt chunks on a shared pool, else at its next token (its stop reason is
+ * "cancel"); a generate that starts later clears the request. */
+void sprig_session_cancel(sprig_session *s);
 
 /* Streamed output: return false to stop generating. */
 typedef bool (*sprig_text_fn)(void *user, const char *text, size_t len);
@@ -397,6 +411,15 @@ struct sprig_batch_stats {
     int max_seqs;                    /* the most sessions one forward held */
     int64_t timeouts;                /* forwards started by wait_us rather than by every session being ready */
     int64_t kv_slots, kv_booked;     /* the pool's slots, and those booked now */
+    /* the prefix cache over the pool (sessions sharing prompt prefixes) */
+    int64_t prefix_blocks_hit;       /* blocks a session attached from the pool instead of computing them */
+    int64_t prefix_blocks_published; /* blocks keyed for sharing */
+    int64_t prefix_blocks_evicted;   /* cached blocks taken back for new rows (least recently used first) */
+    int64_t prefix_blocks_copied;    /* shared blocks copied before a session wrote into them */
+    int kv_blocks, kv_block_slots;
+    int prefix_blocks_cached;        /* keyed now (held or idle) */
+    int prefix_blocks_idle;          /* ... held by no session (what eviction takes) */
+    int prefix_blocks_shared;        /* held by two or more sessions now */
 };
 void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *out);
 

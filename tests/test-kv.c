@@ -12,10 +12,19 @@
  *   refuses through the dispatcher. Paged pools: blocks taken on reserve and
  *   returned when emptied, sequences isolated, out-of-blocks refused for the
  *   asking sequence only, freed blocks reused.
+ * Prefix sharing on a pool (every mode): published blocks are attached by
+ * a sequence whose tokens start the same way (same records, no copy),
+ * only whole blocks and only while the tokens agree; a write into a shared
+ * block copies it first (the other holder's records unchanged) and a
+ * keyed block held alone is unkeyed; blocks nobody holds stay cached and
+ * are evicted least recently used first, never while held; claims make a
+ * second sequence wait; the key map survives thousands of random
+ * inserts and removals against a plain list.
  */
 #include "test.h"
 #include "base/rng.h"
 #include "kv/kv.h"
+#include "kv/prefix.h"
 #include "tensor/types.h"
 
 #include <stdlib.h>
@@ -486,6 +495,145 @@ static void test_paged_pool(int mode)
     CHECK(sprig_kv_create_paged(NULL, 8, &err) == NULL);
 }
 
+/* Prefix sharing: publish, share, copy on write, idle blocks, LRU eviction, claims. */
+static void test_prefix_share(int mode)
+{
+    sprig_error err;
+    sprig_rng r;
+    sprig_rng_seed(&r, 7);
+    struct sprig_kv_pool_params pp = { .n_layer = NL, .n_kv_head = NKV, .head_dim = g_hd, .mode = mode,
+                                       .block_slots = BLOCK, .n_blocks = 12 };
+    sprig_kv_pool *P = sprig_kv_pool_create(&pp, &err);
+    CHECKF(P != NULL, "%s", err.msg);
+    if (!P) return;
+    int32_t tok[CTX], other[CTX];
+    for (int i = 0; i < CTX; i++) tok[i] = other[i] = 1000 + i;
+    other[9] = 7;   /* agrees with tok in blocks 0 and 1 only */
+    sprig_kv *a = sprig_kv_create_paged(P, CTX, &err), *b = sprig_kv_create_paged(P, CTX, &err);
+    fill(a, 14, &r);                                   /* 3 full blocks + 2 slots */
+    struct snap *sa = take(a);
+    CHECK_EQ_INT(sprig_kv_paged_publish(a, tok, 14), 3);
+    CHECK_EQ_INT(sprig_kv_paged_publish(a, tok, 14), 0);   /* keyed once */
+    CHECK_EQ_INT(sprig_kv_paged_lookup(b, tok, 30), 12);
+    CHECK_EQ_INT(sprig_kv_paged_lookup(b, other, 30), 8);
+    CHECK_EQ_INT(sprig_kv_paged_lookup(b, tok, 11), 8);    /* whole blocks of the tokens asked */
+    const int free0 = sprig_kv_pool_free_blocks(P);
+    CHECK_EQ_INT(sprig_kv_paged_share(b, other, 30), 8);   /* two blocks attached, not copied */
+    CHECK_EQ_INT(sprig_kv_len(b), 8);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), free0);
+    bool ok = true;
+    for (int j = 0; j < 8; j++) ok &= row_eq(b, j, sa, j);
+    CHECK(ok);
+    struct sprig_kv_pool_stats st;
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.shared_blocks, 2);
+    CHECK_EQ_INT(st.cached_blocks, 3);
+    CHECK_EQ_INT(st.hit_blocks, 2);
+    /* b goes on from slot 8 with its own rows: a new block; a's rows stay */
+    fill(b, 5, &r);
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.copied, 0);
+    /* b trims back into shared block 1 and writes: copied first, a unchanged */
+    CHECK_EQ_INT(sprig_kv_trim(b, 7, &err), SPRIG_OK);    /* len 6: inside block 1 */
+    fill(b, 3, &r);
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.copied, 1);
+    CHECK_EQ_INT(st.shared_blocks, 1);                  /* block 0 only */
+    ok = true;
+    for (int j = 0; j < 14; j++) ok &= row_eq(a, j, sa, j);
+    for (int j = 0; j < 6; j++) ok &= row_eq(b, j, sa, j);   /* the copy kept b's first two rows of block 1 */
+    CHECK(ok);
+    CHECK_EQ_INT(sprig_kv_paged_lookup(b, tok, 30), 12);   /* a's blocks are still keyed */
+    /* a trims into its own keyed block 2 (held alone) and writes: unkeyed, not copied */
+    CHECK_EQ_INT(sprig_kv_trim(a, 5, &err), SPRIG_OK);    /* len 9 */
+    fill(a, 2, &r);
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.copied, 1);
+    CHECK_EQ_INT(sprig_kv_paged_lookup(b, tok, 30), 8);
+    /* freed sequences leave keyed blocks cached (idle), shareable by a new one */
+    sprig_kv_free(a);
+    sprig_kv_free(b);
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.idle_blocks, 2);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 12);     /* idle blocks count as free */
+    sprig_kv *c = sprig_kv_create_paged(P, CTX, &err);
+    CHECK_EQ_INT(sprig_kv_paged_share(c, tok, 30), 8);
+    ok = true;
+    for (int j = 0; j < 8; j++) ok &= row_eq(c, j, sa, j);
+    CHECK(ok);
+    CHECK_EQ_INT(sprig_kv_paged_publish(c, tok, 8), 0);
+    /* eviction: c holds the two cached blocks (never evicted); another sequence keys 2 more, frees them; a third
+     * takes every free block: the idle ones go, the older first */
+    sprig_kv *d = sprig_kv_create_paged(P, CTX, &err);
+    int32_t t2[CTX];
+    for (int i = 0; i < CTX; i++) t2[i] = 5000 + i;
+    fill(d, 8, &r);
+    CHECK_EQ_INT(sprig_kv_paged_publish(d, t2, 8), 2);
+    sprig_kv_free(d);
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.idle_blocks, 2);
+    const int64_t ev0 = st.evicted;
+    sprig_kv *e = sprig_kv_create_paged(P, CTX, &err);
+    fill(e, 9 * BLOCK, &r);                            /* 8 free + 1 idle */
+    sprig_kv_pool_get_stats(P, &st);
+    CHECK_EQ_INT(st.evicted - ev0, 1);
+    CHECK_EQ_INT(sprig_kv_paged_lookup(e, t2, 30), 4);   /* released last-first: block 1 was the older idle one */
+    fill(e, BLOCK, &r);
+    CHECK_EQ_INT(sprig_kv_paged_lookup(e, t2, 30), 0);
+    err.msg[0] = 0;
+    CHECK_EQ_INT(sprig_kv_reserve(e, BLOCK, &err), SPRIG_E_CONTEXT_FULL);   /* c's blocks are held: not taken */
+    ok = true;
+    for (int j = 0; j < 8; j++) ok &= row_eq(c, j, sa, j);
+    CHECK(ok);
+    /* claims: c claims its next block; a second sequence with the same tokens must wait, then finds it cached */
+    sprig_kv *f = sprig_kv_create_paged(P, CTX, &err);
+    CHECK_EQ_INT(sprig_kv_paged_share(f, tok, 30), 8);
+    CHECK_EQ_INT(sprig_kv_paged_claim(c, tok, 30), SPRIG_KV_CLAIM_GO);
+    CHECK_EQ_INT(sprig_kv_paged_claim(f, tok, 30), SPRIG_KV_CLAIM_WAIT);
+    sprig_kv_paged_unclaim(c);
+    CHECK_EQ_INT(sprig_kv_paged_claim(f, tok, 30), SPRIG_KV_CLAIM_GO);
+    sprig_kv_paged_unclaim(f);
+    sprig_kv_free(e);
+    sprig_kv_free(f);
+    sprig_kv_free(c);
+    CHECK_EQ_INT(sprig_kv_pool_free_blocks(P), 12);
+    free(sa);
+    sprig_kv_pool_free(P);
+}
+
+/* The key map against a plain list: random keys in, random ones out, every lookup agreeing. */
+static void test_prefix_map(void)
+{
+    enum { NB = 300 };
+    sprig_kv_prefix px;
+    CHECK_EQ_INT(sprig_kv_prefix_init(&px, NB, NULL), SPRIG_OK);
+    sprig_kv_key keys[NB];
+    bool in[NB] = { false };
+    sprig_rng r;
+    sprig_rng_seed(&r, 3);
+    int bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        const int b = (int)(sprig_rng_u64(&r) % NB);
+        if (in[b]) {
+            sprig_kv_prefix_unkey(&px, b);
+            in[b] = false;
+        } else {
+            int32_t t = (int32_t)(sprig_rng_u64(&r) % 64);   /* few distinct keys: collisions of the probe runs */
+            keys[b] = sprig_kv_key_next(sprig_kv_key_start(), &t, 1);
+            const bool dup = sprig_kv_prefix_find(&px, keys[b]) >= 0;
+            in[b] = sprig_kv_prefix_insert(&px, b, keys[b]);
+            bad += in[b] == dup;
+        }
+        const int q = (int)(sprig_rng_u64(&r) % NB);
+        if (in[q]) bad += sprig_kv_prefix_find(&px, keys[q]) != q;
+    }
+    int n = 0;
+    for (int b = 0; b < NB; b++) n += in[b];
+    CHECK_EQ_INT(px.n_keyed, n);
+    CHECK_EQ_INT(bad, 0);
+    sprig_kv_prefix_free(&px);
+}
+
 /* A cache kind without gather: the dispatcher refuses with a reason. */
 static void nogather_destroy(sprig_kv *kv) { (void)kv; }
 static void nogather_write(sprig_kv *kv, int layer, int n, const float *k, const float *v)
@@ -517,6 +665,7 @@ int main(void)
 {
     RUN(test_create_validates);
     RUN(test_refusing_kind);
+    RUN(test_prefix_map);
     /* every mode at head size 16; the 3-bit packing also at 8 (one group of
      * three bytes per record) and 64 */
     static const struct { int mode, hd; } runs[] = {
@@ -546,6 +695,7 @@ int main(void)
                 sprig_kv_pool_free(g_pool);
                 g_pool = NULL;
                 test_paged_pool(runs[t].mode);
+                test_prefix_share(runs[t].mode);
             }
         }
     return test_summary("test-kv");

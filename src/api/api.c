@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -124,6 +125,10 @@ struct sprig_session {
     bool attached;                 /* counted in its batch's room for whole contexts (sprig_batch_attach) */
     int32_t *kept;                 /* [n_kept] what the target's cache holds after the last generation (its history) */
     int n_kept, kept_cap;
+    int from_cache;                /* prompt tokens of the last generate that were not computed (kept or shared) */
+    double warm_ms;                /* its chunked prefill on a shared pool (before the round loop's) */
+    atomic_bool cancel;            /* sprig_session_cancel */
+    bool cancelled_early;          /* the last generate stopped before its round loop began */
 };
 
 struct sprig_session_params sprig_session_default_params(void)
@@ -191,6 +196,8 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
     if (p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > SPRIG_NGRAM_MAX_N)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "ngram_min/ngram_max: [%d, %d] must satisfy 1 <= min <= max <= %d",
                          p->ngram_min, p->ngram_max, SPRIG_NGRAM_MAX_N);
+    if (p->prefill_chunk < 0 || p->prefill_chunk > (1 << 20))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill_chunk: %d is out of range [0, %d]", p->prefill_chunk, 1 << 20);
     if (p->top_logprobs < 0 || p->top_logprobs > SPRIG_TOP_LOGPROBS_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "top_logprobs: %d is out of range [0, %d]", p->top_logprobs,
                          SPRIG_TOP_LOGPROBS_MAX);
@@ -405,9 +412,12 @@ sprig_status sprig_session_set_sampling(sprig_session *s, float temp, int top_k,
     return SPRIG_OK;
 }
 
+void sprig_session_cancel(sprig_session *s) { atomic_store(&s->cancel, true); }
+
 static bool on_token(void *user, int32_t token, const sprig_logprob *top)
 {
     sprig_session *s = user;
+    if (atomic_load(&s->cancel)) return false;
     if (s->n_gen == 0) sprig_ctx_moe_counters(s->ctx, &s->moe1);   /* the prefill's forwards are done */
     if (s->n_gen < s->gen_cap) {   /* sized for everything the context lets the round loop emit */
         if (top) memcpy(s->gen_top + (size_t)s->n_gen * (size_t)s->p.top_logprobs, top,
@@ -425,22 +435,71 @@ static bool on_token(void *user, int32_t token, const sprig_logprob *top)
     return true;
 }
 
-/* The prompt's prefix the target's cache already holds from the last generation (kept[]), the cache trimmed to it;
- * 0 (the cache cleared) when there is none or reuse is off: sessions on a batch (their blocks go back to the pool),
- * recurrent or sliding-window targets (their state cannot be cut back to any position), drafters that read every
- * prompt row's hidden state. At least the prompt's last token is always fed (its row picks the first token). */
+/* Whether this generation may start from cached rows at all: not with reuse off, not for recurrent targets (their
+ * state cannot be cut back to an arbitrary position), not for a sliding-window ring (likewise; a paged cache keeps
+ * every slot), not for drafters that read every prompt row's hidden state (a cached row has none). */
+static bool reuse_ok(const sprig_session *s)
+{
+    const sprig_kv *kv = sprig_ctx_kv(s->ctx);
+    return !s->no_prefix_reuse && s->m->hp.n_recurrent == 0 && (s->m->hp.swa_window == 0 || !strcmp(sprig_kv_kind(kv), "paged")) && !(s->drafter && s->drafter->reads_all_hidden);
+}
+
+static bool shared_pool(const sprig_session *s) { return s->p.batch && !strcmp(sprig_kv_kind(sprig_ctx_kv(s->ctx)), "paged"); }
+
+/* The prompt's prefix the target's cache already holds: from the last generation (kept[]), the cache trimmed to it,
+ * or, for a session on a shared pool, the blocks of it the pool holds (whichever is longer); 0 (the cache cleared)
+ * when there is none or reuse is off (reuse_ok). At least the prompt's last token is always fed (its row picks the
+ * first token). A session on a batch keeps its own rows between generations only while the pool has room for every
+ * session's whole context (its blocks stay shareable in the pool either way). */
 static int reuse_prefix(sprig_session *s, int need)
 {
     sprig_kv *kv = sprig_ctx_kv(s->ctx);
     int common = 0;
-    const bool ok = !s->no_prefix_reuse && (!s->p.batch || sprig_batch_room_for_all(s->p.batch)) && s->m->hp.n_recurrent == 0 &&
-                    s->m->hp.swa_window == 0 &&
-                    !(s->drafter && s->drafter->reads_all_hidden) && s->n_kept == sprig_kv_len(kv);
+    const bool ok = reuse_ok(s) && s->n_kept == sprig_kv_len(kv);
     while (ok && common < s->n_kept && common < need - 1 && s->kept[common] == s->prompt[common]) common++;
+    if (shared_pool(s) && reuse_ok(s) && sprig_kv_paged_lookup(kv, s->prompt, need - 1) > common) common = 0;
     if (common && sprig_ctx_trim(s->ctx, s->n_kept - common, NULL) != SPRIG_OK) common = 0;
     if (!common) sprig_kv_clear(kv);
     s->n_kept = 0;   /* until this generation ends well */
+    if (!common && shared_pool(s) && reuse_ok(s)) common = sprig_kv_paged_share(kv, s->prompt, need - 1);
     return common;
+}
+
+/* On a shared pool: prefill prompt[have .. need - 1) in chunks that end on block boundaries, publishing each for the
+ * other sessions as soon as it is computed, attaching what they published meanwhile, and waiting for a chunk that
+ * another session is computing instead of computing it too. *shared counts the tokens attached; returns the slots
+ * the cache holds (need - 1 when done). */
+static sprig_status warm_prefill(sprig_session *s, int have, int need, int *held, int *shared, sprig_error *err)
+{
+    sprig_kv *kv = sprig_ctx_kv(s->ctx);
+    const int bs = sprig_kv_pool_params(sprig_batch_kv_pool(s->p.batch))->block_slots;
+    const int limit = need - 1;
+    int chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : 256;
+    if (chunk < bs) chunk = bs;
+    int len = have;
+    sprig_status st = SPRIG_OK;
+    while (len < limit && !atomic_load(&s->cancel)) {
+        const int got = sprig_kv_paged_share(kv, s->prompt, limit);
+        *shared += got - len;
+        len = got;
+        if (len >= limit) break;
+        const int c = sprig_kv_paged_claim(kv, s->prompt, limit);
+        if (c == SPRIG_KV_CLAIM_CACHED) continue;
+        if (c == SPRIG_KV_CLAIM_WAIT) {
+            sprig_kv_pool_wait(sprig_batch_kv_pool(s->p.batch), 50);
+            continue;
+        }
+        int end = (len + chunk) / bs * bs;
+        if (end <= len) end = len + chunk;
+        if (end > limit) end = limit;
+        st = sprig_prefill(s->ctx, s->prompt + len, end - len, NULL, NULL, err);
+        if (!st) sprig_kv_paged_publish(kv, s->prompt, end);
+        sprig_kv_paged_unclaim(kv);
+        if (st) break;
+        len = end;
+    }
+    *held = len;
+    return st;
 }
 
 int sprig_session_prefix_match(const sprig_session *s, const int32_t *ids, int n)
@@ -474,6 +533,8 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sprig_spec_free(s->spec);
     s->spec = NULL;
     sprig_sampler_reseed(s->sampler, s->seed);
+    atomic_store(&s->cancel, false);
+    s->cancelled_early = false;
 
     int flags = sprig_tokenizer_add_bos(s->m->tok) ? SPRIG_TOK_BOS : 0;
     if (s->p.parse_special) {
@@ -550,12 +611,26 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     s->user = user;
     sprig_detok_init(&s->detok, s->prompt[need - 1]);
     s->t_begin = sprig_time_ms();
-    const int cached = reuse_prefix(s, need);
+    int cached = reuse_prefix(s, need);
     sprig_ctx_moe_counters(s->ctx, &s->moe0);
     s->moe1 = s->moe0;
-    sprig_status st = sprig_spec_generate_cached(s->spec, s->prompt, need, cached, err);
+    s->from_cache = cached;
+    s->warm_ms = 0;
+    sprig_status st = SPRIG_OK;
+    if (shared_pool(s) && reuse_ok(s) && cached < need - 1) {
+        const double t0 = sprig_time_ms();
+        st = warm_prefill(s, cached, need, &cached, &s->from_cache, err);
+        s->warm_ms = sprig_time_ms() - t0;
+        s->cancelled_early = !st && cached < need - 1;
+    }
+    if (!st && !s->cancelled_early) st = sprig_spec_generate_cached(s->spec, s->prompt, need, cached, err);
     if (s->p.batch) sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
-    if (s->p.batch && (st || s->no_prefix_reuse || !sprig_batch_room_for_all(s->p.batch))) {
+    if (!st && !s->cancelled_early && shared_pool(s) && reuse_ok(s)) {   /* the whole conversation so far, for the next turn or another session */
+        int nh = 0;
+        const int32_t *h = sprig_spec_history(s->spec, &nh);
+        if (nh == sprig_kv_len(sprig_ctx_kv(s->ctx))) sprig_kv_paged_publish(sprig_ctx_kv(s->ctx), h, nh);
+    }
+    if (s->p.batch && (st || s->cancelled_early || s->no_prefix_reuse || !sprig_batch_room_for_all(s->p.batch))) {
         sprig_kv_clear(sprig_ctx_kv(s->ctx));    /* its blocks go back to the shared pool at once */
     } else if (!st && !s->no_prefix_reuse) {   /* what the cache holds now, for the next prompt's prefix */
         int nh = 0;
@@ -613,8 +688,15 @@ void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *o)
     sprig_batch_get_counts(b, &c);
     long long total, booked;
     sprig_batch_slots(b, &total, &booked);
+    struct sprig_kv_pool_stats ps;
+    sprig_kv_pool_get_stats(sprig_batch_kv_pool(b), &ps);
     *o = (struct sprig_batch_stats){ .forwards = c.forwards, .shared_forwards = c.shared, .seqs = c.seqs, .rows = c.rows,
-                                     .max_seqs = c.max_seqs, .timeouts = c.timeouts, .kv_slots = total, .kv_booked = booked };
+                                     .max_seqs = c.max_seqs, .timeouts = c.timeouts, .kv_slots = total, .kv_booked = booked,
+                                     .prefix_blocks_hit = ps.hit_blocks, .prefix_blocks_published = ps.published,
+                                     .prefix_blocks_evicted = ps.evicted, .prefix_blocks_copied = ps.copied,
+                                     .kv_blocks = ps.n_blocks, .kv_block_slots = sprig_kv_pool_params(sprig_batch_kv_pool(b))->block_slots,
+                                     .prefix_blocks_cached = ps.cached_blocks, .prefix_blocks_idle = ps.idle_blocks,
+                                     .prefix_blocks_shared = ps.shared_blocks };
 }
 
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
@@ -632,17 +714,24 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->path = "plain";
     o->stop = "running";
     if (!s->spec) return;
+    if (s->cancelled_early) {   /* stopped between prompt chunks: no round loop ran */
+        o->stop = "cancel";
+        o->prompt_tokens = s->n_prompt;
+        o->cached_tokens = s->from_cache;
+        o->prefill_ms = s->warm_ms;
+        return;
+    }
     const sprig_spec_stats *t = sprig_spec_get_stats(s->spec);
     o->tree_mode = sprig_spec_tree_mode(s->spec);
     o->path = sprig_path_name(t->path);
     o->stop = sprig_stop_name(t->stop);
     o->prompt_tokens = t->prompt_tokens;
-    o->cached_tokens = t->cached_tokens;
+    o->cached_tokens = s->from_cache;
     o->generated_tokens = t->emitted;
-    o->prefill_ms = t->ms_prefill;
+    o->prefill_ms = t->ms_prefill + s->warm_ms;
     double total = s->t_end > s->t_begin ? s->t_end - s->t_begin : 0;
-    o->decode_ms = total > t->ms_prefill + t->ms_profile ? total - t->ms_prefill - t->ms_profile : 0;   /* not the one-time profile */
-    o->prefill_tok_s = t->ms_prefill > 0 ? (double)t->prompt_tokens / t->ms_prefill * 1e3 : 0;
+    o->decode_ms = total > o->prefill_ms + t->ms_profile ? total - o->prefill_ms - t->ms_profile : 0;   /* not the one-time profile */
+    o->prefill_tok_s = o->prefill_ms > 0 ? (double)t->prompt_tokens / o->prefill_ms * 1e3 : 0;
     o->decode_tok_s = o->decode_ms > 0 && t->emitted > 1 ? (double)(t->emitted - 1) / o->decode_ms * 1e3 : 0;
     if (s->grammar) {
         struct sprig_gmatch_stats gs;

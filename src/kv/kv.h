@@ -159,6 +159,40 @@ sprig_kv      *sprig_kv_create_paged(sprig_kv_pool *pool, int n_ctx, sprig_error
 /* Blocks a paged sequence holds (0 for other kinds). */
 int            sprig_kv_paged_blocks(const sprig_kv *kv);
 
+/* Prefix sharing on a pool (see kv_paged.c). Every call names the tokens the
+ * sequence's slots hold from position 0 (tokens[0 .. len) must be what its
+ * first len slots hold); a cache of another kind is left alone. */
+/* Attach the pool's keyed blocks that continue this sequence (its len a whole
+ * number of blocks) for the full blocks of tokens[0..n); returns the new len. */
+int  sprig_kv_paged_share(sprig_kv *kv, const int32_t *tokens, int n);
+/* The slots of tokens[0..n)'s prefix the pool holds keyed (whole blocks from position 0); attaches nothing. */
+int  sprig_kv_paged_lookup(const sprig_kv *kv, const int32_t *tokens, int n);
+/* Key the sequence's full blocks of tokens[0..n) (n <= len) for others to
+ * share; returns the blocks newly keyed. */
+int  sprig_kv_paged_publish(sprig_kv *kv, const int32_t *tokens, int n);
+/* About to compute the block that starts at len (tokens[0..n) say what the
+ * whole prefix will be): GO (claimed for this sequence, or nothing to claim),
+ * CACHED (the pool holds it now: share again) or WAIT (another sequence
+ * computes it: sprig_kv_pool_wait, then ask again). Claims end with unclaim,
+ * clear or free. */
+enum { SPRIG_KV_CLAIM_GO = 0, SPRIG_KV_CLAIM_CACHED = 1, SPRIG_KV_CLAIM_WAIT = 2 };
+#define SPRIG_KV_POOL_CLAIMS 64
+int  sprig_kv_paged_claim(sprig_kv *kv, const int32_t *tokens, int n);
+void sprig_kv_paged_unclaim(sprig_kv *kv);
+/* Wait until a claim is given up, or ms milliseconds. */
+void sprig_kv_pool_wait(sprig_kv_pool *pool, int ms);
+struct sprig_kv_pool_stats {
+    int64_t hit_blocks;       /* keyed blocks attached by share (rows not computed again) */
+    int64_t published;        /* blocks keyed */
+    int64_t evicted;          /* idle keyed blocks taken back for new rows */
+    int64_t copied;           /* blocks copied before a write (copy on write) */
+    int n_blocks, free_blocks;
+    int cached_blocks;        /* keyed now */
+    int idle_blocks;          /* keyed, held by no sequence (evictable) */
+    int shared_blocks;        /* held by two or more sequences now */
+};
+void sprig_kv_pool_get_stats(sprig_kv_pool *pool, struct sprig_kv_pool_stats *out);
+
 /* Sliding-window caches (kv_ring.c): per layer either the full history
  * (window 0) or the last `window` slots in a rotating buffer. A sliding layer
  * holds window - 1 + max_batch slots, enough for a forward of up to max_batch

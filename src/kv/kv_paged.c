@@ -19,14 +19,27 @@
  * Rollback: the records of a slot (codes and every sidecar) move as one,
  * exactly as in the dense cache; gather_within_tail moves only tail slots,
  * so its cost follows the verify block, not the context.
+ *
+ * Prefix sharing: a sequence publishes its full blocks under the key of the
+ * tokens they hold (kv/prefix.h); a sequence whose tokens start the same way
+ * attaches those blocks instead of computing them. A block counts the
+ * sequences holding it (ref); one held by two or more, or keyed, is copied
+ * (or, held by this sequence alone, unkeyed) before a sequence writes into it
+ * (a trim back into a shared prefix, then new tokens): copy on write. A keyed
+ * block no sequence holds stays cached on the pool's idle list and is taken
+ * back, least recently used first, only when no free block is left; a block
+ * a sequence holds is never evicted. Claims let one sequence compute a prefix
+ * that others wait for instead of computing it too.
  */
 #include "kv/kv.h"
+#include "kv/prefix.h"
 #include "base/mem.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct sprig_kv_pool {
     struct sprig_kv_pool_params p;
@@ -34,7 +47,13 @@ struct sprig_kv_pool {
     int64_t ks, vs;            /* bytes per slot of keys / values (all kv heads) */
     uint8_t **k, **v;          /* [n_layer] -> n_blocks blocks */
     pthread_mutex_t mu;
-    int *free_stack, n_free;   /* ids of free blocks */
+    pthread_cond_t cv;         /* a claim was given up */
+    int *free_stack, n_free;   /* ids of free blocks (unkeyed, held by no sequence) */
+    int *ref;                  /* [n_blocks] sequences whose table holds the block */
+    sprig_kv_prefix px;        /* keyed blocks; the idle ones are also free to take */
+    struct claim { sprig_kv_key key; const void *owner; } claims[SPRIG_KV_POOL_CLAIMS];
+    int n_claims;
+    struct sprig_kv_pool_stats st;
     int n_seq;                 /* sequences alive */
 };
 
@@ -44,6 +63,7 @@ struct kv_paged {
     int max_blocks;            /* ceil(n_ctx / block_slots) */
     int n_blocks;              /* blocks held: table[0 .. n_blocks) */
     int *table;
+    bool *priv_ok;             /* [max_blocks] known to be held by this sequence alone and unkeyed (false: ask the pool) */
     const uint8_t **kpages, **vpages;   /* [n_layer][max_blocks] */
 };
 
@@ -81,10 +101,12 @@ sprig_kv_pool *sprig_kv_pool_create(const struct sprig_kv_pool_params *p, sprig_
         return NULL;
     }
     pthread_mutex_init(&P->mu, NULL);
+    pthread_cond_init(&P->cv, NULL);
     P->k = calloc((size_t)p->n_layer, sizeof *P->k);
     P->v = calloc((size_t)p->n_layer, sizeof *P->v);
     P->free_stack = malloc(sizeof(int) * (size_t)p->n_blocks);
-    bool ok = P->k && P->v && P->free_stack;
+    P->ref = calloc((size_t)p->n_blocks, sizeof *P->ref);
+    bool ok = P->k && P->v && P->free_stack && P->ref && !sprig_kv_prefix_init(&P->px, p->n_blocks, NULL);
     for (int l = 0; ok && l < p->n_layer; l++) {
         P->k[l] = sprig_calloc_aligned(kb, 1);
         P->v[l] = sprig_calloc_aligned(vb, 1);
@@ -112,6 +134,9 @@ void sprig_kv_pool_free(sprig_kv_pool *P)
     free(P->k);
     free(P->v);
     free(P->free_stack);
+    free(P->ref);
+    sprig_kv_prefix_free(&P->px);
+    pthread_cond_destroy(&P->cv);
     pthread_mutex_destroy(&P->mu);
     free(P);
 }
@@ -119,7 +144,7 @@ void sprig_kv_pool_free(sprig_kv_pool *P)
 int sprig_kv_pool_free_blocks(sprig_kv_pool *P)
 {
     pthread_mutex_lock(&P->mu);
-    const int n = P->n_free;
+    const int n = P->n_free + P->px.n_idle;
     pthread_mutex_unlock(&P->mu);
     return n;
 }
@@ -152,13 +177,32 @@ static void set_pages(struct kv_paged *s, int b)
     }
 }
 
-/* Give back every block past the first `keep`. */
+/* A block from the free stack, else the oldest idle keyed one (evicted), else -1. Pool lock held. */
+static int take_block(sprig_kv_pool *P)
+{
+    int b = -1;
+    if (P->n_free) b = P->free_stack[--P->n_free];
+    else if ((b = sprig_kv_prefix_evict(&P->px)) >= 0) P->st.evicted++;
+    if (b >= 0) P->ref[b] = 1;
+    return b;
+}
+
+/* One holder less: a keyed block nobody holds becomes the newest idle one, an unkeyed one free. Pool lock held. */
+static void put_block(sprig_kv_pool *P, int b)
+{
+    SPRIG_ASSERT(P->ref[b] > 0);
+    if (--P->ref[b]) return;
+    if (P->px.keyed[b]) sprig_kv_prefix_idle_push(&P->px, b);
+    else P->free_stack[P->n_free++] = b;
+}
+
+/* Give back every block past the first `keep` (the last first, so a prefix's tail is evicted before its head). */
 static void release_from(struct kv_paged *s, int keep)
 {
     if (keep >= s->n_blocks) return;
     sprig_kv_pool *P = s->pool;
     pthread_mutex_lock(&P->mu);
-    for (int b = keep; b < s->n_blocks; b++) P->free_stack[P->n_free++] = s->table[b];
+    for (int b = s->n_blocks - 1; b >= keep; b--) put_block(P, s->table[b]);
     pthread_mutex_unlock(&P->mu);
     const int old = s->n_blocks;
     s->n_blocks = keep;
@@ -170,15 +214,53 @@ static int blocks_for(const struct kv_paged *s, int slots)
     return (slots + s->pool->p.block_slots - 1) / s->pool->p.block_slots;
 }
 
+/* Before this sequence writes into its block bi: a block others hold too is copied to a fresh one (copy on
+ * write); a keyed block it holds alone is unkeyed (its key would no longer say what it holds). */
+static sprig_status make_private(struct kv_paged *s, int bi, sprig_error *err)
+{
+    sprig_kv_pool *P = s->pool;
+    const int b = s->table[bi];
+    pthread_mutex_lock(&P->mu);
+    if (P->ref[b] == 1) {
+        if (P->px.keyed[b]) sprig_kv_prefix_unkey(&P->px, b);
+        pthread_mutex_unlock(&P->mu);
+        return SPRIG_OK;
+    }
+    const int nb = take_block(P);
+    if (nb < 0) {
+        pthread_mutex_unlock(&P->mu);
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "kv pool: out of blocks: writing into a shared block needs a copy and "
+                         "none of the pool's %d blocks is free", P->p.n_blocks);
+    }
+    P->ref[b]--;   /* still held by the others */
+    P->st.copied++;
+    pthread_mutex_unlock(&P->mu);
+    const int64_t bs = P->p.block_slots;
+    for (int l = 0; l < P->p.n_layer; l++) {   /* b is read-only while shared: no lock needed to read it */
+        memcpy(P->k[l] + nb * bs * P->ks, P->k[l] + b * bs * P->ks, (size_t)(bs * P->ks));
+        memcpy(P->v[l] + nb * bs * P->vs, P->v[l] + b * bs * P->vs, (size_t)(bs * P->vs));
+    }
+    s->table[bi] = nb;
+    set_pages(s, bi);
+    return SPRIG_OK;
+}
+
 static sprig_status paged_reserve(sprig_kv *kv, int n, sprig_error *err)
 {
     struct kv_paged *s = (struct kv_paged *)kv;
     sprig_kv_pool *P = s->pool;
+    const int sh = __builtin_ctz((unsigned)P->p.block_slots);
+    const int at = kv->len >> sh;   /* the block the first new slot goes to */
+    if (n > 0 && at < s->n_blocks && !s->priv_ok[at]) {   /* it holds earlier slots: private before the write */
+        sprig_status st = make_private(s, at, err);
+        if (st) return st;
+        s->priv_ok[at] = true;
+    }
     const int need = blocks_for(s, kv->len + n);
     if (need <= s->n_blocks) return SPRIG_OK;
     pthread_mutex_lock(&P->mu);
-    if (P->n_free < need - s->n_blocks) {
-        const int nf = P->n_free;
+    if (P->n_free + P->px.n_idle < need - s->n_blocks) {
+        const int nf = P->n_free + P->px.n_idle;
         pthread_mutex_unlock(&P->mu);
         return sprig_err(err, SPRIG_E_CONTEXT_FULL,
                          "kv pool: out of blocks: this sequence holds %d blocks of %d slots and needs %d for %d + %d slots; "
@@ -186,21 +268,42 @@ static sprig_status paged_reserve(sprig_kv *kv, int n, sprig_error *err)
                          s->n_blocks, P->p.block_slots, need, kv->len, n, P->p.n_blocks, nf);
     }
     const int first = s->n_blocks;
-    for (int b = first; b < need; b++) s->table[b] = P->free_stack[--P->n_free];
+    for (int b = first; b < need; b++) s->table[b] = take_block(P);
     pthread_mutex_unlock(&P->mu);
     s->n_blocks = need;
-    for (int b = first; b < need; b++) set_pages(s, b);
+    for (int b = first; b < need; b++) {
+        set_pages(s, b);
+        s->priv_ok[b] = true;
+    }
     return SPRIG_OK;
+}
+
+static void drop_claims(struct kv_paged *s)
+{
+    sprig_kv_pool *P = s->pool;
+    pthread_mutex_lock(&P->mu);
+    bool any = false;
+    for (int i = 0; i < P->n_claims;)
+        if (P->claims[i].owner == s) {
+            P->claims[i] = P->claims[--P->n_claims];
+            any = true;
+        } else {
+            i++;
+        }
+    if (any) pthread_cond_broadcast(&P->cv);
+    pthread_mutex_unlock(&P->mu);
 }
 
 static void paged_destroy(sprig_kv *kv)
 {
     struct kv_paged *s = (struct kv_paged *)kv;
+    drop_claims(s);
     if (s->table) release_from(s, 0);
     pthread_mutex_lock(&s->pool->mu);
     s->pool->n_seq--;
     pthread_mutex_unlock(&s->pool->mu);
     free(s->table);
+    free(s->priv_ok);
     free(s->kpages);
     free(s->vpages);
     free(s);
@@ -250,37 +353,49 @@ static bool paged_can_gather(const sprig_kv *kv, char *reason, size_t cap)
     return true;
 }
 
-static void move_slot(struct kv_paged *s, int dst, int src)
+static sprig_status move_slot(struct kv_paged *s, int dst, int src, sprig_error *err)
 {
-    if (dst == src) return;
+    if (dst == src) return SPRIG_OK;
     const sprig_kv_pool *P = s->pool;
+    const int bi = dst >> __builtin_ctz((unsigned)P->p.block_slots);
+    if (!s->priv_ok[bi]) {
+        sprig_status st = make_private(s, bi, err);
+        if (st) return st;
+        s->priv_ok[bi] = true;
+    }
     for (int l = 0; l < P->p.n_layer; l++) {
         memcpy(slot_k(s, l, dst), slot_k(s, l, src), (size_t)P->ks);
         memcpy(slot_v(s, l, dst), slot_v(s, l, src), (size_t)P->vs);
     }
+    return SPRIG_OK;
 }
 
 static sprig_status paged_gather_positions(sprig_kv *kv, const int *slots, int n, sprig_error *err)
 {
-    (void)err;
     struct kv_paged *s = (struct kv_paged *)kv;
-    for (int i = 0; i < n; i++) move_slot(s, i, slots[i]);
+    for (int i = 0; i < n; i++) {
+        sprig_status st = move_slot(s, i, slots[i], err);
+        if (st) return st;
+    }
     release_from(s, blocks_for(s, n));
     return SPRIG_OK;
 }
 
 static sprig_status paged_gather_within_tail(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err)
 {
-    (void)err;
     struct kv_paged *s = (struct kv_paged *)kv;
     const int base = kv->len - tail_len;
-    for (int i = 0; i < n_kept; i++) move_slot(s, base + i, base + kept[i]);
+    for (int i = 0; i < n_kept; i++) {
+        sprig_status st = move_slot(s, base + i, base + kept[i], err);
+        if (st) return st;
+    }
     release_from(s, blocks_for(s, base + n_kept));
     return SPRIG_OK;
 }
 
 static void paged_clear(sprig_kv *kv)
 {
+    drop_claims((struct kv_paged *)kv);
     release_from((struct kv_paged *)kv, 0);
 }
 
@@ -312,12 +427,13 @@ sprig_kv *sprig_kv_create_paged(sprig_kv_pool *P, int n_ctx, sprig_error *err)
     s->pool = P;
     s->max_blocks = (n_ctx + P->p.block_slots - 1) / P->p.block_slots;
     s->table = calloc((size_t)s->max_blocks, sizeof *s->table);
+    s->priv_ok = calloc((size_t)s->max_blocks, sizeof *s->priv_ok);
     s->kpages = calloc((size_t)s->max_blocks * (size_t)P->p.n_layer, sizeof *s->kpages);
     s->vpages = calloc((size_t)s->max_blocks * (size_t)P->p.n_layer, sizeof *s->vpages);
     pthread_mutex_lock(&P->mu);
     P->n_seq++;
     pthread_mutex_unlock(&P->mu);
-    if (!s->table || !s->kpages || !s->vpages) {
+    if (!s->table || !s->priv_ok || !s->kpages || !s->vpages) {
         paged_destroy(&s->base);
         sprig_err(err, SPRIG_E_NOMEM, "kv paged: out of memory for a table of %d blocks", s->max_blocks);
         return NULL;
@@ -328,4 +444,144 @@ sprig_kv *sprig_kv_create_paged(sprig_kv_pool *P, int n_ctx, sprig_error *err)
 int sprig_kv_paged_blocks(const sprig_kv *kv)
 {
     return kv->vt == &paged_vt ? ((const struct kv_paged *)kv)->n_blocks : 0;
+}
+
+/* ------------------------------------------------------------------ prefix sharing */
+
+static struct kv_paged *as_paged(sprig_kv *kv) { return kv && kv->vt == &paged_vt ? (struct kv_paged *)kv : NULL; }
+
+/* The key of tokens[0 .. (k+1) * block_slots): the chain through block k. */
+static sprig_kv_key key_through(const sprig_kv_pool *P, const int32_t *tokens, int k)
+{
+    sprig_kv_key key = sprig_kv_key_start();
+    for (int i = 0; i <= k; i++) key = sprig_kv_key_next(key, tokens + (size_t)i * P->p.block_slots, P->p.block_slots);
+    return key;
+}
+
+int sprig_kv_paged_share(sprig_kv *kv, const int32_t *tokens, int n)
+{
+    struct kv_paged *s = as_paged(kv);
+    if (!s || !tokens || n < 0) return kv ? kv->len : 0;
+    sprig_kv_pool *P = s->pool;
+    const int bs = P->p.block_slots;
+    if (kv->len % bs || s->n_blocks * bs != kv->len) return kv->len;   /* only onto whole blocks */
+    int last = n / bs;   /* full blocks of the tokens */
+    if (last > kv->p.n_ctx / bs) last = kv->p.n_ctx / bs;
+    sprig_kv_key key = sprig_kv_key_start();
+    int k = 0;
+    for (; k < s->n_blocks; k++) key = sprig_kv_key_next(key, tokens + (size_t)k * bs, bs);
+    const int first = k;
+    pthread_mutex_lock(&P->mu);
+    for (; k < last; k++) {
+        key = sprig_kv_key_next(key, tokens + (size_t)k * bs, bs);
+        const int b = sprig_kv_prefix_find(&P->px, key);
+        if (b < 0) break;
+        if (P->ref[b]++ == 0) sprig_kv_prefix_idle_remove(&P->px, b);
+        s->table[k] = b;
+        s->priv_ok[k] = false;
+        P->st.hit_blocks++;
+    }
+    pthread_mutex_unlock(&P->mu);
+    s->n_blocks = k;
+    for (int i = first; i < k; i++) set_pages(s, i);
+    kv->len = k * bs;
+    return kv->len;
+}
+
+int sprig_kv_paged_lookup(const sprig_kv *kv, const int32_t *tokens, int n)
+{
+    const struct kv_paged *s = kv && kv->vt == &paged_vt ? (const struct kv_paged *)kv : NULL;
+    if (!s || !tokens || n < 0) return 0;
+    sprig_kv_pool *P = s->pool;
+    const int bs = P->p.block_slots;
+    int last = n / bs;
+    if (last > kv->p.n_ctx / bs) last = kv->p.n_ctx / bs;
+    sprig_kv_key key = sprig_kv_key_start();
+    int k = 0;
+    pthread_mutex_lock(&P->mu);
+    for (; k < last; k++) {
+        key = sprig_kv_key_next(key, tokens + (size_t)k * bs, bs);
+        if (sprig_kv_prefix_find(&P->px, key) < 0) break;
+    }
+    pthread_mutex_unlock(&P->mu);
+    return k * bs;
+}
+
+int sprig_kv_paged_publish(sprig_kv *kv, const int32_t *tokens, int n)
+{
+    struct kv_paged *s = as_paged(kv);
+    if (!s || !tokens || n < 0) return 0;
+    sprig_kv_pool *P = s->pool;
+    const int bs = P->p.block_slots;
+    if (n > kv->len) n = kv->len;
+    const int last = n / bs;
+    int added = 0;
+    sprig_kv_key key = sprig_kv_key_start();
+    pthread_mutex_lock(&P->mu);
+    for (int k = 0; k < last; k++) {
+        key = sprig_kv_key_next(key, tokens + (size_t)k * bs, bs);
+        const int b = s->table[k];
+        if (P->px.keyed[b]) continue;   /* shared from the pool or published before: keyed by these tokens */
+        if (sprig_kv_prefix_insert(&P->px, b, key)) {
+            s->priv_ok[k] = false;
+            added++;
+        }
+    }
+    P->st.published += added;
+    pthread_mutex_unlock(&P->mu);
+    return added;
+}
+
+int sprig_kv_paged_claim(sprig_kv *kv, const int32_t *tokens, int n)
+{
+    struct kv_paged *s = as_paged(kv);
+    if (!s || !tokens) return SPRIG_KV_CLAIM_GO;
+    sprig_kv_pool *P = s->pool;
+    const int bs = P->p.block_slots;
+    const int k = kv->len / bs;
+    if (kv->len % bs || (int64_t)(k + 1) * bs > n) return SPRIG_KV_CLAIM_GO;   /* no whole block to compute */
+    const sprig_kv_key key = key_through(P, tokens, k);
+    int r = SPRIG_KV_CLAIM_GO;
+    pthread_mutex_lock(&P->mu);
+    if (sprig_kv_prefix_find(&P->px, key) >= 0) {
+        r = SPRIG_KV_CLAIM_CACHED;
+    } else {
+        for (int i = 0; i < P->n_claims; i++)
+            if (P->claims[i].key.a == key.a && P->claims[i].key.b == key.b) r = P->claims[i].owner == s ? SPRIG_KV_CLAIM_GO : SPRIG_KV_CLAIM_WAIT;
+        if (r == SPRIG_KV_CLAIM_GO && P->n_claims < SPRIG_KV_POOL_CLAIMS) P->claims[P->n_claims++] = (struct claim){ key, s };
+    }
+    pthread_mutex_unlock(&P->mu);
+    return r;
+}
+
+void sprig_kv_paged_unclaim(sprig_kv *kv)
+{
+    struct kv_paged *s = as_paged(kv);
+    if (s) drop_claims(s);
+}
+
+void sprig_kv_pool_wait(sprig_kv_pool *P, int ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += (long)ms * 1000000L;
+    t.tv_sec += t.tv_nsec / 1000000000L;
+    t.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&P->mu);
+    pthread_cond_timedwait(&P->cv, &P->mu, &t);
+    pthread_mutex_unlock(&P->mu);
+}
+
+void sprig_kv_pool_get_stats(sprig_kv_pool *P, struct sprig_kv_pool_stats *out)
+{
+    pthread_mutex_lock(&P->mu);
+    *out = P->st;
+    out->n_blocks = P->p.n_blocks;
+    out->free_blocks = P->n_free;
+    out->cached_blocks = P->px.n_keyed;
+    out->idle_blocks = P->px.n_idle;
+    int shared = 0;
+    for (int b = 0; b < P->p.n_blocks; b++) shared += P->ref[b] > 1;
+    out->shared_blocks = shared;
+    pthread_mutex_unlock(&P->mu);
 }

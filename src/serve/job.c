@@ -273,9 +273,14 @@ void sprig_job_run(sprig_job *j, sprig_session *s)
         sprig_session_set_render_special(s, j->tools != NULL);   /* call markers may be control tokens */
         sprig_session_set_prefix_reuse(s, !r->no_cache_prompt);
         sprig_session_set_round_fn(s, r->trace && r->stream ? on_round : NULL, &g);
-        st = sprig_session_generate(s, j->prompt, strlen(j->prompt), j->n_predict, on_text, &g, &err);
+        pthread_mutex_lock(&j->mu);
+        j->running = s;
+        const bool gone = j->cancelled;
+        pthread_mutex_unlock(&j->mu);
+        st = gone ? SPRIG_OK : sprig_session_generate(s, j->prompt, strlen(j->prompt), j->n_predict, on_text, &g, &err);
     }
     pthread_mutex_lock(&j->mu);
+    j->running = NULL;
     sprig_session_get_stats(s, &j->st);
     if (st && !(j->cancelled || j->stopped_by_string)) {
         j->http_status = st == SPRIG_E_CONTEXT_FULL || st == SPRIG_E_INVALID_ARG ? 400 : 500;
@@ -414,6 +419,7 @@ void sprig_job_cancel(sprig_job *j)
 {
     pthread_mutex_lock(&j->mu);
     j->cancelled = true;
+    if (j->running) sprig_session_cancel(j->running);
     pthread_mutex_unlock(&j->mu);
 }
 

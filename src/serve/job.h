@@ -43,6 +43,7 @@ typedef struct sprig_job {
     char *sse;                    /* SSE bytes ready for the connection */
     size_t sse_len, sse_cap, sse_read;
     bool started, done, cancelled, stopped_by_string, role_sent;
+    sprig_session *running;       /* the session generating it (a cancel stops it between prompt chunks too) */
     int need;                     /* KV slots booked in the batch's pool (0: none) */
     int refs;                     /* the connection and the worker */
     int http_status;              /* != 200: the worker's error */

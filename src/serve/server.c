@@ -336,6 +336,14 @@ char *sprig_server_health_json(sprig_server *sv)
                                                   "rows", (json_int_t)bs.rows, "max_sequences", bs.max_seqs,
                                                   "wait_limit_forwards", (json_int_t)bs.timeouts, "kv_slots", (json_int_t)bs.kv_slots,
                                                   "kv_booked", (json_int_t)bs.kv_booked));
+        json_t *pc = json_object_get(o, "prompt_cache");   /* the blocks the sessions share through the pool */
+        json_object_set_new(pc, "blocks", json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "total", bs.kv_blocks,
+                                                     "slots_per_block", bs.kv_block_slots, "cached", bs.prefix_blocks_cached,
+                                                     "idle", bs.prefix_blocks_idle, "shared", bs.prefix_blocks_shared,
+                                                     "published", (json_int_t)bs.prefix_blocks_published,
+                                                     "attached", (json_int_t)bs.prefix_blocks_hit,
+                                                     "evicted", (json_int_t)bs.prefix_blocks_evicted,
+                                                     "copied", (json_int_t)bs.prefix_blocks_copied));
     }
     return dump(o);
 }

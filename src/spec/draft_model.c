@@ -180,14 +180,20 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
     return SPRIG_OK;
 }
 
+/* A new generation. When the target reused cached rows of the prompt (c->reuse), the draft cache keeps what it
+ * holds but the last expansion's rows (a dense or paged cache: a sliding-window ring may refuse to cut back far): the first sync keeps its longest common prefix with the new history, so a
+ * conversation's next turn feeds the drafter only what is new. Else it starts empty. */
 static sprig_status md_begin(sprig_drafter *d, const sprig_draft_ctx *c, sprig_error *err)
 {
-    (void)c;
-    model_drafter *md = (model_drafter *)d;
-    sprig_kv_clear(sprig_ctx_kv(md->ctx));
-    md->n_fed = 0;
-    md->tail = 0;
     (void)err;
+    model_drafter *md = (model_drafter *)d;
+    sprig_kv *kv = sprig_ctx_kv(md->ctx);
+    const bool cut = !strcmp(sprig_kv_kind(kv), "dense") || !strcmp(sprig_kv_kind(kv), "paged");   /* a ring may not trim */
+    if (!c->reuse || !cut || (md->tail && sprig_kv_trim(kv, md->tail, NULL) != SPRIG_OK) || sprig_kv_len(kv) != md->n_fed) {
+        sprig_kv_clear(kv);
+        md->n_fed = 0;
+    }
+    md->tail = 0;
     return SPRIG_OK;
 }
 

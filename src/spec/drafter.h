@@ -68,6 +68,8 @@ typedef struct sprig_draft_ctx {
     struct sprig_gmatch *grammar;       /* the session's grammar (grammar/match.h), or NULL: a drafter with
                                            logits proposes (one-hot) only tokens it allows, from gstate on */
     int32_t gstate;                     /* the grammar's state after the bonus */
+    bool reuse;                         /* begin: the target kept cached rows of this prompt (prefix reuse), so a
+                                           drafter may keep its own cache's matching prefix; false: start empty */
 } sprig_draft_ctx;
 
 typedef struct sprig_draft {

@@ -281,6 +281,7 @@ sprig_status sprig_spec_begin_cached(sprig_spec_session *s, const int32_t *promp
     s->stats.ms_emit += ms_since(&t0);
     if (s->d && s->d->vt->begin) {
         sprig_draft_ctx ctx = draft_ctx(s);
+        ctx.reuse = n_cached > 0;
         if ((st = s->d->vt->begin(s->d, &ctx, err))) return fail(s, st);
         s->stats.ms_hook += ms_since(&t0);
     }
