@@ -301,6 +301,19 @@ typedef void (*sprig_round_fn)(void *user, const struct sprig_round_trace *r);
  * live picture of speculation (sprig serve's trace). */
 void sprig_session_set_round_fn(sprig_session *s, sprig_round_fn fn, void *user);
 
+/* The prompt cache file (as llama.cpp's --prompt-cache): save writes the
+ * tokens the session's caches hold after its last generate (prompt and
+ * reply) and their stored key/value rows, the draft model's too; load puts
+ * them back, so the next generate whose prompt starts the same way computes
+ * only the rest (its stats' cached_tokens). A file made for another model,
+ * draft model, KV type or shape, kernel family or sprig version is refused
+ * naming what differs (SPRIG_E_REFUSED), a truncated or corrupted one too
+ * (SPRIG_E_FORMAT); so is a session whose cache cannot be cut back to a
+ * prefix (recurrent layers, a sliding-window ring, a drafter that reads every
+ * prompt row's hidden state). Load reports the tokens restored. */
+sprig_status sprig_session_save_cache(sprig_session *s, const char *path, sprig_error *err);
+sprig_status sprig_session_load_cache(sprig_session *s, const char *path, int *n_tokens, sprig_error *err);
+
 /* Stop the generate that runs on another thread as soon as it can: between
  * prompt chunks on a shared pool, else at its next token (its stop reason is
  * "cancel"); a generate that starts later clears the request. */
@@ -394,6 +407,8 @@ struct sprig_batch_params {
     int wait_us;                     /* the longest a ready session waits for the others to finish
                                         drafting (0: 200000: with more threads than cores, a woken
                                         session may wait tens of ms for a core) */
+    int prefill_rows;                /* chunked prefill: the most prompt rows one session adds to a shared
+                                        step (0: 64); a session's prompt_chunk above it takes several steps */
 };
 struct sprig_batch_params sprig_batch_default_params(void);
 sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_params *p, sprig_batch **out, sprig_error *err);
@@ -411,6 +426,9 @@ struct sprig_batch_stats {
     int max_seqs;                    /* the most sessions one forward held */
     int64_t timeouts;                /* forwards started by wait_us rather than by every session being ready */
     int64_t kv_slots, kv_booked;     /* the pool's slots, and those booked now */
+    int64_t prompt_chunks;           /* chunked prefill: prompt chunks run through the batch ... */
+    int64_t prompt_chunks_shared;    /* ... of which beside other sessions' rows */
+    int64_t prompt_rows;             /* ... and their rows */
     /* the prefix cache over the pool (sessions sharing prompt prefixes) */
     int64_t prefix_blocks_hit;       /* blocks a session attached from the pool instead of computing them */
     int64_t prefix_blocks_published; /* blocks keyed for sharing */

@@ -2,7 +2,10 @@
 # tests/test-cli-run.sh — `sprig run` end to end: the default model and
 # llama2.c's published greedy text, stdout = prompt + generation exactly,
 # speculative flags (output identical, path reported, --stats-json), the
-# SPRIG_TREE switch, and bad usage (exit 2) / runtime failures (exit 1).
+# SPRIG_TREE switch, --prompt-cache (a second run reuses the first's rows:
+# same text as without it, the reuse reported; another model's file and a
+# truncated one refused naming why, exit 1), and bad usage (exit 2) /
+# runtime failures (exit 1).
 # Run by tests/run.sh with $SPRIG_BIN and $SPRIG_SHARED set, cwd = repo root.
 set -u
 BIN=${SPRIG_BIN:-./sprig}
@@ -178,4 +181,30 @@ check "the memory needed is given" has "GiB of memory is available" "$TMP/k4"
 check "a lossy cache filling mid-generation ends cleanly" [ $rc -eq 0 ]
 check "and says so" has "context limit" "$TMP/k5"
 
+# --prompt-cache: the first run makes the file, the second (a longer prompt) reuses it, both equal to no cache
+P1="Once upon a time there was a little girl named Lily. She loved to play"
+P2="$P1 in the park with her friends. One day"
+for d in "" "--draft $M/stories-draft.gguf --tree"; do
+    # shellcheck disable=SC2086
+    "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 16 -t 1 $d -p "$P1" --prompt-cache "$TMP/pc" >/dev/null 2>"$TMP/pc1"; rc1=$?
+    # shellcheck disable=SC2086
+    "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 24 -t 1 $d -p "$P2" --prompt-cache "$TMP/pc" >"$TMP/pcout" 2>"$TMP/pc2"; rc2=$?
+    # shellcheck disable=SC2086
+    "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 24 -t 1 $d -p "$P2" >"$TMP/pcref" 2>/dev/null
+    check "--prompt-cache runs exit 0 ($d: $rc1 $rc2)" [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ]
+    check "--prompt-cache: the second run's text equals a run without it ($d)" cmp -s "$TMP/pcout" "$TMP/pcref"
+    check "--prompt-cache: the first run finds no file" has "0 tokens held, 0 of the" "$TMP/pc1"
+    check "--prompt-cache: the second run reuses the first's tokens ($d)" sh -c "grep -Eq 'tokens held, [1-9][0-9]* of the' '$TMP/pc2'"
+    rm -f "$TMP/pc"
+done
+"$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 4 -t 1 -p "$P1" --prompt-cache "$TMP/pc" >/dev/null 2>&1
+"$BIN" run -m "$M/stories-draft.gguf" --temp 0 -n 4 -t 1 -p "$P1" --prompt-cache "$TMP/pc" >/dev/null 2>"$TMP/pcm"; rc=$?
+check "--prompt-cache from another model: exit 1 naming the model (rc $rc)" sh -c "[ $rc -eq 1 ] && grep -q 'made for another model' '$TMP/pcm'"
+head -c 1000 "$TMP/pc" >"$TMP/pct"
+"$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 4 -t 1 -p "$P1" --prompt-cache "$TMP/pct" >/dev/null 2>"$TMP/pcm"; rc=$?
+check "--prompt-cache truncated: exit 1 saying so (rc $rc)" sh -c "[ $rc -eq 1 ] && grep -q 'truncated or corrupted' '$TMP/pcm'"
+cksum <"$TMP/pc" >"$TMP/pcsum"
+"$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 8 -t 1 -p "$P2" --prompt-cache "$TMP/pc" --prompt-cache-ro >/dev/null 2>"$TMP/pcro"; rc=$?
+check "--prompt-cache-ro reuses the file (rc $rc)" sh -c "[ $rc -eq 0 ] && grep -Eq 'tokens held, [1-9][0-9]* of the' '$TMP/pcro'"
+check "--prompt-cache-ro leaves the file as it was" sh -c "cksum <'$TMP/pc' | cmp -s - '$TMP/pcsum'"
 exit $fail

@@ -21,9 +21,17 @@
  * the same request run alone on a dense cache with reuse off, the requests
  * must have attached blocks computed by other sessions, and the pool must
  * have evicted some.
+ *
+ * The prompt cache file (test_prompt_cache): a session saves, a new one
+ * loads and continues a longer prompt: equal to a session without it, the
+ * saved tokens reported cached, the draft model's section restored; a file
+ * made for another model, KV type, sprig version or kernel family is
+ * refused naming it; a truncated, corrupted or foreign file is refused; a
+ * refused load leaves the session working.
  */
 #include "test.h"
 #include "sprig.h"
+#include "api/pcache.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -326,16 +334,18 @@ static void shared_run(enum sprig_kv_type kv, bool trees, long long *hits, long 
     if (trees) CHECKF(trees_ran > 0, "%s: no request ran a tree", sprig_kv_type_name(kv));
     struct sprig_batch_stats bs;
     sprig_batch_get_stats(b, &bs);
+    CHECKF(bs.prompt_chunks_shared > 0, "%s: no prompt chunk ran beside another session's rows (%lld chunks)", sprig_kv_type_name(kv),
+           (long long)bs.prompt_chunks);
     *hits += bs.prefix_blocks_hit;
     *evicted += bs.prefix_blocks_evicted;
     for (int i = 0; i < N_SESS; i++) {
         *mid += w[i].cancels_mid_prefill;
         sprig_session_free(w[i].s);
     }
-    fprintf(stderr, "  %-12s blocks attached %lld published %lld evicted %lld copied %lld; shared forwards %lld of %lld\n",
-            sprig_kv_type_name(kv), (long long)bs.prefix_blocks_hit,
+    fprintf(stderr, "  %-12s blocks attached %lld published %lld evicted %lld copied %lld; shared forwards %lld of %lld; prompt chunks "
+            "%lld, %lld beside others\n", sprig_kv_type_name(kv), (long long)bs.prefix_blocks_hit,
             (long long)bs.prefix_blocks_published, (long long)bs.prefix_blocks_evicted, (long long)bs.prefix_blocks_copied,
-            (long long)bs.shared_forwards, (long long)bs.forwards);
+            (long long)bs.shared_forwards, (long long)bs.forwards, (long long)bs.prompt_chunks, (long long)bs.prompt_chunks_shared);
     sprig_batch_free(b);
 }
 
@@ -350,6 +360,153 @@ static void test_across_sessions(void)
     fprintf(stderr, "  %lld prompt tokens attached from the pool; %lld cancellations in a prefill\n", cached, mid);
 }
 
+/* A copy of file `from` at `to` with `what` replaced by `with` (same length or not) and the checksum made right. */
+static bool patch_file(const char *from, const char *to, const char *what, const char *with, long cut)
+{
+    FILE *f = fopen(from, "rb");
+    if (!f) return false;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 64);
+    const bool rd = fread(b, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    long len = n;
+    if (rd && what) {   /* in the id text, near the start */
+        char *at = memmem(b, (size_t)(n < 2048 ? n : 2048), what, strlen(what));
+        if (!at) { free(b); return false; }
+        const long off = at - b, dl = (long)strlen(with) - (long)strlen(what);
+        memmove(at + strlen(with), at + strlen(what), (size_t)(n - off - (long)strlen(what)));
+        memcpy(at, with, strlen(with));
+        len = n + dl;
+        uint32_t il;
+        memcpy(&il, b + 12, 4);
+        il = (uint32_t)((long)il + dl);
+        memcpy(b + 12, &il, 4);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (long i = 0; i < len - 8; i++) h = (h ^ (uint8_t)b[i]) * 0x100000001b3ull;
+        memcpy(b + len - 8, &h, 8);
+    }
+    if (cut > 0) len -= cut;
+    if (cut < 0) b[n / 2] ^= 0x10;   /* one bit in the rows */
+    f = fopen(to, "wb");
+    const bool ok = rd && f && fwrite(b, 1, (size_t)len, f) == (size_t)len;
+    if (f) fclose(f);
+    free(b);
+    return ok;
+}
+
+static void expect_refused(sprig_session *s, const char *path, sprig_status code, const char *needle)
+{
+    sprig_error err = { 0 };
+    int n = -1;
+    const sprig_status st = sprig_session_load_cache(s, path, &n, &err);
+    CHECKF(st == code && strstr(err.msg, needle) && n == 0, "%s: status %d, '%s' (wanted %d naming '%s')", path, (int)st, err.msg,
+           (int)code, needle);
+}
+
+static void test_prompt_cache(void)
+{
+    static const char *p1 = "Once upon a time there was a little girl named Lily. She loved to play";
+    static const char *p2 = "Once upon a time there was a little girl named Lily. She loved to play in the park. One day";
+    const char *file = test_tmpfile("prompt.cache");
+    sprig_error err = { 0 };
+    for (int with_draft = 0; with_draft < 2; with_draft++) {
+        struct sprig_session_params p = sprig_session_default_params();
+        p.n_threads = 1;
+        p.n_ctx = 512;
+        p.temp = 0;
+        if (with_draft) {
+            p.drafter = SPRIG_DRAFTER_MODEL;
+            p.draft_path = test_shared("models/stories-draft.gguf");
+            p.tree = SPRIG_TREE_ON;
+            p.tree_branches = 2;
+        }
+        sprig_session *a = NULL, *b = NULL, *c = NULL;
+        CHECKF(!sprig_session_create(g_m, &p, &a, &err) && !sprig_session_create(g_m, &p, &b, &err) &&
+               !sprig_session_create(g_m, &p, &c, &err), "%s", err.msg);
+        if (!a || !b || !c) return;
+        struct sprig_stats st;
+        CHECK_EQ_INT(sprig_session_save_cache(a, file, &err), SPRIG_E_INVALID_ARG);   /* nothing generated yet */
+        free(turn(a, p1, 20, 1, &st));
+        const long long held = st.prompt_tokens + st.generated_tokens - 1;
+        CHECKF(sprig_session_save_cache(a, file, &err) == SPRIG_OK, "%s", err.msg);
+        /* the file: one section per cache, the target's holding the prompt and the reply */
+        {
+            FILE *f = fopen(file, "rb");
+            char *buf = malloc(1 << 24);
+            const size_t n = f ? fread(buf, 1, 1 << 24, f) : 0;
+            if (f) fclose(f);
+            sprig_pcache pc;
+            CHECKF(sprig_pcache_parse(buf, n, &pc, &err) == SPRIG_OK, "%s", err.msg);
+            CHECK_EQ_INT(pc.n_sections, with_draft ? 2 : 1);
+            CHECK_EQ_INT(pc.sec[0].n_tokens, held);
+            if (with_draft) CHECK(pc.sec[1].n_tokens >= held);
+            free(buf);
+        }
+        int n = 0;
+        CHECKF(sprig_session_load_cache(b, file, &n, &err) == SPRIG_OK, "%s", err.msg);
+        CHECK_EQ_INT(n, held);
+        sprig_session_set_prefix_reuse(c, false);
+        struct sprig_stats sb, sc;
+        char *rb = turn(b, p2, 24, 2, &sb), *rc = turn(c, p2, 24, 2, &sc);
+        CHECKF(!strcmp(rb, rc), "draft %d: the reply differs with the prompt cache\n    [%s]\n    [%s]", with_draft, rb, rc);
+        CHECKF(sb.cached_tokens >= 10 && sc.cached_tokens == 0, "draft %d: %lld cached with the file, %lld without", with_draft,
+               (long long)sb.cached_tokens, (long long)sc.cached_tokens);
+        if (with_draft) CHECK_STR(sb.path, "tree");
+        free(rb);
+        free(rc);
+        /* refusals, each naming what differs; the session still works after */
+        const char *bad = test_tmpfile("bad.cache");
+        CHECK(patch_file(file, bad, "sprig=" SPRIG_VERSION, "sprig=9.9.9", 0));
+        expect_refused(b, bad, SPRIG_E_REFUSED, "sprig=9.9.9");
+        CHECK(patch_file(file, bad, "kernels=", "kernels=other-", 0));
+        expect_refused(b, bad, SPRIG_E_REFUSED, "another kernels:");
+        CHECK(patch_file(file, bad, NULL, NULL, 100));
+        expect_refused(b, bad, SPRIG_E_FORMAT, "checksum");
+        CHECK(patch_file(file, bad, NULL, NULL, -1));
+        expect_refused(b, bad, SPRIG_E_FORMAT, "corrupted");
+        expect_refused(b, test_shared("models/stories260K.gguf"), SPRIG_E_FORMAT, "magic");
+        struct sprig_session_params q = p;
+        q.kv_type = SPRIG_KV_F16;
+        sprig_session *d = NULL;
+        CHECKF(!sprig_session_create(g_m, &q, &d, &err), "%s", err.msg);
+        if (d) expect_refused(d, file, SPRIG_E_REFUSED, "another kv:");
+        sprig_session_free(d);
+        q = p;
+        q.drafter = with_draft ? SPRIG_DRAFTER_NONE : SPRIG_DRAFTER_MODEL;   /* with a draft model where the file has none, and back */
+        q.draft_path = with_draft ? NULL : test_shared("models/stories-draft.gguf");
+        q.tree = SPRIG_TREE_OFF;
+        q.tree_branches = 0;
+        CHECKF(!sprig_session_create(g_m, &q, &d, &err), "%s", err.msg);
+        if (d) expect_refused(d, file, SPRIG_E_REFUSED, "another draft model:");
+        sprig_session_free(d);
+        sprig_session_set_prefix_reuse(c, false);
+        expect_refused(c, file, SPRIG_E_REFUSED, "prefix reuse is off");
+        char *again = turn(b, p2, 24, 2, &sb);
+        rc = turn(c, p2, 24, 2, &sc);
+        CHECKF(!strcmp(again, rc), "draft %d: after the refusals the reply differs", with_draft);
+        free(again);
+        free(rc);
+        sprig_session_free(a);
+        sprig_session_free(b);
+        sprig_session_free(c);
+    }
+    /* another model's file */
+    sprig_model *dm = NULL;
+    CHECKF(sprig_model_load(test_shared("models/stories-draft.gguf"), &dm, &err) == SPRIG_OK, "%s", err.msg);
+    if (dm) {
+        struct sprig_session_params p = sprig_session_default_params();
+        p.n_threads = 1;
+        p.n_ctx = 512;
+        sprig_session *e = NULL;
+        CHECKF(!sprig_session_create(dm, &p, &e, &err), "%s", err.msg);
+        if (e) expect_refused(e, file, SPRIG_E_REFUSED, "another model:");
+        sprig_session_free(e);
+        sprig_model_free(dm);
+    }
+}
+
 int main(void)
 {
     sprig_error err = { 0 };
@@ -359,6 +516,7 @@ int main(void)
     }
     RUN(test_reuse);
     RUN(test_across_sessions);
+    RUN(test_prompt_cache);
     sprig_model_free(g_m);
     return test_summary("test-prefix");
 }

@@ -89,6 +89,10 @@ static void usage_all(FILE *f)
         "                         replacement, the multi-candidate rule), or propose its argmax, accepted\n"
         "                         with p (onehot); both keep the target's distribution (default: q)\n"
         "\n"
+        "      --prompt-cache FILE  reuse the key/value rows FILE holds for the longest prefix of the prompt that\n"
+        "                         they match, then save this run's (prompt and reply) to it (as llama.cpp's);\n"
+        "                         a file from another model, KV type, kernel family or version is refused\n"
+        "      --prompt-cache-ro  with --prompt-cache: read it, do not write it\n"
         "      --stats-json FILE  write the session's figures, the prompt and generated ids as one JSON object\n"
         "      --save-ids FILE    write the prompt as evaluated and the generated ids, whitespace-separated\n"
         "      --top-logprobs N   with --stats-json: each generated token's N (<= 20) most likely tokens and\n"
@@ -302,7 +306,8 @@ int sprig_cmd_run(int argc, char **argv)
 {
     const char *C = "run";
     struct sprig_session_params p = sprig_session_default_params();
-    const char *model_path = NULL, *prompt = "", *prompt_file = NULL, *stats_json = NULL, *save_ids = NULL;
+    const char *model_path = NULL, *prompt = "", *prompt_file = NULL, *stats_json = NULL, *save_ids = NULL, *prompt_cache = NULL;
+    bool prompt_cache_ro = false;
     long long n_predict = 256, v;
     double d;
     bool quiet = false;
@@ -382,6 +387,8 @@ int sprig_cmd_run(int argc, char **argv)
             else { fprintf(stderr, "sprig run: --draft-sampling: '%s' is not q or onehot\n", val); return 2; }
         }
         else if (!strcmp(a, "--stats-json")) { NEEDV(); stats_json = val; }
+        else if (!strcmp(a, "--prompt-cache")) { NEEDV(); prompt_cache = val; }
+        else if (!strcmp(a, "--prompt-cache-ro")) prompt_cache_ro = true;
         else if (!strcmp(a, "--top-logprobs")) {
             NEEDV();
             if (!cli_parse_int(C, a, val, 0, SPRIG_TOP_LOGPROBS_MAX, &v)) return 2;
@@ -482,6 +489,16 @@ int sprig_cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    int pc_tokens = 0;
+    if (prompt_cache && access(prompt_cache, F_OK) == 0) {   /* absent: this run makes it */
+        if (sprig_session_load_cache(s, prompt_cache, &pc_tokens, &err)) {
+            fprintf(stderr, "sprig run: --prompt-cache: %s\n", err.msg);
+            goto done;
+        }
+    } else if (prompt_cache_ro && !prompt_cache) {
+        fprintf(stderr, "sprig run: --prompt-cache-ro needs --prompt-cache FILE\n");
+        goto done;
+    }
     struct out_ctx oc = { 0 };
     size_t plen = strlen(prompt);
     if (fwrite(prompt, 1, plen, stdout) != plen) goto done;
@@ -494,6 +511,13 @@ int sprig_cmd_run(int argc, char **argv)
     }
     struct sprig_stats t;
     sprig_session_get_stats(s, &t);
+    if (prompt_cache && !quiet)
+        fprintf(stderr, "sprig: prompt cache %s: %d tokens held, %lld of the %lld prompt tokens reused\n", prompt_cache, pc_tokens,
+                (long long)t.cached_tokens, (long long)t.prompt_tokens);
+    if (prompt_cache && !prompt_cache_ro && sprig_session_save_cache(s, prompt_cache, &err)) {
+        fprintf(stderr, "sprig run: --prompt-cache: %s\n", err.msg);
+        goto done;
+    }
     if (!strcmp(t.stop, "context"))
         fprintf(stderr, "sprig run: stopped at the context limit (%lld prompt + %lld generated tokens)\n",
                 (long long)t.prompt_tokens, (long long)t.generated_tokens);

@@ -195,6 +195,7 @@ static void usage(FILE *f)
         "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--alias ID]\n"
         "                   [--chat-template-file F | --chat-template NAME]\n"
         "                   [--kv-type T] [--kv-pool SLOTS] [--kv-block N] [--batch-wait MS] [--no-batch]\n"
+        "                   [--prefill-chunk N]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
         "  POST /apply-template: the prompt a conversation renders to ({\"prompt\": ...}).\n"
         "  Chat uses the model's own template (Jinja), --chat-template-file F, or a built-in row NAME.\n"
@@ -203,6 +204,9 @@ static void usage(FILE *f)
         "  batched forward on a shared paged KV pool (--kv-pool slots, default --parallel whole contexts,\n"
         "  in blocks of --kv-block, default 32; a request waits until its prompt + max_tokens fit the pool).\n"
         "  --batch-wait: the longest a slot ready to verify waits for the others (default 200).\n"
+        "  Prompts share the pool's cached blocks: a prompt that starts like an earlier one (a chat's\n"
+        "  next turn, a common system prompt) attaches those blocks and prefills only the rest, in chunks\n"
+        "  of --prefill-chunk tokens (default 256) that other requests may attach as soon as they are done.\n"
         "  --no-batch: each slot its own cache and forwards. --queue requests (default 16) may wait for a\n"
         "  busy slot, more get 503 with Retry-After.\n");
 }
@@ -238,6 +242,7 @@ int sprig_cmd_serve(int argc, char **argv)
             }
         }
         else if (!strcmp(a, "--batch-wait")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 10000, &v)) return 2; batch_wait_ms = (int)v; }
+        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 1 << 20, &v)) return 2; p.prefill_chunk = (int)v; }
         else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
         else if (!strcmp(a, "--kv-block")) {
             NEEDV();

@@ -21,6 +21,8 @@
 #include "spec/target_llama.h"
 #include "grammar/match.h"
 #include "grammar/schema.h"
+#include "api/pcache.h"
+#include "base/mmap.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -130,6 +132,8 @@ struct sprig_session {
     atomic_bool cancel;            /* sprig_session_cancel */
     bool cancelled_early;          /* the last generate stopped before its round loop began */
 };
+
+enum { SPRIG_PREFILL_CHUNK_DEFAULT = 256 };
 
 struct sprig_session_params sprig_session_default_params(void)
 {
@@ -465,39 +469,53 @@ static int reuse_prefix(sprig_session *s, int need)
     return common;
 }
 
-/* On a shared pool: prefill prompt[have .. need - 1) in chunks that end on block boundaries, publishing each for the
- * other sessions as soon as it is computed, attaching what they published meanwhile, and waiting for a chunk that
- * another session is computing instead of computing it too. *shared counts the tokens attached; returns the slots
- * the cache holds (need - 1 when done). */
-static sprig_status warm_prefill(sprig_session *s, int have, int need, int *held, int *shared, sprig_error *err)
+/* On a batch: prefill prompt[have .. need - 1) in chunks of prefill_chunk tokens that end on block boundaries. Each
+ * chunk joins the batch's shared step (its rows beside the other sessions' verify blocks, on the step's threads), so
+ * the sessions that are generating keep streaming instead of losing their cores to this prompt. With prefix reuse
+ * (share) every chunk is published for the other sessions as soon as it is computed, what they published meanwhile
+ * is attached, and a chunk another session is computing is waited for instead of computed twice. *shared counts the
+ * tokens attached; *held gets the slots the cache holds (need - 1 when done, less when cancelled). */
+static sprig_status warm_prefill(sprig_session *s, int have, int need, bool share, int *held, int *shared, sprig_error *err)
 {
     sprig_kv *kv = sprig_ctx_kv(s->ctx);
     const int bs = sprig_kv_pool_params(sprig_batch_kv_pool(s->p.batch))->block_slots;
     const int limit = need - 1;
-    int chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : 256;
-    if (chunk < bs) chunk = bs;
+    int chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT;
+    int step = sprig_batch_prefill_rows(s->p.batch) < sprig_ctx_n_batch(s->ctx) ? sprig_batch_prefill_rows(s->p.batch)
+                                                                                 : sprig_ctx_n_batch(s->ctx);
+    if (chunk < bs && share) chunk = bs;   /* claims and keys are per block */
     int len = have;
     sprig_status st = SPRIG_OK;
     while (len < limit && !atomic_load(&s->cancel)) {
-        const int got = sprig_kv_paged_share(kv, s->prompt, limit);
-        *shared += got - len;
-        len = got;
-        if (len >= limit) break;
-        const int c = sprig_kv_paged_claim(kv, s->prompt, limit);
-        if (c == SPRIG_KV_CLAIM_CACHED) continue;
-        if (c == SPRIG_KV_CLAIM_WAIT) {
-            sprig_kv_pool_wait(sprig_batch_kv_pool(s->p.batch), 50);
-            continue;
+        if (share) {
+            const int got = sprig_kv_paged_share(kv, s->prompt, limit);
+            *shared += got - len;
+            len = got;
+            if (len >= limit) break;
+            const int c = sprig_kv_paged_claim(kv, s->prompt, limit);
+            if (c == SPRIG_KV_CLAIM_CACHED) continue;
+            if (c == SPRIG_KV_CLAIM_WAIT) {
+                sprig_batch_leave(s->p.batch, s->ctx);   /* no step waits for a session that waits */
+                sprig_kv_pool_wait(sprig_batch_kv_pool(s->p.batch), 50);
+                continue;
+            }
         }
         int end = (len + chunk) / bs * bs;
         if (end <= len) end = len + chunk;
         if (end > limit) end = limit;
-        st = sprig_prefill(s->ctx, s->prompt + len, end - len, NULL, NULL, err);
-        if (!st) sprig_kv_paged_publish(kv, s->prompt, end);
-        sprig_kv_paged_unclaim(kv);
+        for (int at = len; !st && at < end;) {   /* the step's rows are at most the batch's max_rows */
+            const int n = end - at < step ? end - at : step;
+            const struct sprig_fwd f = { .n = n, .tokens = s->prompt + at };
+            st = sprig_batch_forward(s->p.batch, s->ctx, &f, err);
+            at += n;
+        }
+        if (!st && share) sprig_kv_paged_publish(kv, s->prompt, end);
+        if (share) sprig_kv_paged_unclaim(kv);
         if (st) break;
         len = end;
     }
+    /* until its first verify the session drafts and prefills alone: the others must not wait for it */
+    sprig_batch_leave(s->p.batch, s->ctx);
     *held = len;
     return st;
 }
@@ -514,6 +532,123 @@ void sprig_session_set_prefix_reuse(sprig_session *s, bool on)
 {
     s->no_prefix_reuse = !on;
     if (!on) s->n_kept = 0;
+}
+
+/* ---- the prompt cache file (api/pcache.h) ---- */
+
+/* Why this session's cache cannot be saved or restored (NULL: it can). */
+static const char *pcache_refusal(const sprig_session *s, char *why, size_t cap)
+{
+    if (s->no_prefix_reuse) return "prefix reuse is off for this session";
+    if (s->m->hp.n_recurrent)
+        return snprintf(why, cap, "%s's %d recurrent layers keep a state that cannot be cut back to a prefix", s->m->arch->name,
+                        s->m->hp.n_recurrent), why;
+    if (s->drafter && s->drafter->reads_all_hidden) return "the drafter reads the hidden state of every prompt row, which is not kept";
+    if (!sprig_kv_rows_portable(sprig_ctx_kv(s->ctx), why, cap)) return why;
+    return NULL;
+}
+
+static bool draft_cache(sprig_session *s, struct sprig_draft_cache *dc)
+{
+    return s->drafter && s->drafter->vt->own_cache && s->drafter->vt->own_cache(s->drafter, dc);
+}
+
+static void pcache_id(sprig_session *s, char *id, size_t cap)
+{
+    const sprig_kv *kv = sprig_ctx_kv(s->ctx);
+    struct sprig_draft_cache dc;
+    char draft[256] = "none";
+    if (draft_cache(s, &dc))
+        snprintf(draft, sizeof draft, "%016llx %s, %s", (unsigned long long)sprig_gguf_fingerprint(dc.model->gguf), dc.model->name,
+                 sprig_kv_mode_name(dc.kv->p.mode));
+    snprintf(id, cap, "sprig=%s\nkernels=%s\nmodel=%016llx %s (%s)\nkv=%s, %d layers x %d kv heads x %d\ndraft model=%s\n", SPRIG_VERSION,
+             sprig_kernels_name(), (unsigned long long)sprig_gguf_fingerprint(s->m->gguf), s->m->name, s->m->arch->name,
+             sprig_kv_mode_name(kv->p.mode), kv->p.n_layer, kv->p.n_kv_head, kv->p.head_dim, draft);
+}
+
+sprig_status sprig_session_save_cache(sprig_session *s, const char *path, sprig_error *err)
+{
+    char why[200], id[1024];
+    const char *no = pcache_refusal(s, why, sizeof why);
+    if (no) return sprig_err(err, SPRIG_E_REFUSED, "prompt cache %s: not saved: %s", path, no);
+    const sprig_kv *kv = sprig_ctx_kv(s->ctx);
+    if (!s->n_kept || s->n_kept != sprig_kv_len(kv))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "prompt cache %s: nothing to save (no generate has finished on this session)", path);
+    struct sprig_draft_cache dc;
+    const bool with_draft = draft_cache(s, &dc);
+    pcache_id(s, id, sizeof id);
+    sprig_pcache_writer *w = sprig_pcache_begin(path, id, with_draft ? 2 : 1, err);
+    if (!w) return err ? err->code : SPRIG_E_IO;
+    bool ok = !sprig_pcache_section_head(w, s->kept, s->n_kept, kv->p.n_layer, (uint64_t)sprig_kv_row_bytes(kv)) &&
+              sprig_kv_rows_save(kv, s->n_kept, sprig_pcache_file(w));
+    if (ok && with_draft)
+        ok = !sprig_pcache_section_head(w, dc.fed, *dc.n_fed, dc.kv->p.n_layer, (uint64_t)sprig_kv_row_bytes(dc.kv)) &&
+             sprig_kv_rows_save(dc.kv, *dc.n_fed, sprig_pcache_file(w));
+    if (!ok) {
+        sprig_pcache_abort(w);
+        return sprig_err(err, SPRIG_E_IO, "prompt cache %s: write error", path);
+    }
+    return sprig_pcache_end(w, err);
+}
+
+/* Rows of one section into kv, after checking they are this cache's shape. */
+static sprig_status load_section(const sprig_pcache_section *sec, sprig_kv *kv, int room, const char *what, const char *path,
+                                 sprig_error *err)
+{
+    if (sec->n_layer != kv->p.n_layer || sec->row_bytes != (uint64_t)sprig_kv_row_bytes(kv))
+        return sprig_err(err, SPRIG_E_FORMAT, "prompt cache %s: the %s rows are %d layers x %llu bytes, this cache's %d x %lld", path,
+                         what, sec->n_layer, (unsigned long long)sec->row_bytes, kv->p.n_layer, (long long)sprig_kv_row_bytes(kv));
+    if (sec->n_tokens > room)
+        return sprig_err(err, SPRIG_E_CONTEXT_FULL, "prompt cache %s: %d %s tokens do not fit the context of %d", path, sec->n_tokens,
+                         what, room);
+    return sprig_kv_rows_load(kv, sec->n_tokens, sec->rows, sec->rows_len, err);
+}
+
+sprig_status sprig_session_load_cache(sprig_session *s, const char *path, int *n_tokens, sprig_error *err)
+{
+    if (n_tokens) *n_tokens = 0;
+    char why[200], id[1024];
+    const char *no = pcache_refusal(s, why, sizeof why);
+    if (no) return sprig_err(err, SPRIG_E_REFUSED, "prompt cache %s: not used: %s", path, no);
+    sprig_map map;
+    sprig_status st = sprig_map_file(path, &map, err);
+    if (st) return st;
+    sprig_pcache pc;
+    pcache_id(s, id, sizeof id);
+    struct sprig_draft_cache dc;
+    const bool with_draft = draft_cache(s, &dc);
+    sprig_kv *kv = sprig_ctx_kv(s->ctx);
+    s->n_kept = 0;
+    if (!(st = sprig_pcache_parse(map.data, map.size, &pc, err)) && !(st = sprig_pcache_match(&pc, id, path, err))) {
+        const int n = pc.sec[0].n_tokens;
+        if (pc.n_sections != (with_draft ? 2 : 1))
+            st = sprig_err(err, SPRIG_E_FORMAT, "prompt cache %s: %d sections for a session with%s a draft model", path, pc.n_sections,
+                           with_draft ? "" : "out");
+        if (!st && n > s->kept_cap) {
+            int32_t *nk = realloc(s->kept, sizeof *nk * (size_t)n);
+            if (!nk) st = sprig_err(err, SPRIG_E_NOMEM, "prompt cache %s: out of memory for %d tokens", path, n);
+            else s->kept = nk, s->kept_cap = n;
+        }
+        if (!st) st = load_section(&pc.sec[0], kv, sprig_ctx_n_ctx(s->ctx) - 1, "target", path, err);
+        if (!st && with_draft && !(st = load_section(&pc.sec[1], dc.kv, dc.cap, "draft model", path, err))) {
+            memcpy(dc.fed, pc.sec[1].tokens, sizeof *dc.fed * (size_t)pc.sec[1].n_tokens);
+            *dc.n_fed = pc.sec[1].n_tokens;
+        }
+        if (!st) {
+            memcpy(s->kept, pc.sec[0].tokens, sizeof *s->kept * (size_t)n);
+            s->n_kept = n;
+            if (n_tokens) *n_tokens = n;
+        }
+    }
+    if (st) {   /* nothing half restored */
+        sprig_kv_clear(kv);
+        if (with_draft) {
+            sprig_kv_clear(dc.kv);
+            *dc.n_fed = 0;
+        }
+    }
+    sprig_unmap(&map);
+    return st;
 }
 
 /* a grammar's forced text as tokens (no BOS, no control tokens) */
@@ -617,9 +752,9 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     s->from_cache = cached;
     s->warm_ms = 0;
     sprig_status st = SPRIG_OK;
-    if (shared_pool(s) && reuse_ok(s) && cached < need - 1) {
+    if (shared_pool(s) && cached < need - 1) {
         const double t0 = sprig_time_ms();
-        st = warm_prefill(s, cached, need, &cached, &s->from_cache, err);
+        st = warm_prefill(s, cached, need, reuse_ok(s), &cached, &s->from_cache, err);
         s->warm_ms = sprig_time_ms() - t0;
         s->cancelled_early = !st && cached < need - 1;
     }
@@ -669,12 +804,13 @@ sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_p
     *out = NULL;
     if (!m || !p) return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: model or params is NULL");
     if (!sprig_kv_type_name(p->kv_type)) return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type", (int)p->kv_type);
-    if (p->n_ctx < 0 || p->max_rows < 0 || p->wait_us < 0 || p->kv_block_slots < 0)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_ctx, max_rows, kv_block_slots and wait_us must be >= 0");
+    if (p->n_ctx < 0 || p->max_rows < 0 || p->wait_us < 0 || p->kv_block_slots < 0 || p->prefill_rows < 0)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_ctx, max_rows, kv_block_slots, wait_us and prefill_rows must be >= 0");
     struct sprig_batch_config c = {
         .n_seq = p->n_seq, .max_rows = p->max_rows ? p->max_rows : 64,
         .n_ctx = p->n_ctx ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096),
         .kv_mode = (int)p->kv_type, .block_slots = p->kv_block_slots, .n_blocks = p->kv_blocks, .wait_us = p->wait_us,
+        .prefill_rows = p->prefill_rows,
     };
     if (!(*out = sprig_batch_new(m, &c, err))) return err && err->code ? err->code : SPRIG_E_INVALID_ARG;
     return SPRIG_OK;
@@ -692,7 +828,8 @@ void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *o)
     sprig_kv_pool_get_stats(sprig_batch_kv_pool(b), &ps);
     *o = (struct sprig_batch_stats){ .forwards = c.forwards, .shared_forwards = c.shared, .seqs = c.seqs, .rows = c.rows,
                                      .max_seqs = c.max_seqs, .timeouts = c.timeouts, .kv_slots = total, .kv_booked = booked,
-                                     .prefix_blocks_hit = ps.hit_blocks, .prefix_blocks_published = ps.published,
+                                     .prompt_chunks = c.prompt_chunks, .prompt_chunks_shared = c.prompt_chunks_shared,
+                                     .prompt_rows = c.prompt_rows, .prefix_blocks_hit = ps.hit_blocks, .prefix_blocks_published = ps.published,
                                      .prefix_blocks_evicted = ps.evicted, .prefix_blocks_copied = ps.copied,
                                      .kv_blocks = ps.n_blocks, .kv_block_slots = sprig_kv_pool_params(sprig_batch_kv_pool(b))->block_slots,
                                      .prefix_blocks_cached = ps.cached_blocks, .prefix_blocks_idle = ps.idle_blocks,

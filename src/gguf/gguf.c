@@ -661,6 +661,25 @@ const char *sprig_gguf_path(const sprig_gguf *g) { return g->path; }
 uint32_t sprig_gguf_version(const sprig_gguf *g) { return g->version; }
 size_t sprig_gguf_alignment(const sprig_gguf *g) { return g->alignment; }
 size_t sprig_gguf_data_offset(const sprig_gguf *g) { return g->data_offset; }
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t sprig_gguf_fingerprint(const sprig_gguf *g)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, g->base, g->data_offset < g->size ? g->data_offset : g->size);
+    for (int64_t i = 0; i < g->n_tensors; i++) {
+        const sprig_gguf_tensor *t = &g->t[i];
+        const size_t n = t->nbytes < 4096 ? t->nbytes : 4096;
+        h = fnv(h, t->data, n);
+        h = fnv(h, (const uint8_t *)t->data + t->nbytes - n, n);
+    }
+    return h;
+}
+
 size_t sprig_gguf_file_size(const sprig_gguf *g) { return g->size; }
 int64_t sprig_gguf_n_kv(const sprig_gguf *g) { return g->n_kv; }
 

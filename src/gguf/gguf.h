@@ -63,6 +63,12 @@ uint32_t    sprig_gguf_version(const sprig_gguf *g);
 size_t      sprig_gguf_alignment(const sprig_gguf *g);
 size_t      sprig_gguf_data_offset(const sprig_gguf *g);
 size_t      sprig_gguf_file_size(const sprig_gguf *g);
+/* What names this file's contents, whatever its path: a 64-bit hash of the
+ * header (metadata and tensor table) and of the first and last 4 KiB of
+ * every tensor's data. Two files with the same value hold the same model
+ * for every practical purpose (the prompt cache refuses a file whose model
+ * differs). Reads a few pages per tensor. */
+uint64_t    sprig_gguf_fingerprint(const sprig_gguf *g);
 
 /* Metadata, in file order. */
 int64_t     sprig_gguf_n_kv(const sprig_gguf *g);

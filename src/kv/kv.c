@@ -283,3 +283,62 @@ void sprig_kv_clear(sprig_kv *kv)
     if (kv->vt->clear) kv->vt->clear(kv);
     kv->len = 0;
 }
+
+/* ------------------------------------------------------------------ rows as bytes */
+
+bool sprig_kv_rows_portable(const sprig_kv *kv, char *why, size_t cap)
+{
+    const char *k = kv->vt->kind;
+    if (!strcmp(k, "dense") || !strcmp(k, "paged")) return true;
+    if (why && cap) snprintf(why, cap, "the %s cache's rows are not saved (only the dense and paged caches are)", k);
+    return false;
+}
+
+int64_t sprig_kv_row_bytes(const sprig_kv *kv)
+{
+    const sprig_kv_view vw = sprig_kv_view_layer(kv, 0);
+    return (sprig_kvrows_record_bytes(vw.k.fmt, kv->p.head_dim) + sprig_kvrows_record_bytes(vw.v.fmt, kv->p.head_dim)) *
+           kv->p.n_kv_head;
+}
+
+bool sprig_kv_rows_save(const sprig_kv *kv, int n, FILE *f)
+{
+    if (!sprig_kv_rows_portable(kv, NULL, 0) || n < 0 || n > kv->len) return false;
+    const int hd = kv->p.head_dim;
+    for (int l = 0; l < kv->p.n_layer; l++) {
+        const sprig_kv_view vw = sprig_kv_view_layer(kv, l);
+        const size_t kb = (size_t)sprig_kvrows_record_bytes(vw.k.fmt, hd), vb = (size_t)sprig_kvrows_record_bytes(vw.v.fmt, hd);
+        for (int j = 0; j < n; j++) {
+            for (int g = 0; g < kv->p.n_kv_head; g++)
+                if (fwrite(sprig_kvrows_at(&vw.k, j, g), 1, kb, f) != kb) return false;
+            for (int g = 0; g < kv->p.n_kv_head; g++)
+                if (fwrite(sprig_kvrows_at(&vw.v, j, g), 1, vb, f) != vb) return false;
+        }
+    }
+    return true;
+}
+
+sprig_status sprig_kv_rows_load(sprig_kv *kv, int n, const uint8_t *src, size_t len, sprig_error *err)
+{
+    char why[160];
+    if (!sprig_kv_rows_portable(kv, why, sizeof why)) return sprig_err(err, SPRIG_E_REFUSED, "kv rows: %s", why);
+    const int64_t rb = sprig_kv_row_bytes(kv);
+    if (n < 0 || n > kv->p.n_ctx) return sprig_err(err, SPRIG_E_INVALID_ARG, "kv rows: %d slots for a cache of %d", n, kv->p.n_ctx);
+    if ((uint64_t)len != (uint64_t)rb * (uint64_t)n * (uint64_t)kv->p.n_layer)
+        return sprig_err(err, SPRIG_E_FORMAT, "kv rows: %zu bytes for %d slots of %d layers x %lld bytes", len, n, kv->p.n_layer,
+                         (long long)rb);
+    sprig_kv_clear(kv);
+    sprig_status st = sprig_kv_reserve(kv, n, err);
+    if (st) return st;
+    const int hd = kv->p.head_dim;
+    for (int l = 0; l < kv->p.n_layer; l++) {
+        const sprig_kv_view vw = sprig_kv_view_layer(kv, l);
+        const size_t kb = (size_t)sprig_kvrows_record_bytes(vw.k.fmt, hd), vb = (size_t)sprig_kvrows_record_bytes(vw.v.fmt, hd);
+        for (int j = 0; j < n; j++) {
+            for (int g = 0; g < kv->p.n_kv_head; g++, src += kb) memcpy((uint8_t *)sprig_kvrows_at(&vw.k, j, g), src, kb);
+            for (int g = 0; g < kv->p.n_kv_head; g++, src += vb) memcpy((uint8_t *)sprig_kvrows_at(&vw.v, j, g), src, vb);
+        }
+    }
+    sprig_kv_commit(kv, n);
+    return SPRIG_OK;
+}

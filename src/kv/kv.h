@@ -32,6 +32,8 @@
 #include "kv/codec.h"
 #include "tensor/attention.h"
 
+#include <stdio.h>
+
 typedef struct sprig_kv sprig_kv;
 
 /* Cache modes: what a slot stores for keys and for values (one table row
@@ -256,5 +258,18 @@ sprig_status sprig_kv_gather_positions(sprig_kv *kv, const int *slots, int n, sp
 sprig_status sprig_kv_gather_within_tail(sprig_kv *kv, int tail_len, const int *kept, int n_kept, sprig_error *err);
 /* Forget every slot (len = 0); the allocation is kept. */
 void         sprig_kv_clear(sprig_kv *kv);
+
+/* Stored rows as bytes (the prompt cache file): a slot of one layer is its key
+ * records then its value records, every kv head, exactly as the mode stores
+ * them; the rows of slots [0, n) are layer by layer, slot by slot. Only the
+ * dense and paged kinds (the ring and the delegated cache refuse by name). */
+bool         sprig_kv_rows_portable(const sprig_kv *kv, char *why, size_t cap);
+/* Bytes one slot of one layer takes there. */
+int64_t      sprig_kv_row_bytes(const sprig_kv *kv);
+/* Write rows [0, n) (n <= len) to f; false on a write error. */
+bool         sprig_kv_rows_save(const sprig_kv *kv, int n, FILE *f);
+/* Replace the cache's contents by n slots of rows from src (n_layer * n *
+ * row_bytes bytes, as sprig_kv_rows_save wrote them); len = n. */
+sprig_status sprig_kv_rows_load(sprig_kv *kv, int n, const uint8_t *src, size_t len, sprig_error *err);
 
 #endif

@@ -132,6 +132,8 @@ sprig_status sprig_server_create(const sprig_model *m, const struct sprig_server
         bp.kv_block_slots = p->kv_block;
         bp.kv_blocks = p->kv_pool ? (p->kv_pool + p->kv_block - 1) / p->kv_block : 0;
         bp.wait_us = p->batch_wait_ms * 1000;
+        bp.prefill_rows = sp.prefill_chunk > 4096 ? 4096 : sp.prefill_chunk;   /* a chunk per step (0: the default) */
+        if (sp.prefill_chunk > 64 && sp.n_batch < bp.prefill_rows) sp.n_batch = bp.prefill_rows;
         st = sprig_batch_create(m, &bp, &sv->batch, err);
         sp.batch = sv->batch;
     }
@@ -336,6 +338,10 @@ char *sprig_server_health_json(sprig_server *sv)
                                                   "rows", (json_int_t)bs.rows, "max_sequences", bs.max_seqs,
                                                   "wait_limit_forwards", (json_int_t)bs.timeouts, "kv_slots", (json_int_t)bs.kv_slots,
                                                   "kv_booked", (json_int_t)bs.kv_booked));
+        json_t *bj = json_object_get(o, "batch");
+        json_object_set_new(bj, "prompt_chunks", json_integer(bs.prompt_chunks));
+        json_object_set_new(bj, "prompt_chunks_shared", json_integer(bs.prompt_chunks_shared));
+        json_object_set_new(bj, "prompt_rows", json_integer(bs.prompt_rows));
         json_t *pc = json_object_get(o, "prompt_cache");   /* the blocks the sessions share through the pool */
         json_object_set_new(pc, "blocks", json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "total", bs.kv_blocks,
                                                      "slots_per_block", bs.kv_block_slots, "cached", bs.prefix_blocks_cached,

@@ -84,6 +84,11 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
         return NULL;
     }
     if (c.block_slots == 0) c.block_slots = 32;
+    if (c.prefill_rows == 0) c.prefill_rows = 64;
+    if (c.prefill_rows < 1 || c.prefill_rows > 4096) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: prefill_rows %d is out of range [1, 4096]", c.prefill_rows);
+        return NULL;
+    }
     if (c.wait_us <= 0) c.wait_us = 200000;
     if (c.n_blocks < 0) { sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_blocks %d is negative", c.n_blocks); return NULL; }
     if (c.block_slots > 0 && c.n_blocks == 0) {   /* every member's whole context, a block spare each */
@@ -101,8 +106,9 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
     struct sprig_kv_pool_params pp = { .n_layer = hp->n_layer, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
                                        .mode = c.kv_mode, .block_slots = c.block_slots, .n_blocks = c.n_blocks };
     if (!(b->kv_pool = sprig_kv_pool_create(&pp, err))) goto fail;
-    const int rows = c.n_seq * c.max_rows;
-    struct sprig_ctx_params hpar = { .n_ctx = rows, .n_batch = rows, .kv_mode = 0 };
+    const int rows = c.n_seq * c.max_rows;   /* verify rows: every member's largest block (the logits' rows) */
+    const int all = c.n_seq * (c.max_rows + c.prefill_rows);   /* and a prompt chunk each, which has no logits */
+    struct sprig_ctx_params hpar = { .n_ctx = all, .n_batch = all, .kv_mode = 0 };
     if (sprig_ctx_create(m, NULL, &hpar, &b->host, err)) goto fail;
     b->logits = sprig_calloc_aligned((size_t)rows * (size_t)hp->n_vocab, sizeof(float));
     b->member = calloc((size_t)c.n_seq, sizeof *b->member);
@@ -123,6 +129,7 @@ fail:
 
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b) { return b->kv_pool; }
 int sprig_batch_max_rows(const sprig_batch *b) { return b->cfg.max_rows; }
+int sprig_batch_prefill_rows(const sprig_batch *b) { return b->cfg.prefill_rows; }
 
 static bool after(const struct timespec *a, const struct timespec *b)
 {
@@ -198,6 +205,11 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             for (int i = 0; i < n; i++) {
                 q[i] = b->queue[i];
                 rows += q[i]->f->n;
+                if (q[i]->f->n_out == 0) {   /* a prompt chunk (chunked prefill) */
+                    b->counts.prompt_chunks++;
+                    b->counts.prompt_chunks_shared += n > 1;
+                    b->counts.prompt_rows += q[i]->f->n;
+                }
             }
             b->n_queue = 0;
             b->running = true;

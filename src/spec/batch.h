@@ -45,6 +45,7 @@ struct sprig_batch_config {
     int block_slots;    /* the pool's block size, a power of two (0: 32) */
     int n_blocks;       /* blocks in the pool (0: enough for n_seq full contexts) */
     int wait_us;        /* the longest a queued request waits for the others (0: 200000) */
+    int prefill_rows;   /* the most prompt rows one member adds to a step (chunked prefill; 0: 64, at most 4096) */
 };
 
 struct sprig_batch_counts {
@@ -54,11 +55,16 @@ struct sprig_batch_counts {
     long long rows;         /* rows summed over the forwards */
     int max_seqs;           /* the most sequences one forward held */
     long long timeouts;     /* forwards started by the wait limit, not by every member being ready */
+    long long prompt_chunks;        /* prompt chunks (requests with no output rows) run */
+    long long prompt_chunks_shared; /* ... in a forward with other sequences */
+    long long prompt_rows;          /* their rows */
 };
 
 sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err);
 void sprig_batch_delete(sprig_batch *b);   /* every member's context must be freed first */
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b);
+/* The most rows of a prompt chunk one member may submit to a step (sprig_batch_forward). */
+int sprig_batch_prefill_rows(const sprig_batch *b);
 /* A session of context n_ctx attached to the batch (sign +1) or gone (-1): the pool then knows whether it holds
  * every attached session's whole context at once (room_for_all), when sessions may keep their blocks between
  * generations (prefix reuse) without taking any request's room. */

@@ -197,6 +197,19 @@ static sprig_status md_begin(sprig_drafter *d, const sprig_draft_ctx *c, sprig_e
     return SPRIG_OK;
 }
 
+static bool md_own_cache(sprig_drafter *d, struct sprig_draft_cache *out)
+{
+    model_drafter *md = (model_drafter *)d;
+    sprig_kv *kv = sprig_ctx_kv(md->ctx);
+    if ((md->tail && sprig_kv_trim(kv, md->tail, NULL) != SPRIG_OK) || sprig_kv_len(kv) != md->n_fed) {
+        sprig_kv_clear(kv);
+        md->n_fed = 0;
+    }
+    md->tail = 0;
+    *out = (struct sprig_draft_cache){ .kv = kv, .fed = md->fed, .n_fed = &md->n_fed, .cap = md->n_ctx, .model = md->dm };
+    return true;
+}
+
 static void md_free(model_drafter *md)
 {
     sprig_ctx_free(md->ctx);
@@ -215,6 +228,7 @@ static const struct sprig_drafter_vt model_drafter_vt = {
     .draft_block = md_draft_block,
     .draft_tree = md_draft_tree,
     .begin = md_begin,
+    .own_cache = md_own_cache,
     .destroy = md_destroy,
 };
 

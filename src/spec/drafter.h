@@ -90,6 +90,15 @@ typedef struct sprig_round_info {
 
 typedef struct sprig_drafter sprig_drafter;
 
+/* A drafter's own KV cache (sprig_drafter_vt.own_cache). */
+struct sprig_draft_cache {
+    struct sprig_kv *kv;
+    int32_t *fed;
+    int *n_fed;
+    int cap;
+    const struct sprig_model *model;
+};
+
 struct sprig_drafter_vt {
     const char *name;
     sprig_status (*draft_block)(sprig_drafter *d, const sprig_draft_ctx *ctx, int k, sprig_draft *out,
@@ -101,7 +110,12 @@ struct sprig_drafter_vt {
     sprig_status (*accept_tree)(sprig_drafter *d, const sprig_round_info *info, sprig_error *err);
     /* optional: release the drafter (sprig_drafter_free calls it) */
     void (*destroy)(sprig_drafter *d);
+    /* optional: a drafter with a KV cache of its own (a draft model) says where it is, what it holds and its model,
+     * for the prompt cache to save and restore it; rows past the tokens it holds (a tree's expansion) are dropped
+     * first. The caller that writes rows into kv sets *n_fed (<= cap) and fed[0 .. *n_fed). */
+    bool (*own_cache)(sprig_drafter *d, struct sprig_draft_cache *out);
 };
+
 
 /* Common header every drafter embeds first. */
 struct sprig_drafter {
