@@ -219,10 +219,13 @@ struct sprig_session_params {
      * whose prompt starts the same way attaches them instead of computing
      * them (sprig_session_set_prefix_reuse; sprig_batch_get_stats counts them). */
     struct sprig_batch *batch;
-    /* a prompt on a shared pool is prefilled in chunks of this many tokens
-     * (0: 256), each published for other sessions as soon as it is computed;
-     * a session whose prompt needs a chunk another session is computing waits
-     * for it instead of computing it too */
+    /* a prompt on a batch is prefilled in chunks of this many tokens (0: 256;
+     * -1: not chunked, the whole prompt on the session's own threads beside
+     * the batch's steps); each chunk joins the batch's shared steps (at most
+     * the batch's prefill_rows per step), so the sessions generating keep
+     * streaming, and is published for other sessions as soon as it is
+     * computed; a session whose prompt needs a chunk another session is
+     * computing waits for it instead of computing it too */
     int prefill_chunk;
 };
 

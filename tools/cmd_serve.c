@@ -206,7 +206,9 @@ static void usage(FILE *f)
         "  --batch-wait: the longest a slot ready to verify waits for the others (default 200).\n"
         "  Prompts share the pool's cached blocks: a prompt that starts like an earlier one (a chat's\n"
         "  next turn, a common system prompt) attaches those blocks and prefills only the rest, in chunks\n"
-        "  of --prefill-chunk tokens (default 256) that other requests may attach as soon as they are done.\n"
+        "  of --prefill-chunk tokens (default 256) that other requests may attach as soon as they are done;\n"
+        "  each chunk joins the slots' shared step, so the slots generating keep streaming (0: the whole\n"
+        "  prompt at once on the request's own threads).\n"
         "  --no-batch: each slot its own cache and forwards. --queue requests (default 16) may wait for a\n"
         "  busy slot, more get 503 with Retry-After.\n");
 }
@@ -242,7 +244,11 @@ int sprig_cmd_serve(int argc, char **argv)
             }
         }
         else if (!strcmp(a, "--batch-wait")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 10000, &v)) return 2; batch_wait_ms = (int)v; }
-        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 1 << 20, &v)) return 2; p.prefill_chunk = (int)v; }
+        else if (!strcmp(a, "--prefill-chunk")) {
+            NEEDV();
+            if (!cli_parse_int(C, a, val, 0, 4096, &v)) return 2;
+            p.prefill_chunk = v ? (int)v : -1;   /* 0: not chunked */
+        }
         else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
         else if (!strcmp(a, "--kv-block")) {
             NEEDV();

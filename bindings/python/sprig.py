@@ -60,7 +60,7 @@ class _SessionParams(ctypes.Structure):
         ("ngram_min", ctypes.c_int), ("ngram_max", ctypes.c_int),
         ("oracle_accept", ctypes.c_char_p), ("oracle_sibling", ctypes.c_float), ("oracle_seed", ctypes.c_uint64),
         ("ignore_eos", ctypes.c_bool), ("parse_special", ctypes.c_bool), ("top_logprobs", ctypes.c_int),
-        ("batch", ctypes.c_void_p),
+        ("batch", ctypes.c_void_p), ("prefill_chunk", ctypes.c_int),
     ]
 
 

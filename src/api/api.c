@@ -200,8 +200,8 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
     if (p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > SPRIG_NGRAM_MAX_N)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "ngram_min/ngram_max: [%d, %d] must satisfy 1 <= min <= max <= %d",
                          p->ngram_min, p->ngram_max, SPRIG_NGRAM_MAX_N);
-    if (p->prefill_chunk < 0 || p->prefill_chunk > (1 << 20))
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill_chunk: %d is out of range [0, %d]", p->prefill_chunk, 1 << 20);
+    if (p->prefill_chunk < -1 || p->prefill_chunk > (1 << 20))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill_chunk: %d is out of range [-1, %d]", p->prefill_chunk, 1 << 20);
     if (p->top_logprobs < 0 || p->top_logprobs > SPRIG_TOP_LOGPROBS_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "top_logprobs: %d is out of range [0, %d]", p->top_logprobs,
                          SPRIG_TOP_LOGPROBS_MAX);
@@ -480,7 +480,8 @@ static sprig_status warm_prefill(sprig_session *s, int have, int need, bool shar
     sprig_kv *kv = sprig_ctx_kv(s->ctx);
     const int bs = sprig_kv_pool_params(sprig_batch_kv_pool(s->p.batch))->block_slots;
     const int limit = need - 1;
-    int chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT;
+    const bool own = s->p.prefill_chunk < 0;   /* not chunked: the whole prompt on the session's own threads */
+    int chunk = own ? limit : s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT;
     int step = sprig_batch_prefill_rows(s->p.batch) < sprig_ctx_n_batch(s->ctx) ? sprig_batch_prefill_rows(s->p.batch)
                                                                                  : sprig_ctx_n_batch(s->ctx);
     if (chunk < bs && share) chunk = bs;   /* claims and keys are per block */
@@ -503,7 +504,8 @@ static sprig_status warm_prefill(sprig_session *s, int have, int need, bool shar
         int end = (len + chunk) / bs * bs;
         if (end <= len) end = len + chunk;
         if (end > limit) end = limit;
-        for (int at = len; !st && at < end;) {   /* the step's rows are at most the batch's max_rows */
+        if (own) st = sprig_prefill(s->ctx, s->prompt + len, end - len, NULL, NULL, err);
+        for (int at = len; !own && !st && at < end;) {   /* the step's rows are at most the batch's prefill_rows */
             const int n = end - at < step ? end - at : step;
             const struct sprig_fwd f = { .n = n, .tokens = s->prompt + at };
             st = sprig_batch_forward(s->p.batch, s->ctx, &f, err);
