@@ -5,7 +5,7 @@
 //   node bench/prefill-stall.mjs URL [STREAMS=3] [PROMPT=4000] [TAG=x]
 //
 // 1. The long prompt alone (the server idle): its time to first token.
-// 2. STREAMS greedy completions streaming 100000 tokens at most, and once
+// 2. STREAMS greedy completions of at most 3000 tokens (they must outlast the prefill), and once
 //    every stream has run 4 s, the long prompt again: the streams' gaps
 //    between events before it (the baseline) and while it is prefilled, as
 //    p50/p99, and its own time to first token meanwhile.
@@ -52,7 +52,7 @@ const pct = (a, p) => { const s = [...a].sort((x, y) => x - y); return s.length 
 const alone = await stream(long('alone'), 1);
 const ctl = new AbortController();
 const events = Array.from({ length: ns }, () => []);
-const runs = events.map((ev, i) => stream(`${tag} stream ${i}. Once upon a time`, 100000, (t) => ev.push(t), ctl.signal).catch(() => null));
+const runs = events.map((ev, i) => stream(`${tag} stream ${i}. Once upon a time`, 3000, (t) => ev.push(t), ctl.signal).catch((e) => { console.error(`stream ${i}: ${e.message}`); process.exit(1); }));
 while (events.some((ev) => ev.length < 2 || ev[ev.length - 1] - ev[0] < 4000)) await new Promise((r) => setTimeout(r, 50));
 const t0 = performance.now();
 const during = await stream(long('during'), 1);

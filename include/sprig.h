@@ -219,13 +219,11 @@ struct sprig_session_params {
      * whose prompt starts the same way attaches them instead of computing
      * them (sprig_session_set_prefix_reuse; sprig_batch_get_stats counts them). */
     struct sprig_batch *batch;
-    /* a prompt on a batch is prefilled in chunks of this many tokens (0: 256;
-     * -1: not chunked, the whole prompt on the session's own threads beside
-     * the batch's steps); each chunk joins the batch's shared steps (at most
-     * the batch's prefill_rows per step), so the sessions generating keep
-     * streaming, and is published for other sessions as soon as it is
-     * computed; a session whose prompt needs a chunk another session is
-     * computing waits for it instead of computing it too */
+    /* a prompt on a batch is prefilled in chunks of this many tokens (0:
+     * 256), each published for the other sessions as soon as it is computed;
+     * a session whose prompt needs a chunk another session is computing waits
+     * for it instead of computing it too. Where the chunks run: the batch's
+     * prefill_rows */
     int prefill_chunk;
 };
 
@@ -410,8 +408,9 @@ struct sprig_batch_params {
     int wait_us;                     /* the longest a ready session waits for the others to finish
                                         drafting (0: 200000: with more threads than cores, a woken
                                         session may wait tens of ms for a core) */
-    int prefill_rows;                /* chunked prefill: the most prompt rows one session adds to a shared
-                                        step (0: 64); a session's prompt_chunk above it takes several steps */
+    int prefill_rows;                /* chunked prefill: 0 (default), a session's prompt chunks run on its own
+                                        threads beside the shared steps; N > 0, they join the steps, at most N
+                                        rows a step while other sessions generate (alone, up to its n_batch) */
 };
 struct sprig_batch_params sprig_batch_default_params(void);
 sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_params *p, sprig_batch **out, sprig_error *err);

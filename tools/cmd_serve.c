@@ -206,9 +206,9 @@ static void usage(FILE *f)
         "  --batch-wait: the longest a slot ready to verify waits for the others (default 200).\n"
         "  Prompts share the pool's cached blocks: a prompt that starts like an earlier one (a chat's\n"
         "  next turn, a common system prompt) attaches those blocks and prefills only the rest, in chunks\n"
-        "  of --prefill-chunk tokens (default 256) that other requests may attach as soon as they are done;\n"
-        "  each chunk joins the slots' shared step, so the slots generating keep streaming (0: the whole\n"
-        "  prompt at once on the request's own threads).\n"
+        "  of 256 tokens that other requests attach as soon as each is done. --prefill-chunk N: the\n"
+        "  chunks join the slots' shared step, N rows a step while other slots generate (default 0: on\n"
+        "  the request's own threads beside the step, which stalled the streams least when measured).\n"
         "  --no-batch: each slot its own cache and forwards. --queue requests (default 16) may wait for a\n"
         "  busy slot, more get 503 with Retry-After.\n");
 }
@@ -221,7 +221,7 @@ int sprig_cmd_serve(int argc, char **argv)
     struct sprig_session_params p = sprig_session_default_params();
     const char *host = "127.0.0.1", *chat_name = NULL, *chat_file = NULL;
     long long port = 8080, v;
-    int tree_nodes = 0, kv_pool = 0, kv_block = 32, batch_wait_ms = 0;
+    int tree_nodes = 0, kv_pool = 0, kv_block = 32, batch_wait_ms = 0, prefill_rows = 0;
     bool depth_set = false, batching = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -244,11 +244,7 @@ int sprig_cmd_serve(int argc, char **argv)
             }
         }
         else if (!strcmp(a, "--batch-wait")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 10000, &v)) return 2; batch_wait_ms = (int)v; }
-        else if (!strcmp(a, "--prefill-chunk")) {
-            NEEDV();
-            if (!cli_parse_int(C, a, val, 0, 4096, &v)) return 2;
-            p.prefill_chunk = v ? (int)v : -1;   /* 0: not chunked */
-        }
+        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 4096, &v)) return 2; prefill_rows = (int)v; }
         else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
         else if (!strcmp(a, "--kv-block")) {
             NEEDV();
@@ -328,6 +324,7 @@ int sprig_cmd_serve(int argc, char **argv)
     sp.batching = batching;
     sp.kv_pool = kv_pool;
     sp.kv_block = kv_block;
+    sp.prefill_rows = prefill_rows;
     sp.batch_wait_ms = batch_wait_ms;
     int rc = 0;
     const int n_ctx = p.n_ctx ? p.n_ctx : (mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096);

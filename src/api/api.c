@@ -200,8 +200,8 @@ static sprig_status check_params(const struct sprig_session_params *p, sprig_err
     if (p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > SPRIG_NGRAM_MAX_N)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "ngram_min/ngram_max: [%d, %d] must satisfy 1 <= min <= max <= %d",
                          p->ngram_min, p->ngram_max, SPRIG_NGRAM_MAX_N);
-    if (p->prefill_chunk < -1 || p->prefill_chunk > (1 << 20))
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill_chunk: %d is out of range [-1, %d]", p->prefill_chunk, 1 << 20);
+    if (p->prefill_chunk < 0 || p->prefill_chunk > (1 << 20))
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill_chunk: %d is out of range [0, %d]", p->prefill_chunk, 1 << 20);
     if (p->top_logprobs < 0 || p->top_logprobs > SPRIG_TOP_LOGPROBS_MAX)
         return sprig_err(err, SPRIG_E_INVALID_ARG, "top_logprobs: %d is out of range [0, %d]", p->top_logprobs,
                          SPRIG_TOP_LOGPROBS_MAX);
@@ -469,9 +469,9 @@ static int reuse_prefix(sprig_session *s, int need)
     return common;
 }
 
-/* On a batch: prefill prompt[have .. need - 1) in chunks of prefill_chunk tokens that end on block boundaries. Each
- * chunk joins the batch's shared step (its rows beside the other sessions' verify blocks, on the step's threads), so
- * the sessions that are generating keep streaming instead of losing their cores to this prompt. With prefix reuse
+/* On a batch: prefill prompt[have .. need - 1) in chunks of prefill_chunk tokens that end on block boundaries, on the
+ * session's own threads beside the batch's steps (the batch's prefill_rows 0), or joining the batch's shared steps
+ * (its rows beside the other sessions' verify blocks, at most prefill_rows a step while they generate). With prefix reuse
  * (share) every chunk is published for the other sessions as soon as it is computed, what they published meanwhile
  * is attached, and a chunk another session is computing is waited for instead of computed twice. *shared counts the
  * tokens attached; *held gets the slots the cache holds (need - 1 when done, less when cancelled). */
@@ -480,10 +480,9 @@ static sprig_status warm_prefill(sprig_session *s, int have, int need, bool shar
     sprig_kv *kv = sprig_ctx_kv(s->ctx);
     const int bs = sprig_kv_pool_params(sprig_batch_kv_pool(s->p.batch))->block_slots;
     const int limit = need - 1;
-    const bool own = s->p.prefill_chunk < 0;   /* not chunked: the whole prompt on the session's own threads */
-    int chunk = own ? limit : s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT;
-    int step = sprig_batch_prefill_rows(s->p.batch) < sprig_ctx_n_batch(s->ctx) ? sprig_batch_prefill_rows(s->p.batch)
-                                                                                 : sprig_ctx_n_batch(s->ctx);
+    const int cap = sprig_batch_prefill_rows(s->p.batch), nb = sprig_ctx_n_batch(s->ctx);
+    const bool own = cap == 0;   /* the chunks on the session's own threads, beside the batch's steps */
+    int chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT;
     if (chunk < bs && share) chunk = bs;   /* claims and keys are per block */
     int len = have;
     sprig_status st = SPRIG_OK;
@@ -505,7 +504,11 @@ static sprig_status warm_prefill(sprig_session *s, int have, int need, bool shar
         if (end <= len) end = len + chunk;
         if (end > limit) end = limit;
         if (own) st = sprig_prefill(s->ctx, s->prompt + len, end - len, NULL, NULL, err);
-        for (int at = len; !own && !st && at < end;) {   /* the step's rows are at most the batch's prefill_rows */
+        for (int at = len; !own && !st && at < end;) {
+            /* beside sessions that are generating, at most the batch's prefill_rows a step (their streams wait for
+             * the step); alone, the context's whole batch (fewer weight reads) */
+            const int alone = nb < (cap > 64 ? cap : 64) ? nb : cap > 64 ? cap : 64;   /* what the batch's scratch holds */
+            const int step = sprig_batch_others_count(s->p.batch, s->ctx) > 0 && cap < alone ? cap : alone;
             const int n = end - at < step ? end - at : step;
             const struct sprig_fwd f = { .n = n, .tokens = s->prompt + at };
             st = sprig_batch_forward(s->p.batch, s->ctx, &f, err);

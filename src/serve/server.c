@@ -132,8 +132,8 @@ sprig_status sprig_server_create(const sprig_model *m, const struct sprig_server
         bp.kv_block_slots = p->kv_block;
         bp.kv_blocks = p->kv_pool ? (p->kv_pool + p->kv_block - 1) / p->kv_block : 0;
         bp.wait_us = p->batch_wait_ms * 1000;
-        bp.prefill_rows = sp.prefill_chunk > 4096 ? 4096 : sp.prefill_chunk > 0 ? sp.prefill_chunk : 0;   /* a chunk a step (0: the default) */
-        if (sp.prefill_chunk > 64 && sp.n_batch < bp.prefill_rows) sp.n_batch = bp.prefill_rows;
+        bp.prefill_rows = p->prefill_rows;   /* 0: prompts on their own threads */
+        if (sp.n_batch < bp.prefill_rows) sp.n_batch = bp.prefill_rows;
         st = sprig_batch_create(m, &bp, &sv->batch, err);
         sp.batch = sv->batch;
     }

@@ -84,9 +84,8 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
         return NULL;
     }
     if (c.block_slots == 0) c.block_slots = 32;
-    if (c.prefill_rows == 0) c.prefill_rows = 64;
-    if (c.prefill_rows < 1 || c.prefill_rows > 4096) {
-        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: prefill_rows %d is out of range [1, 4096]", c.prefill_rows);
+    if (c.prefill_rows < 0 || c.prefill_rows > 4096) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: prefill_rows %d is out of range [0, 4096]", c.prefill_rows);
         return NULL;
     }
     if (c.wait_us <= 0) c.wait_us = 200000;
@@ -107,7 +106,8 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
                                        .mode = c.kv_mode, .block_slots = c.block_slots, .n_blocks = c.n_blocks };
     if (!(b->kv_pool = sprig_kv_pool_create(&pp, err))) goto fail;
     const int rows = c.n_seq * c.max_rows;   /* verify rows: every member's largest block (the logits' rows) */
-    const int all = c.n_seq * (c.max_rows + c.prefill_rows);   /* and a prompt chunk each, which has no logits */
+    const int all = c.n_seq * (c.max_rows + (c.prefill_rows ? 64 > c.prefill_rows ? 64 : c.prefill_rows : 0));   /* and a
+                                                        prompt chunk each (alone: up to 64 rows), which has no logits */
     struct sprig_ctx_params hpar = { .n_ctx = all, .n_batch = all, .kv_mode = 0 };
     if (sprig_ctx_create(m, NULL, &hpar, &b->host, err)) goto fail;
     b->logits = sprig_calloc_aligned((size_t)rows * (size_t)hp->n_vocab, sizeof(float));
@@ -127,9 +127,19 @@ fail:
     return NULL;
 }
 
+static int find(const sprig_batch *b, const sprig_ctx *ctx);
+
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b) { return b->kv_pool; }
 int sprig_batch_max_rows(const sprig_batch *b) { return b->cfg.max_rows; }
 int sprig_batch_prefill_rows(const sprig_batch *b) { return b->cfg.prefill_rows; }
+
+int sprig_batch_others_count(sprig_batch *b, const sprig_ctx *ctx)
+{
+    pthread_mutex_lock(&b->mu);
+    const int n = b->n_member - (find(b, ctx) >= 0);
+    pthread_mutex_unlock(&b->mu);
+    return n;
+}
 
 static bool after(const struct timespec *a, const struct timespec *b)
 {

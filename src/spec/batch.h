@@ -45,7 +45,8 @@ struct sprig_batch_config {
     int block_slots;    /* the pool's block size, a power of two (0: 32) */
     int n_blocks;       /* blocks in the pool (0: enough for n_seq full contexts) */
     int wait_us;        /* the longest a queued request waits for the others (0: 200000) */
-    int prefill_rows;   /* the most prompt rows one member adds to a step (chunked prefill; 0: 64, at most 4096) */
+    int prefill_rows;   /* chunked prefill: 0, a prompt's chunks run on its session's own threads beside the steps;
+                           N (at most 4096), they join the steps, at most N rows a step while others generate */
 };
 
 struct sprig_batch_counts {
@@ -65,6 +66,8 @@ void sprig_batch_delete(sprig_batch *b);   /* every member's context must be fre
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b);
 /* The most rows of a prompt chunk one member may submit to a step (sprig_batch_forward). */
 int sprig_batch_prefill_rows(const sprig_batch *b);
+/* Members other than ctx (sessions generating through the batch now). */
+int sprig_batch_others_count(sprig_batch *b, const sprig_ctx *ctx);
 /* A session of context n_ctx attached to the batch (sign +1) or gone (-1): the pool then knows whether it holds
  * every attached session's whole context at once (room_for_all), when sessions may keep their blocks between
  * generations (prefix reuse) without taking any request's room. */
