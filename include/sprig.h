@@ -408,9 +408,9 @@ struct sprig_batch_params {
     int wait_us;                     /* the longest a ready session waits for the others to finish
                                         drafting (0: 200000: with more threads than cores, a woken
                                         session may wait tens of ms for a core) */
-    int prefill_rows;                /* chunked prefill: 0 (default), a session's prompt chunks run on its own
-                                        threads beside the shared steps; N > 0, they join the steps, at most N
-                                        rows a step while other sessions generate (alone, up to its n_batch) */
+    int prefill_rows;                /* chunked prefill: a session's prompt chunks join the shared steps, at most
+                                        N rows a step while other sessions generate (alone, up to 64; 0: 8, as
+                                        measured); -1: they run on the session's own threads beside the steps */
 };
 struct sprig_batch_params sprig_batch_default_params(void);
 sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_params *p, sprig_batch **out, sprig_error *err);
@@ -440,6 +440,8 @@ struct sprig_batch_stats {
     int prefix_blocks_cached;        /* keyed now (held or idle) */
     int prefix_blocks_idle;          /* ... held by no session (what eviction takes) */
     int prefix_blocks_shared;        /* held by two or more sessions now */
+    int64_t draft_blocks_hit;        /* the sessions' draft models: blocks attached from their own pool ... */
+    int64_t draft_blocks_published;  /* ... and published to it */
 };
 void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *out);
 

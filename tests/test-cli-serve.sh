@@ -292,6 +292,21 @@ curl -s "http://127.0.0.1:$PORT/health" >"$TMP/prh"
 check "prefix reuse ($mode): /health counts cached prompt tokens ($(head -c 200 "$TMP/prh"))" [ "$(field "$TMP/prh" 'j.prompt_cache.cached_tokens > 0 && j.prompt_cache.requests_reusing === 1 && j.prompt_cache.hit_rate > 0')" = true ]
 done
 
+# prefix sharing through the pool: an overcommitted pool (1,536 slots for two contexts of 1,024) takes each request's
+# blocks back when it ends, so the next request attaches the cached ones from the pool rather than its slot's own
+# cache; prompt chunks join the shared step (--prefill-chunk 16)
+start share -m "$M/stories260K.gguf" -c 1024 -t 1 --parallel 2 --kv-pool 1536 --prefill-chunk 16 || exit 1
+P="Once upon a time there was a little girl named Lily. She loved to play in the park with her friends. One day she saw a big red ball under a tree. She ran to the ball and picked it up. Her friend Tom came to play with her."
+post /v1/completions '{"prompt":"'"$P"'","max_tokens":8,"temperature":0}' "$TMP/sh1"
+post /v1/completions '{"prompt":"'"$P"' Then they","max_tokens":16,"temperature":0}' "$TMP/sh2"
+post /v1/completions '{"prompt":"'"$P"' Then they","max_tokens":16,"temperature":0,"cache_prompt":false}' "$TMP/sh3"
+curl -s "http://127.0.0.1:$PORT/health" >"$TMP/shh"
+check "prefix sharing: the second request attached the first's blocks ($(field "$TMP/sh2" 'j.usage.prompt_tokens_details.cached_tokens + " of " + j.usage.prompt_tokens'))" \
+    [ "$(field "$TMP/sh2" 'j.usage.prompt_tokens_details.cached_tokens >= 32 && j.usage.prompt_tokens_details.cached_tokens % 32 === 0')" = true ]
+check "prefix sharing: the same text as with cache_prompt false" [ "$(field "$TMP/sh2" 'j.choices[0].text')" = "$(field "$TMP/sh3" 'j.choices[0].text')" ]
+check "prefix sharing: /health counts the pool's blocks ($(field "$TMP/shh" 'JSON.stringify(j.prompt_cache.blocks)'))" \
+    [ "$(field "$TMP/shh" 'j.prompt_cache.blocks.published > 0 && j.prompt_cache.blocks.attached > 0 && j.prompt_cache.blocks.total === 48')" = true ]
+
 # a request offering tools gets control tokens' text in its reply (Mistral's [TOOL_CALLS] and Llama's <|python_tag|>
 # are control tokens, and calls are read by them); one without tools does not: a random model on Llama 3's vocabulary
 # (256 reserved control tokens) sampled hot

@@ -20,9 +20,9 @@
  * cancellations in the middle of a prompt's prefill: every reply must equal
  * the same request run alone on a dense cache with reuse off, the requests
  * must have attached blocks computed by other sessions, and the pool must
- * have evicted some. Prompt chunks join the shared steps (prefill_rows 16:
- * some must have run beside another session's rows) or run on the
- * session's own threads (prefill_rows 0: none went through the batch).
+ * have evicted some. Prompt chunks join the shared steps (prefill_rows 0,
+ * the default: some must have run beside another session's rows) or run on
+ * the session's own threads (prefill_rows -1: none went through the batch).
  *
  * The prompt cache file (test_prompt_cache): a session saves, a new one
  * loads and continues a longer prompt: equal to a session without it, the
@@ -251,7 +251,7 @@ static void shared_run(enum sprig_kv_type kv, bool trees, long long *hits, long 
     bp.kv_blocks = 64;   /* room for the four sessions' requests sharing their prefix (25 + 4 x 6 blocks), not for
                             every block they publish: cached blocks are evicted */
     bp.wait_us = 2000;
-    bp.prefill_rows = kv == SPRIG_KV_F32 || kv == SPRIG_KV_INT8 ? 16 : 0;   /* prompt chunks in the shared steps, or beside them */
+    bp.prefill_rows = kv == SPRIG_KV_F32 || kv == SPRIG_KV_INT8 ? 0 : -1;   /* prompt chunks in the shared steps (8 rows), or beside them */
     sprig_batch *b = NULL;
     CHECKF(sprig_batch_create(g_m, &bp, &b, &err) == SPRIG_OK, "%s", err.msg);
     if (!b) return;
@@ -337,12 +337,14 @@ static void shared_run(enum sprig_kv_type kv, bool trees, long long *hits, long 
     if (trees) CHECKF(trees_ran > 0, "%s: no request ran a tree", sprig_kv_type_name(kv));
     struct sprig_batch_stats bs;
     sprig_batch_get_stats(b, &bs);
-    if (bp.prefill_rows)
+    if (bp.prefill_rows >= 0)
         CHECKF(bs.prompt_chunks_shared > 0, "%s: no prompt chunk ran beside another session's rows (%lld chunks)", sprig_kv_type_name(kv),
                (long long)bs.prompt_chunks);
     else
-        CHECKF(bs.prompt_chunks == 0, "%s: %lld prompt chunks went through the batch with prefill_rows 0", sprig_kv_type_name(kv),
+        CHECKF(bs.prompt_chunks == 0, "%s: %lld prompt chunks went through the batch with prefill_rows -1", sprig_kv_type_name(kv),
                (long long)bs.prompt_chunks);
+    CHECKF(bs.draft_blocks_published > 0 && bs.draft_blocks_hit > 0, "%s: the draft models shared no block (%lld published, %lld attached)",
+           sprig_kv_type_name(kv), (long long)bs.draft_blocks_published, (long long)bs.draft_blocks_hit);
     *hits += bs.prefix_blocks_hit;
     *evicted += bs.prefix_blocks_evicted;
     for (int i = 0; i < N_SESS; i++) {
@@ -350,9 +352,9 @@ static void shared_run(enum sprig_kv_type kv, bool trees, long long *hits, long 
         sprig_session_free(w[i].s);
     }
     fprintf(stderr, "  %-12s blocks attached %lld published %lld evicted %lld copied %lld; shared forwards %lld of %lld; prompt chunks "
-            "%lld, %lld beside others\n", sprig_kv_type_name(kv), (long long)bs.prefix_blocks_hit,
+            "%lld, %lld beside others; draft blocks attached %lld\n", sprig_kv_type_name(kv), (long long)bs.prefix_blocks_hit,
             (long long)bs.prefix_blocks_published, (long long)bs.prefix_blocks_evicted, (long long)bs.prefix_blocks_copied,
-            (long long)bs.shared_forwards, (long long)bs.forwards, (long long)bs.prompt_chunks, (long long)bs.prompt_chunks_shared);
+            (long long)bs.shared_forwards, (long long)bs.forwards, (long long)bs.prompt_chunks, (long long)bs.prompt_chunks_shared, (long long)bs.draft_blocks_hit);
     sprig_batch_free(b);
 }
 

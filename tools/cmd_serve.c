@@ -195,7 +195,7 @@ static void usage(FILE *f)
         "                   [--parallel N] [--queue N] [-c N] [-t N] [--api-key KEY] [--alias ID]\n"
         "                   [--chat-template-file F | --chat-template NAME]\n"
         "                   [--kv-type T] [--kv-pool SLOTS] [--kv-block N] [--batch-wait MS] [--no-batch]\n"
-        "                   [--prefill-chunk N]\n"
+        "                   [--prefill-chunk ROWS]\n"
         "  POST /v1/completions, /v1/chat/completions (JSON or \"stream\": true for Server-Sent Events);\n"
         "  POST /apply-template: the prompt a conversation renders to ({\"prompt\": ...}).\n"
         "  Chat uses the model's own template (Jinja), --chat-template-file F, or a built-in row NAME.\n"
@@ -206,9 +206,9 @@ static void usage(FILE *f)
         "  --batch-wait: the longest a slot ready to verify waits for the others (default 200).\n"
         "  Prompts share the pool's cached blocks: a prompt that starts like an earlier one (a chat's\n"
         "  next turn, a common system prompt) attaches those blocks and prefills only the rest, in chunks\n"
-        "  of 256 tokens that other requests attach as soon as each is done. --prefill-chunk N: the\n"
-        "  chunks join the slots' shared step, N rows a step while other slots generate (default 0: on\n"
-        "  the request's own threads beside the step, which stalled the streams least when measured).\n"
+        "  of 256 tokens that other requests attach as soon as each is done. The chunks join the slots'\n"
+        "  shared step, --prefill-chunk rows a step while other slots generate (default 8; 0: on the\n"
+        "  request's own threads beside the step): more rows prefill faster and stall the streams more.\n"
         "  --no-batch: each slot its own cache and forwards. --queue requests (default 16) may wait for a\n"
         "  busy slot, more get 503 with Retry-After.\n");
 }
@@ -244,7 +244,7 @@ int sprig_cmd_serve(int argc, char **argv)
             }
         }
         else if (!strcmp(a, "--batch-wait")) { NEEDV(); if (!cli_parse_int(C, a, val, 1, 10000, &v)) return 2; batch_wait_ms = (int)v; }
-        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 4096, &v)) return 2; prefill_rows = (int)v; }
+        else if (!strcmp(a, "--prefill-chunk")) { NEEDV(); if (!cli_parse_int(C, a, val, 0, 4096, &v)) return 2; prefill_rows = v ? (int)v : -1; }
         else if (!strcmp(a, "--kv-pool")) { NEEDV(); if (!cli_parse_int(C, a, val, 16, 1 << 26, &v)) return 2; kv_pool = (int)v; }
         else if (!strcmp(a, "--kv-block")) {
             NEEDV();

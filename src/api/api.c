@@ -350,7 +350,7 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     int n_ctx = sprig_ctx_n_ctx(s->ctx);
     switch (p->drafter) {   /* constructors with different arguments */
     case SPRIG_DRAFTER_NONE: break;
-    case SPRIG_DRAFTER_MODEL: s->drafter = sprig_draft_model_create(p->draft_path, m, s->pool, n_ctx + SPRIG_TREE_MAX, err); break;
+    case SPRIG_DRAFTER_MODEL: s->drafter = sprig_draft_model_create(p->draft_path, m, s->pool, n_ctx + SPRIG_TREE_MAX, p->batch, err); break;
     case SPRIG_DRAFTER_MTP: s->drafter = sprig_draft_mtp_create(p->draft_path, m, s->pool, n_ctx, err); break;
     case SPRIG_DRAFTER_NGRAM: s->drafter = sprig_draft_ngram_create(p->ngram_min, p->ngram_max, n_ctx + 1, err); break;
     case SPRIG_DRAFTER_ORACLE:
@@ -469,59 +469,45 @@ static int reuse_prefix(sprig_session *s, int need)
     return common;
 }
 
-/* On a batch: prefill prompt[have .. need - 1) in chunks of prefill_chunk tokens that end on block boundaries, on the
- * session's own threads beside the batch's steps (the batch's prefill_rows 0), or joining the batch's shared steps
- * (its rows beside the other sessions' verify blocks, at most prefill_rows a step while they generate). With prefix reuse
- * (share) every chunk is published for the other sessions as soon as it is computed, what they published meanwhile
- * is attached, and a chunk another session is computing is waited for instead of computed twice. *shared counts the
- * tokens attached; *held gets the slots the cache holds (need - 1 when done, less when cancelled). */
+/* Chunked prefill on a batch (model.h's sprig_prefill_shared): where a chunk runs. The batch's prefill_rows N: in the
+ * shared steps, at most N rows a step while other sessions generate (alone, up to what the batch's scratch holds);
+ * 0 (-1 when made): on the session's own threads beside the batch's steps. */
+static sprig_status run_chunk(void *user, sprig_ctx *c, const int32_t *tokens, int n, sprig_error *err)
+{
+    sprig_session *s = user;
+    const int cap = sprig_batch_prefill_rows(s->p.batch), nb = sprig_ctx_n_batch(c);
+    if (!cap) return sprig_prefill(c, tokens, n, NULL, NULL, err);
+    const int alone = nb < (cap > 64 ? cap : 64) ? nb : cap > 64 ? cap : 64;
+    sprig_status st = SPRIG_OK;
+    for (int at = 0; !st && at < n;) {
+        const int step = sprig_batch_others_count(s->p.batch, c) > 0 && cap < alone ? cap : alone;
+        const struct sprig_fwd f = { .n = n - at < step ? n - at : step, .tokens = tokens + at };
+        st = sprig_batch_forward(s->p.batch, c, &f, err);
+        at += f.n;
+    }
+    return st;
+}
+
+/* a session waiting for another's chunk: no step waits for it */
+static void leave_batch(void *user)
+{
+    sprig_session *s = user;
+    sprig_batch_leave(s->p.batch, s->ctx);
+}
+
+static bool cancelled(void *user) { return atomic_load(&((sprig_session *)user)->cancel); }
+
+/* On a batch: prefill prompt[have .. need - 1) in chunks, sharing them with the other sessions (with prefix reuse:
+ * share), before the round loop feeds the last token. *held gets the slots the cache holds (need - 1, less when
+ * cancelled), *shared counts the tokens attached. */
 static sprig_status warm_prefill(sprig_session *s, int have, int need, bool share, int *held, int *shared, sprig_error *err)
 {
-    sprig_kv *kv = sprig_ctx_kv(s->ctx);
-    const int bs = sprig_kv_pool_params(sprig_batch_kv_pool(s->p.batch))->block_slots;
-    const int limit = need - 1;
-    const int cap = sprig_batch_prefill_rows(s->p.batch), nb = sprig_ctx_n_batch(s->ctx);
-    const bool own = cap == 0;   /* the chunks on the session's own threads, beside the batch's steps */
-    int chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT;
-    if (chunk < bs && share) chunk = bs;   /* claims and keys are per block */
-    int len = have;
-    sprig_status st = SPRIG_OK;
-    while (len < limit && !atomic_load(&s->cancel)) {
-        if (share) {
-            const int got = sprig_kv_paged_share(kv, s->prompt, limit);
-            *shared += got - len;
-            len = got;
-            if (len >= limit) break;
-            const int c = sprig_kv_paged_claim(kv, s->prompt, limit);
-            if (c == SPRIG_KV_CLAIM_CACHED) continue;
-            if (c == SPRIG_KV_CLAIM_WAIT) {
-                sprig_batch_leave(s->p.batch, s->ctx);   /* no step waits for a session that waits */
-                sprig_kv_pool_wait(sprig_batch_kv_pool(s->p.batch), 50);
-                continue;
-            }
-        }
-        int end = (len + chunk) / bs * bs;
-        if (end <= len) end = len + chunk;
-        if (end > limit) end = limit;
-        if (own) st = sprig_prefill(s->ctx, s->prompt + len, end - len, NULL, NULL, err);
-        for (int at = len; !own && !st && at < end;) {
-            /* beside sessions that are generating, at most the batch's prefill_rows a step (their streams wait for
-             * the step); alone, the context's whole batch (fewer weight reads) */
-            const int alone = nb < (cap > 64 ? cap : 64) ? nb : cap > 64 ? cap : 64;   /* what the batch's scratch holds */
-            const int step = sprig_batch_others_count(s->p.batch, s->ctx) > 0 && cap < alone ? cap : alone;
-            const int n = end - at < step ? end - at : step;
-            const struct sprig_fwd f = { .n = n, .tokens = s->prompt + at };
-            st = sprig_batch_forward(s->p.batch, s->ctx, &f, err);
-            at += n;
-        }
-        if (!st && share) sprig_kv_paged_publish(kv, s->prompt, end);
-        if (share) sprig_kv_paged_unclaim(kv);
-        if (st) break;
-        len = end;
-    }
-    /* until its first verify the session drafts and prefills alone: the others must not wait for it */
-    sprig_batch_leave(s->p.batch, s->ctx);
-    *held = len;
+    const struct sprig_shared_prefill o = {
+        .chunk = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : SPRIG_PREFILL_CHUNK_DEFAULT, .share = share,
+        .run = run_chunk, .waiting = leave_batch, .stop = cancelled, .user = s,
+    };
+    const sprig_status st = sprig_prefill_shared(s->ctx, s->prompt, have, need - 1, &o, held, shared, err);
+    sprig_batch_leave(s->p.batch, s->ctx);   /* until its first verify the session drafts and prefills alone */
     return st;
 }
 
@@ -809,8 +795,8 @@ sprig_status sprig_batch_create(const sprig_model *m, const struct sprig_batch_p
     *out = NULL;
     if (!m || !p) return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: model or params is NULL");
     if (!sprig_kv_type_name(p->kv_type)) return sprig_err(err, SPRIG_E_INVALID_ARG, "kv_type: %d is not a KV type", (int)p->kv_type);
-    if (p->n_ctx < 0 || p->max_rows < 0 || p->wait_us < 0 || p->kv_block_slots < 0 || p->prefill_rows < 0)
-        return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_ctx, max_rows, kv_block_slots, wait_us and prefill_rows must be >= 0");
+    if (p->n_ctx < 0 || p->max_rows < 0 || p->wait_us < 0 || p->kv_block_slots < 0 || p->prefill_rows < -1)
+        return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: n_ctx, max_rows, kv_block_slots and wait_us must be >= 0, prefill_rows >= -1");
     struct sprig_batch_config c = {
         .n_seq = p->n_seq, .max_rows = p->max_rows ? p->max_rows : 64,
         .n_ctx = p->n_ctx ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096),
@@ -839,6 +825,12 @@ void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *o)
                                      .kv_blocks = ps.n_blocks, .kv_block_slots = sprig_kv_pool_params(sprig_batch_kv_pool(b))->block_slots,
                                      .prefix_blocks_cached = ps.cached_blocks, .prefix_blocks_idle = ps.idle_blocks,
                                      .prefix_blocks_shared = ps.shared_blocks };
+    struct sprig_kv_pool *dp = sprig_batch_draft_pool_now(b);
+    if (dp) {
+        sprig_kv_pool_get_stats(dp, &ps);
+        o->draft_blocks_hit = ps.hit_blocks;
+        o->draft_blocks_published = ps.published;
+    }
 }
 
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)

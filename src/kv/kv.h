@@ -160,6 +160,8 @@ const struct sprig_kv_pool_params *sprig_kv_pool_params(const sprig_kv_pool *poo
 sprig_kv      *sprig_kv_create_paged(sprig_kv_pool *pool, int n_ctx, sprig_error *err);
 /* Blocks a paged sequence holds (0 for other kinds). */
 int            sprig_kv_paged_blocks(const sprig_kv *kv);
+/* The pool of a paged sequence (NULL for other kinds). */
+sprig_kv_pool *sprig_kv_paged_pool(const sprig_kv *kv);
 
 /* Prefix sharing on a pool (see kv_paged.c). Every call names the tokens the
  * sequence's slots hold from position 0 (tokens[0 .. len) must be what its

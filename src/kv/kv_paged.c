@@ -441,6 +441,11 @@ sprig_kv *sprig_kv_create_paged(sprig_kv_pool *P, int n_ctx, sprig_error *err)
     return &s->base;
 }
 
+sprig_kv_pool *sprig_kv_paged_pool(const sprig_kv *kv)
+{
+    return kv && kv->vt == &paged_vt ? ((const struct kv_paged *)kv)->pool : NULL;
+}
+
 int sprig_kv_paged_blocks(const sprig_kv *kv)
 {
     return kv->vt == &paged_vt ? ((const struct kv_paged *)kv)->n_blocks : 0;

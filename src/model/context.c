@@ -410,3 +410,41 @@ sprig_status sprig_prefill_rows(sprig_ctx *c, const int32_t *tokens, int n, floa
     if (!hidden) return sprig_err(err, SPRIG_E_INVALID_ARG, "prefill: no buffer for the hidden rows");
     return prefill(c, tokens, n, logits, hidden, true, err);
 }
+
+sprig_status sprig_prefill_shared(sprig_ctx *c, const int32_t *tokens, int have, int to, const struct sprig_shared_prefill *o,
+                                  int *held, int *attached, sprig_error *err)
+{
+    sprig_kv *kv = c->kv;
+    struct sprig_kv_pool *pool = sprig_kv_paged_pool(kv);
+    const bool share = o->share && pool;
+    const int bs = pool ? sprig_kv_pool_params(pool)->block_slots : 1;
+    int chunk = o->chunk > 0 ? o->chunk : 256;
+    if (share && chunk < bs) chunk = bs;   /* claims and keys are per block */
+    int len = have;
+    sprig_status st = SPRIG_OK;
+    while (len < to && !(o->stop && o->stop(o->user))) {
+        if (share) {
+            const int got = sprig_kv_paged_share(kv, tokens, to);
+            *attached += got - len;
+            len = got;
+            if (len >= to) break;
+            const int cl = sprig_kv_paged_claim(kv, tokens, to);
+            if (cl == SPRIG_KV_CLAIM_CACHED) continue;
+            if (cl == SPRIG_KV_CLAIM_WAIT) {
+                if (o->waiting) o->waiting(o->user);
+                sprig_kv_pool_wait(pool, 50);
+                continue;
+            }
+        }
+        int end = (len + chunk) / bs * bs;
+        if (end <= len) end = len + chunk;
+        if (end > to) end = to;
+        st = o->run ? o->run(o->user, c, tokens + len, end - len, err) : sprig_prefill(c, tokens + len, end - len, NULL, NULL, err);
+        if (!st && share) sprig_kv_paged_publish(kv, tokens, end);
+        if (share) sprig_kv_paged_unclaim(kv);
+        if (st) break;
+        len = end;
+    }
+    *held = len;
+    return st;
+}

@@ -275,4 +275,25 @@ sprig_status sprig_prefill(sprig_ctx *c, const int32_t *tokens, int n, float *lo
  * (for an MTP block that reads them all). */
 sprig_status sprig_prefill_rows(sprig_ctx *c, const int32_t *tokens, int n, float *logits, float *hidden, sprig_error *err);
 
+/* Prefill shared with the other sequences of a paged cache's pool (kv/kv.h's
+ * prefix sharing): the cache holds tokens[0 .. have); feed tokens[have ..
+ * to) in chunks of `chunk` tokens ending on block boundaries, attaching what
+ * the pool already holds, publishing each chunk as soon as it is computed,
+ * and waiting for a chunk another sequence has claimed instead of computing it
+ * too (share false: chunks only). No logits. On a cache of another kind:
+ * plain chunks. */
+struct sprig_shared_prefill {
+    int chunk;                  /* tokens a chunk (raised to a whole block when sharing) */
+    bool share;
+    /* compute n tokens into c's cache (NULL: sprig_prefill on c) */
+    sprig_status (*run)(void *user, sprig_ctx *c, const int32_t *tokens, int n, sprig_error *err);
+    void (*waiting)(void *user);    /* called before waiting for another sequence's chunk (NULL: nothing) */
+    bool (*stop)(void *user);       /* polled before each chunk: true ends early (NULL: never) */
+    void *user;
+};
+/* *held: the slots the cache holds after (to, or less when stopped); *attached
+ * (added to): the tokens attached rather than computed. */
+sprig_status sprig_prefill_shared(sprig_ctx *c, const int32_t *tokens, int have, int to, const struct sprig_shared_prefill *o,
+                                  int *held, int *attached, sprig_error *err);
+
 #endif

@@ -132,7 +132,7 @@ sprig_status sprig_server_create(const sprig_model *m, const struct sprig_server
         bp.kv_block_slots = p->kv_block;
         bp.kv_blocks = p->kv_pool ? (p->kv_pool + p->kv_block - 1) / p->kv_block : 0;
         bp.wait_us = p->batch_wait_ms * 1000;
-        bp.prefill_rows = p->prefill_rows;   /* 0: prompts on their own threads */
+        bp.prefill_rows = p->prefill_rows;   /* 0: the default; -1: prompts on their own threads */
         if (sp.n_batch < bp.prefill_rows) sp.n_batch = bp.prefill_rows;
         st = sprig_batch_create(m, &bp, &sv->batch, err);
         sp.batch = sv->batch;
@@ -342,7 +342,9 @@ char *sprig_server_health_json(sprig_server *sv)
         json_object_set_new(bj, "prompt_chunks", json_integer(bs.prompt_chunks));
         json_object_set_new(bj, "prompt_chunks_shared", json_integer(bs.prompt_chunks_shared));
         json_object_set_new(bj, "prompt_rows", json_integer(bs.prompt_rows));
-        json_t *pc = json_object_get(o, "prompt_cache");   /* the blocks the sessions share through the pool */
+        json_t *pc = json_object_get(o, "prompt_cache");
+        json_object_set_new(pc, "draft_blocks", json_pack("{s:I, s:I}", "published", (json_int_t)bs.draft_blocks_published,
+                                                           "attached", (json_int_t)bs.draft_blocks_hit));   /* the blocks the sessions share through the pool */
         json_object_set_new(pc, "blocks", json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "total", bs.kv_blocks,
                                                      "slots_per_block", bs.kv_block_slots, "cached", bs.prefix_blocks_cached,
                                                      "idle", bs.prefix_blocks_idle, "shared", bs.prefix_blocks_shared,

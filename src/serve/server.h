@@ -40,7 +40,8 @@ struct sprig_server_params {
     bool batching;                           /* the slots' verify forwards as one (a shared paged KV pool) */
     int kv_pool;                             /* the pool's slots (0: parallel whole contexts) */
     int kv_block;                            /* the pool's block size, a power of two */
-    int prefill_rows;                        /* --prefill-chunk: prompt rows a step (0: prompts on their own threads) */
+    int prefill_rows;                        /* --prefill-chunk: prompt rows a step (0: the default; -1: prompts on their
+                                                own threads) */
     int batch_wait_ms;                       /* the longest a ready slot waits for the others (0: the batch's default) */
 };
 

@@ -26,6 +26,7 @@ struct sprig_batch {
     const sprig_model *m;
     struct sprig_batch_config cfg;
     struct sprig_kv_pool *kv_pool;
+    struct sprig_kv_pool *draft_pool;  /* the draft models' (sprig_batch_draft_pool), or NULL */
     sprig_ctx *host;                 /* scratch for the rows of every member (its own cache is never used) */
     float *logits;                   /* [n_seq * max_rows][n_vocab] the shared head's rows */
     pthread_mutex_t mu;
@@ -56,6 +57,7 @@ void sprig_batch_delete(sprig_batch *b)
     if (!b) return;
     sprig_ctx_free(b->host);
     sprig_kv_pool_free(b->kv_pool);
+    sprig_kv_pool_free(b->draft_pool);
     sprig_free_aligned(b->logits);
     free(b->member);
     free(b->m_rows);
@@ -84,8 +86,9 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
         return NULL;
     }
     if (c.block_slots == 0) c.block_slots = 32;
-    if (c.prefill_rows < 0 || c.prefill_rows > 4096) {
-        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: prefill_rows %d is out of range [0, 4096]", c.prefill_rows);
+    if (c.prefill_rows == 0) c.prefill_rows = SPRIG_BATCH_PREFILL_ROWS;
+    if (c.prefill_rows < -1 || c.prefill_rows > 4096) {
+        sprig_err(err, SPRIG_E_INVALID_ARG, "batch: prefill_rows %d is out of range [-1, 4096]", c.prefill_rows);
         return NULL;
     }
     if (c.wait_us <= 0) c.wait_us = 200000;
@@ -106,7 +109,7 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
                                        .mode = c.kv_mode, .block_slots = c.block_slots, .n_blocks = c.n_blocks };
     if (!(b->kv_pool = sprig_kv_pool_create(&pp, err))) goto fail;
     const int rows = c.n_seq * c.max_rows;   /* verify rows: every member's largest block (the logits' rows) */
-    const int all = c.n_seq * (c.max_rows + (c.prefill_rows ? 64 > c.prefill_rows ? 64 : c.prefill_rows : 0));   /* and a
+    const int all = c.n_seq * (c.max_rows + (c.prefill_rows > 0 ? 64 > c.prefill_rows ? 64 : c.prefill_rows : 0));   /* and a
                                                         prompt chunk each (alone: up to 64 rows), which has no logits */
     struct sprig_ctx_params hpar = { .n_ctx = all, .n_batch = all, .kv_mode = 0 };
     if (sprig_ctx_create(m, NULL, &hpar, &b->host, err)) goto fail;
@@ -131,7 +134,37 @@ static int find(const sprig_batch *b, const sprig_ctx *ctx);
 
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b) { return b->kv_pool; }
 int sprig_batch_max_rows(const sprig_batch *b) { return b->cfg.max_rows; }
-int sprig_batch_prefill_rows(const sprig_batch *b) { return b->cfg.prefill_rows; }
+int sprig_batch_prefill_rows(const sprig_batch *b) { return b->cfg.prefill_rows > 0 ? b->cfg.prefill_rows : 0; }
+
+struct sprig_kv_pool *sprig_batch_draft_pool(sprig_batch *b, const struct sprig_hparams *hp, int n_ctx)
+{
+    pthread_mutex_lock(&b->mu);
+    if (!b->draft_pool) {
+        const long long per = ((long long)n_ctx + b->cfg.block_slots - 1) / b->cfg.block_slots + 1;
+        const long long want = per * b->cfg.n_seq;
+        struct sprig_kv_pool_params pp = { .n_layer = hp->n_layer, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
+                                           .mode = 0, .block_slots = b->cfg.block_slots,
+                                           .n_blocks = want > (1 << 24) ? (1 << 24) : (int)want };
+        b->draft_pool = sprig_kv_pool_create(&pp, NULL);
+    }
+    struct sprig_kv_pool *p = b->draft_pool;
+    if (p) {
+        const struct sprig_kv_pool_params *pp = sprig_kv_pool_params(p);
+        if (pp->n_layer != hp->n_layer || pp->n_kv_head != hp->n_kv_head || pp->head_dim != hp->head_dim ||
+            (long long)pp->n_blocks * pp->block_slots < n_ctx)
+            p = NULL;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return p;
+}
+
+struct sprig_kv_pool *sprig_batch_draft_pool_now(sprig_batch *b)
+{
+    pthread_mutex_lock(&b->mu);
+    struct sprig_kv_pool *p = b->draft_pool;
+    pthread_mutex_unlock(&b->mu);
+    return p;
+}
 
 int sprig_batch_others_count(sprig_batch *b, const sprig_ctx *ctx)
 {

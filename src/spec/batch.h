@@ -37,6 +37,11 @@
 
 typedef struct sprig_batch sprig_batch;
 
+/* Prompt rows a step beside generating sessions, by default: on a 2-core Zen 5 with the 1B shape and three plain
+ * streams, 8 rows prefilled a 4,000-token prompt in 1.45x its time alone with the streams' p99 gap 2.2x; 64 rows
+ * 1.09x and 8.2x; on the session's own threads 1.90x and 1.9x (bench/prefill-stall.sh). */
+#define SPRIG_BATCH_PREFILL_ROWS 8
+
 struct sprig_batch_config {
     int n_seq;          /* members at most, 1..SPRIG_FORWARD_MAX_SEQS */
     int max_rows;       /* the largest block or tree one member verifies, 1..SPRIG_TREE_MAX */
@@ -45,8 +50,9 @@ struct sprig_batch_config {
     int block_slots;    /* the pool's block size, a power of two (0: 32) */
     int n_blocks;       /* blocks in the pool (0: enough for n_seq full contexts) */
     int wait_us;        /* the longest a queued request waits for the others (0: 200000) */
-    int prefill_rows;   /* chunked prefill: 0, a prompt's chunks run on its session's own threads beside the steps;
-                           N (at most 4096), they join the steps, at most N rows a step while others generate */
+    int prefill_rows;   /* chunked prefill: N (at most 4096; 0: SPRIG_BATCH_PREFILL_ROWS), a prompt's chunks join the
+                           steps, at most N rows a step while others generate; -1: they run on the session's own
+                           threads beside the steps */
 };
 
 struct sprig_batch_counts {
@@ -64,8 +70,15 @@ struct sprig_batch_counts {
 sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err);
 void sprig_batch_delete(sprig_batch *b);   /* every member's context must be freed first */
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b);
-/* The most rows of a prompt chunk one member may submit to a step (sprig_batch_forward). */
+/* The most rows of a prompt chunk one member may submit to a step (sprig_batch_forward); 0: prompts run on their
+ * sessions' own threads. */
 int sprig_batch_prefill_rows(const sprig_batch *b);
+/* A KV pool the sessions' draft models share (prefix sharing of the drafter's cache), made by the first caller for
+ * a draft model of this shape (hp; contexts of n_ctx slots each); NULL when another shape has it or it cannot be made
+ * (the caller keeps a cache of its own). */
+struct sprig_kv_pool *sprig_batch_draft_pool(sprig_batch *b, const struct sprig_hparams *hp, int n_ctx);
+/* The draft pool if one was made, else NULL. */
+struct sprig_kv_pool *sprig_batch_draft_pool_now(sprig_batch *b);
 /* Members other than ctx (sessions generating through the batch now). */
 int sprig_batch_others_count(sprig_batch *b, const sprig_ctx *ctx);
 /* A session of context n_ctx attached to the batch (sign +1) or gone (-1): the pool then knows whether it holds

@@ -17,9 +17,16 @@
  * part; the next round keeps the ones on the path the target accepted
  * (gather_within_tail, as the target does) and drops the rest, then
  * re-syncs by prefix as above.
+ *
+ * On a batch the draft cache is a paged sequence on the batch's draft pool:
+ * a long feed (a new prompt) attaches the blocks other sessions' draft models
+ * computed for the same tokens and publishes its own (model.h's
+ * sprig_prefill_shared), so a system prompt every request sends is fed to
+ * the draft model once.
  */
 #include "spec/drafters.h"
 #include "spec/dyntree.h"
+#include "spec/batch.h"
 #include "spec/shape.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -84,13 +91,28 @@ static sprig_status sync(model_drafter *md, const sprig_draft_ctx *c, int k, boo
     while (common < md->n_fed && common < n_seq - 1 &&
            md->fed[common] == (common < c->n_history ? c->history[common] : c->bonus))
         common++;
+    *room_ok = n_seq + k <= room;
+    if (!*room_ok) {   /* not enough room to draft: propose nothing */
+        st = sprig_kv_trim(kv, md->n_fed - common, err);
+        md->n_fed = common;
+        return st;
+    }
+    for (int i = common; i < n_seq; i++) md->fed[i] = i < c->n_history ? c->history[i] : c->bonus;
+    /* on a shared pool: what the other sessions' draft models computed of this history is attached, not fed again
+     * (the pool may hold more of it than this cache does: start from there) */
+    const bool pooled = sprig_kv_paged_pool(kv) != NULL;
+    if (pooled && n_seq - 1 - common >= 64 && sprig_kv_paged_lookup(kv, md->fed, n_seq - 1) > common) common = 0;
     if ((st = sprig_kv_trim(kv, md->n_fed - common, err))) return st;
     md->n_fed = common;
-    int need = n_seq - common;
-    *room_ok = common + need + k <= room;
-    if (!*room_ok) return SPRIG_OK;   /* not enough room to draft: propose nothing */
-    for (int i = common; i < n_seq; i++) md->fed[i] = i < c->n_history ? c->history[i] : c->bonus;
-    if ((st = sprig_prefill(md->ctx, md->fed + common, need, md->logits, NULL, err))) return st;
+    if (pooled && n_seq - 1 - common >= 64) {   /* a long feed (a new prompt): shared; a round's few tokens: not */
+        const struct sprig_shared_prefill o = { .chunk = 256, .share = true };
+        int held = common, attached = 0;
+        st = sprig_prefill_shared(md->ctx, md->fed, common, n_seq - 1, &o, &held, &attached, err);
+        md->n_fed = held;
+        if (st) return st;
+        common = held;
+    }
+    if ((st = sprig_prefill(md->ctx, md->fed + common, n_seq - common, md->logits, NULL, err))) return st;
     md->n_fed = n_seq;
     return SPRIG_OK;
 }
@@ -233,7 +255,7 @@ static const struct sprig_drafter_vt model_drafter_vt = {
 };
 
 sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *target, sprig_pool *pool,
-                                        int n_ctx, sprig_error *err)
+                                        int n_ctx, struct sprig_batch *batch, sprig_error *err)
 {
     model_drafter *md = calloc(1, sizeof *md);
     if (!md) { sprig_err(err, SPRIG_E_NOMEM, "draft model: out of memory"); return NULL; }
@@ -263,9 +285,12 @@ sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *tar
     int nt = sprig_tokenizer_n_vocab(target->tok), nd = sprig_tokenizer_n_vocab(md->dm->tok);
     if (nt != nd)
         SPRIG_LOGI("draft model: %d tokens against the target's %d; the first %d agree (padding ignored)", nd, nt, nt < nd ? nt : nd);
-    /* room past the context for a dynamic tree's expanded rows */
+    /* room past the context for a dynamic tree's expanded rows; on a batch, a paged sequence on its draft pool (a
+     * model whose layers differ in shape keeps a cache of its own) */
     struct sprig_ctx_params cp = { .n_ctx = n_ctx + 4 * SPRIG_TREE_MAX, .n_batch = 64 };
-    if (sprig_ctx_create(md->dm, pool, &cp, &md->ctx, err) || sprig_ctx_speculative(md->ctx, 64, err)) {
+    cp.kv_pool = batch ? sprig_batch_draft_pool(batch, &md->dm->hp, cp.n_ctx) : NULL;
+    if (cp.kv_pool && sprig_ctx_create(md->dm, pool, &cp, &md->ctx, NULL)) cp.kv_pool = NULL;
+    if ((!md->ctx && sprig_ctx_create(md->dm, pool, &cp, &md->ctx, err)) || sprig_ctx_speculative(md->ctx, 64, err)) {
         sprig_err_prefix(err, "draft model");
         md_free(md);
         return NULL;

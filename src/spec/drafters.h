@@ -23,9 +23,13 @@
 #include "spec/drafter.h"
 
 /* Loads the draft model from `path`; n_ctx = slots for its cache (>= the
- * target's context plus one block). The pool is borrowed. */
+ * target's context plus one block). The pool is borrowed. With a batch (may
+ * be NULL) its cache is a paged sequence on the batch's draft pool, and the
+ * history it feeds is shared with the other sessions' draft models (a
+ * prompt prefix one computed, the others attach). */
+struct sprig_batch;
 sprig_drafter *sprig_draft_model_create(const char *path, const sprig_model *target, sprig_pool *pool,
-                                        int n_ctx, sprig_error *err);
+                                        int n_ctx, struct sprig_batch *batch, sprig_error *err);
 /* Loads an MTP head from `path` and checks it fits `target`. */
 sprig_drafter *sprig_draft_mtp_create(const char *path, const sprig_model *target, sprig_pool *pool,
                                       int n_ctx, sprig_error *err);
