@@ -470,7 +470,8 @@ static int reuse_prefix(sprig_session *s, int need)
 }
 
 /* Chunked prefill on a batch (model.h's sprig_prefill_shared): where a chunk runs. The batch's prefill_rows N: in the
- * shared steps, at most N rows a step while other sessions generate (alone, up to what the batch's scratch holds);
+ * shared steps, at most N rows a step while other sessions generate (alone or beside other prompts only, up to what
+ * the batch's scratch holds);
  * 0 (-1 when made): on the session's own threads beside the batch's steps. */
 static sprig_status run_chunk(void *user, sprig_ctx *c, const int32_t *tokens, int n, sprig_error *err)
 {
@@ -480,7 +481,7 @@ static sprig_status run_chunk(void *user, sprig_ctx *c, const int32_t *tokens, i
     const int alone = nb < (cap > 64 ? cap : 64) ? nb : cap > 64 ? cap : 64;
     sprig_status st = SPRIG_OK;
     for (int at = 0; !st && at < n;) {
-        const int step = sprig_batch_others_count(s->p.batch, c) > 0 && cap < alone ? cap : alone;
+        const int step = sprig_batch_others_generating(s->p.batch, c) > 0 && cap < alone ? cap : alone;
         const struct sprig_fwd f = { .n = n - at < step ? n - at : step, .tokens = tokens + at };
         st = sprig_batch_forward(s->p.batch, c, &f, err);
         at += f.n;

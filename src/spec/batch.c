@@ -34,6 +34,7 @@ struct sprig_batch {
     sprig_ctx **member;              /* [n_seq] sessions that verify through the batch */
     int *m_rows;                     /* [n_seq] a member's last verify rows */
     double *m_emit;                  /* [n_seq] its tokens emitted per round (moving average; 0: none yet) */
+    bool *m_prompt;                  /* [n_seq] its last request was a prompt chunk (no output rows) */
     int n_member;
     struct request **queue;          /* [n_seq] waiting to run */
     int n_queue;
@@ -62,6 +63,7 @@ void sprig_batch_delete(sprig_batch *b)
     free(b->member);
     free(b->m_rows);
     free(b->m_emit);
+    free(b->m_prompt);
     free(b->queue);
     free(b->run_ctx);
     free(b->run_f);
@@ -117,10 +119,11 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
     b->member = calloc((size_t)c.n_seq, sizeof *b->member);
     b->m_rows = calloc((size_t)c.n_seq, sizeof *b->m_rows);
     b->m_emit = calloc((size_t)c.n_seq, sizeof *b->m_emit);
+    b->m_prompt = calloc((size_t)c.n_seq, sizeof *b->m_prompt);
     b->queue = calloc((size_t)c.n_seq, sizeof *b->queue);
     b->run_ctx = calloc((size_t)c.n_seq, sizeof *b->run_ctx);
     b->run_f = calloc((size_t)c.n_seq, sizeof *b->run_f);
-    if (!b->logits || !b->member || !b->m_rows || !b->m_emit || !b->queue || !b->run_ctx || !b->run_f) {
+    if (!b->logits || !b->member || !b->m_rows || !b->m_emit || !b->m_prompt || !b->queue || !b->run_ctx || !b->run_f) {
         sprig_err(err, SPRIG_E_NOMEM, "batch: out of memory for %d sequences of %d rows", c.n_seq, c.max_rows);
         goto fail;
     }
@@ -166,10 +169,11 @@ struct sprig_kv_pool *sprig_batch_draft_pool_now(sprig_batch *b)
     return p;
 }
 
-int sprig_batch_others_count(sprig_batch *b, const sprig_ctx *ctx)
+int sprig_batch_others_generating(sprig_batch *b, const sprig_ctx *ctx)
 {
+    int n = 0;
     pthread_mutex_lock(&b->mu);
-    const int n = b->n_member - (find(b, ctx) >= 0);
+    for (int i = 0; i < b->n_member; i++) n += b->member[i] != ctx && !b->m_prompt[i];
     pthread_mutex_unlock(&b->mu);
     return n;
 }
@@ -231,6 +235,7 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
         b->m_emit[me] = 0;
     }
     b->m_rows[me] = f->n;
+    b->m_prompt[me] = f->n_out == 0;
     if (b->n_queue == 0) clock_gettime(CLOCK_REALTIME, &b->first);
     b->queue[b->n_queue++] = &r;
     pthread_cond_broadcast(&b->cv);   /* a waiter may now see everyone ready */
@@ -296,6 +301,7 @@ void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx)
         b->member[i] = b->member[last];
         b->m_rows[i] = b->m_rows[last];
         b->m_emit[i] = b->m_emit[last];
+        b->m_prompt[i] = b->m_prompt[last];
     }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);

@@ -79,8 +79,8 @@ int sprig_batch_prefill_rows(const sprig_batch *b);
 struct sprig_kv_pool *sprig_batch_draft_pool(sprig_batch *b, const struct sprig_hparams *hp, int n_ctx);
 /* The draft pool if one was made, else NULL. */
 struct sprig_kv_pool *sprig_batch_draft_pool_now(sprig_batch *b);
-/* Members other than ctx (sessions generating through the batch now). */
-int sprig_batch_others_count(sprig_batch *b, const sprig_ctx *ctx);
+/* Members other than ctx that are generating (their last request had output rows; prompt chunks have none). */
+int sprig_batch_others_generating(sprig_batch *b, const sprig_ctx *ctx);
 /* A session of context n_ctx attached to the batch (sign +1) or gone (-1): the pool then knows whether it holds
  * every attached session's whole context at once (room_for_all), when sessions may keep their blocks between
  * generations (prefix reuse) without taking any request's room. */
