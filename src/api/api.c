@@ -350,7 +350,9 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     int n_ctx = sprig_ctx_n_ctx(s->ctx);
     switch (p->drafter) {   /* constructors with different arguments */
     case SPRIG_DRAFTER_NONE: break;
-    case SPRIG_DRAFTER_MODEL: s->drafter = sprig_draft_model_create(p->draft_path, m, s->pool, n_ctx + SPRIG_TREE_MAX, p->batch, err); break;
+    case SPRIG_DRAFTER_MODEL:
+        s->drafter = sprig_draft_model_create(p->draft_path, m, s->pool, n_ctx + SPRIG_TREE_MAX, p->batch, err);
+        break;
     case SPRIG_DRAFTER_MTP: s->drafter = sprig_draft_mtp_create(p->draft_path, m, s->pool, n_ctx, err); break;
     case SPRIG_DRAFTER_NGRAM: s->drafter = sprig_draft_ngram_create(p->ngram_min, p->ngram_max, n_ctx + 1, err); break;
     case SPRIG_DRAFTER_ORACLE:
@@ -445,7 +447,8 @@ static bool on_token(void *user, int32_t token, const sprig_logprob *top)
 static bool reuse_ok(const sprig_session *s)
 {
     const sprig_kv *kv = sprig_ctx_kv(s->ctx);
-    return !s->no_prefix_reuse && s->m->hp.n_recurrent == 0 && (s->m->hp.swa_window == 0 || !strcmp(sprig_kv_kind(kv), "paged")) && !(s->drafter && s->drafter->reads_all_hidden);
+    return !s->no_prefix_reuse && s->m->hp.n_recurrent == 0 &&
+           (s->m->hp.swa_window == 0 || !strcmp(sprig_kv_kind(kv), "paged")) && !(s->drafter && s->drafter->reads_all_hidden);
 }
 
 static bool shared_pool(const sprig_session *s) { return s->p.batch && !strcmp(sprig_kv_kind(sprig_ctx_kv(s->ctx)), "paged"); }
@@ -471,8 +474,7 @@ static int reuse_prefix(sprig_session *s, int need)
 
 /* Chunked prefill on a batch (model.h's sprig_prefill_shared): where a chunk runs. The batch's prefill_rows N: in the
  * shared steps, at most N rows a step while other sessions generate (alone or beside other prompts only, up to what
- * the batch's scratch holds);
- * 0 (-1 when made): on the session's own threads beside the batch's steps. */
+ * the batch's scratch holds); 0 (-1 when made): on the session's own threads beside the batch's steps. */
 static sprig_status run_chunk(void *user, sprig_ctx *c, const int32_t *tokens, int n, sprig_error *err)
 {
     sprig_session *s = user;
@@ -752,7 +754,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     }
     if (!st && !s->cancelled_early) st = sprig_spec_generate_cached(s->spec, s->prompt, need, cached, err);
     if (s->p.batch) sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
-    if (!st && !s->cancelled_early && shared_pool(s) && reuse_ok(s)) {   /* the whole conversation so far, for the next turn or another session */
+    if (!st && !s->cancelled_early && shared_pool(s) && reuse_ok(s)) {   /* the conversation so far, for any session */
         int nh = 0;
         const int32_t *h = sprig_spec_history(s->spec, &nh);
         if (nh == sprig_kv_len(sprig_ctx_kv(s->ctx))) sprig_kv_paged_publish(sprig_ctx_kv(s->ctx), h, nh);

@@ -552,7 +552,8 @@ int sprig_kv_paged_claim(sprig_kv *kv, const int32_t *tokens, int n)
         r = SPRIG_KV_CLAIM_CACHED;
     } else {
         for (int i = 0; i < P->n_claims; i++)
-            if (P->claims[i].key.a == key.a && P->claims[i].key.b == key.b) r = P->claims[i].owner == s ? SPRIG_KV_CLAIM_GO : SPRIG_KV_CLAIM_WAIT;
+            if (P->claims[i].key.a == key.a && P->claims[i].key.b == key.b)
+                r = P->claims[i].owner == s ? SPRIG_KV_CLAIM_GO : SPRIG_KV_CLAIM_WAIT;
         if (r == SPRIG_KV_CLAIM_GO && P->n_claims < SPRIG_KV_POOL_CLAIMS) P->claims[P->n_claims++] = (struct claim){ key, s };
     }
     pthread_mutex_unlock(&P->mu);

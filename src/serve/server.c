@@ -344,7 +344,8 @@ char *sprig_server_health_json(sprig_server *sv)
         json_object_set_new(bj, "prompt_rows", json_integer(bs.prompt_rows));
         json_t *pc = json_object_get(o, "prompt_cache");
         json_object_set_new(pc, "draft_blocks", json_pack("{s:I, s:I}", "published", (json_int_t)bs.draft_blocks_published,
-                                                           "attached", (json_int_t)bs.draft_blocks_hit));   /* the blocks the sessions share through the pool */
+                                                           "attached", (json_int_t)bs.draft_blocks_hit));   /* the draft models' pool */
+        /* the blocks the sessions share through the pool */
         json_object_set_new(pc, "blocks", json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "total", bs.kv_blocks,
                                                      "slots_per_block", bs.kv_block_slots, "cached", bs.prefix_blocks_cached,
                                                      "idle", bs.prefix_blocks_idle, "shared", bs.prefix_blocks_shared,
