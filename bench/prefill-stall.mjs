@@ -10,40 +10,16 @@
 //    between events before it (the baseline) and while it is prefilled, as
 //    p50/p99, and its own time to first token meanwhile.
 // Every prompt starts with TAG, so no cache holds it.
+import { complete as sse } from './sse.mjs';
+
 const [url, nsArg, npArg, tagArg] = process.argv.slice(2);
 if (!url) { console.error('usage: node prefill-stall.mjs URL [STREAMS] [PROMPT] [TAG]'); process.exit(2); }
 const ns = +(nsArg ?? 3), np = +(npArg ?? 4000), tag = tagArg ?? `x${Date.now()}`;
 
 async function stream(prompt, maxTokens, onEvent, signal) {
-  const t0 = performance.now();
-  const r = await fetch(url + '/v1/completions', {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, signal,
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, cache_prompt: false }),
-  });
-  if (!r.ok) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
-  const rd = r.body.getReader();
-  const dec = new TextDecoder();
-  let buf = '', first = null;
-  try {
-    for (;;) {
-      const { value, done } = await rd.read();
-      if (done) break;
-      buf += dec.decode(value, { stream: true });
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (!line.startsWith('data: {')) continue;
-        const j = JSON.parse(line.slice(6));
-        const piece = j.choices?.[0]?.text ?? j.content ?? '';
-        if (!piece) continue;
-        const now = performance.now();
-        if (first === null) first = now - t0;
-        onEvent?.(now);
-      }
-    }
-  } catch (e) { if (e.name !== 'AbortError') throw e; }
-  return first;
+  const r = await sse(url, { prompt, max_tokens: maxTokens, temperature: 0, cache_prompt: false },
+                      onEvent && ((_, ms) => onEvent(performance.now())), signal);
+  return r.first;
 }
 
 const long = (k) => `${tag} ${k}. ` + Array.from({ length: Math.ceil(np / 4) }, (_, i) => `rule ${i},`).join(' ') + '\nAnswer:';

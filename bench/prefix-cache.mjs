@@ -12,6 +12,8 @@
 //
 // CACHE is true or false (the request's cache_prompt). TAG starts every
 // prompt, so runs never find each other's prompts in the cache.
+import { complete as sse } from './sse.mjs';
+
 const [url, mode, cacheArg, tag, a1, a2] = process.argv.slice(2);
 if (!url || !mode || !cacheArg || !tag) {
   console.error('usage: node prefix-cache.mjs URL chat|shared true|false TAG [...]');
@@ -20,36 +22,10 @@ if (!url || !mode || !cacheArg || !tag) {
 const cache = cacheArg === 'true';
 
 async function complete(prompt, maxTokens) {
-  const t0 = performance.now();
-  const r = await fetch(url + '/v1/completions', {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, cache_prompt: cache,
-                           stream_options: { include_usage: true } }),
-  });
-  if (!r.ok) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
-  const rd = r.body.getReader();
-  const dec = new TextDecoder();
-  let first = null, text = '', usage = null, buf = '', timings = null;
-  for (;;) {
-    const { value, done } = await rd.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (!line.startsWith('data: {')) continue;
-      const j = JSON.parse(line.slice(6));
-      const piece = j.choices?.[0]?.text ?? j.content ?? '';
-      if (first === null && piece) first = performance.now() - t0;
-      text += piece;
-      if (j.usage) usage = j.usage;
-      if (j.timings) timings = j.timings;   // llama-server
-    }
-  }
-  const prompt_tokens = usage?.prompt_tokens ?? timings?.prompt_n + (timings?.cache_n ?? 0);
-  const cached = usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n ?? 0;
-  return { ttft: first ?? performance.now() - t0, text, prompt_tokens, cached };
+  const r = await sse(url, { prompt, max_tokens: maxTokens, temperature: 0, cache_prompt: cache, stream_options: { include_usage: true } });
+  const prompt_tokens = r.usage?.prompt_tokens ?? r.timings?.prompt_n + (r.timings?.cache_n ?? 0);
+  const cached = r.usage?.prompt_tokens_details?.cached_tokens ?? r.timings?.cache_n ?? 0;
+  return { ttft: r.first ?? r.total, text: r.text, prompt_tokens, cached };
 }
 
 // about n tokens of text that no tokenizer merges across items

@@ -372,16 +372,15 @@ static void test_across_sessions(void)
 /* A copy of file `from` at `to` with `what` replaced by `with` (same length or not) and the checksum made right. */
 static bool patch_file(const char *from, const char *to, const char *what, const char *with, long cut)
 {
-    FILE *f = fopen(from, "rb");
-    if (!f) return false;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 64);
-    const bool rd = fread(b, 1, (size_t)n, f) == (size_t)n;
-    fclose(f);
+    size_t got = 0;
+    char *b0 = test_read_file(from, &got), *b = b0 ? realloc(b0, got + 64) : NULL;
+    if (!b) {
+        free(b0);
+        return false;
+    }
+    const long n = (long)got;
     long len = n;
-    if (rd && what) {   /* in the id text, near the start */
+    if (what) {   /* in the id text, near the start */
         char *at = memmem(b, (size_t)(n < 2048 ? n : 2048), what, strlen(what));
         if (!at) { free(b); return false; }
         const long off = at - b, dl = (long)strlen(with) - (long)strlen(what);
@@ -398,8 +397,8 @@ static bool patch_file(const char *from, const char *to, const char *what, const
     }
     if (cut > 0) len -= cut;
     if (cut < 0) b[n / 2] ^= 0x10;   /* one bit in the rows */
-    f = fopen(to, "wb");
-    const bool ok = rd && f && fwrite(b, 1, (size_t)len, f) == (size_t)len;
+    FILE *f = fopen(to, "wb");
+    const bool ok = f && fwrite(b, 1, (size_t)len, f) == (size_t)len;
     if (f) fclose(f);
     free(b);
     return ok;
@@ -442,10 +441,8 @@ static void test_prompt_cache(void)
         CHECKF(sprig_session_save_cache(a, file, &err) == SPRIG_OK, "%s", err.msg);
         /* the file: one section per cache, the target's holding the prompt and the reply */
         {
-            FILE *f = fopen(file, "rb");
-            char *buf = malloc(1 << 24);
-            const size_t n = f ? fread(buf, 1, 1 << 24, f) : 0;
-            if (f) fclose(f);
+            size_t n = 0;
+            char *buf = test_read_file(file, &n);
             sprig_pcache pc;
             CHECKF(sprig_pcache_parse(buf, n, &pc, &err) == SPRIG_OK, "%s", err.msg);
             CHECK_EQ_INT(pc.n_sections, with_draft ? 2 : 1);

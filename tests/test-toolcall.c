@@ -30,20 +30,6 @@ static const char *TOOLS =
 static const char *ARGS1 = "{\"city\":\"Paris \\\"Ville\\\"\",\"days\":3,\"units\":{\"metric\":true},\"tags\":[\"a\",\"b c\"]}";
 static const char *ARGS2 = "{\"a\":1,\"b\":2}";
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *t = malloc((size_t)len + 1);
-    *n = t ? fread(t, 1, (size_t)len, f) : 0;
-    if (t) t[*n] = 0;
-    fclose(f);
-    return t;
-}
-
 /* the assistant turn the template renders for calls: rendering(user, assistant with calls) minus rendering(user) + agp */
 static char *rendered_reply(const sprig_chat *c, const char *file, int n_calls)
 {
@@ -117,7 +103,7 @@ static void test_templates(void)
         char path[256];
         snprintf(path, sizeof path, "tests/data/chat-templates/%s", cases[k].file);
         size_t n = 0;
-        char *text = slurp(path, &n);
+        char *text = test_read_file(path, &n);
         CHECKF(text != NULL, "%s missing", path);
         if (!text) continue;
         sprig_chat *c = NULL;
@@ -283,7 +269,7 @@ static void test_string_arguments(void)
         char path[256];
         snprintf(path, sizeof path, "tests/data/chat-templates/%s", files[k]);
         size_t n = 0;
-        char *text = slurp(path, &n);
+        char *text = test_read_file(path, &n);
         sprig_chat *c = NULL;
         sprig_error err = { 0 };
         CHECKF(text && !sprig_chat_from_text(text, n, path, &c, &err), "%s: %s", files[k], err.msg);

@@ -52,6 +52,9 @@ const char *test_shared(const char *rel);
 /* Does a file exist and is readable? */
 bool test_file_exists(const char *path);
 
+/* A whole file, NUL-terminated, its length in *n (malloc'd; NULL when it cannot be read). */
+char *test_read_file(const char *path, size_t *n);
+
 /* A fresh temp folder for this test binary (removed at exit); returns its path. */
 const char *test_tmpdir(void);
 

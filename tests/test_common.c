@@ -43,6 +43,21 @@ const char *test_shared(const char *rel)
 
 bool test_file_exists(const char *path) { return access(path, R_OK) == 0; }
 
+char *test_read_file(const char *path, size_t *n)
+{
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    const long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    *n = t ? fread(t, 1, (size_t)len, f) : 0;
+    if (t) t[*n] = 0;
+    fclose(f);
+    return t;
+}
+
 const char *test_tmpdir(void)
 {
     if (!g_tmp[0]) {
