@@ -329,6 +329,8 @@ typedef bool (*sprig_text_fn)(void *user, const char *text, size_t len);
 sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t prompt_len, int n_predict,
                                     sprig_text_fn on_text, void *user, sprig_error *err);
 
+#define SPRIG_PLAN_SIZES 14   /* row counts tree auto's planner reports T(rows) at */
+
 struct sprig_stats {
     uint64_t seed;                   /* the seed the sampler used */
     const char *path;                /* what ran: "plain", "chain" or "tree" */
@@ -370,6 +372,14 @@ struct sprig_stats {
     /* speculation under a grammar: draft nodes it refused (cut before the verify), tokens of text it forced put
      * into verify blocks, and the rounds that got some */
     int64_t grammar_pruned, grammar_forced, grammar_forced_rounds;
+    /* tree auto's planner (tree_auto sessions; zeros otherwise): the rounds it planned a chain (or the bare bonus)
+     * and a branching tree, over the session's life; its verify-cost estimates T(rows) at the sizes it profiles,
+     * plan_rows[i] rows -> plan_ms[i] ms, with the measurements behind each (the profile's and the rounds') */
+    int64_t plan_chains, plan_trees;
+    int plan_n;
+    int plan_rows[SPRIG_PLAN_SIZES];
+    double plan_ms[SPRIG_PLAN_SIZES];
+    int64_t plan_samples[SPRIG_PLAN_SIZES];
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 

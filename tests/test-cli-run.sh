@@ -94,6 +94,18 @@ check "--top-logprobs 21: names the flag" has "--top-logprobs" "$TMP/e7"
 "$BIN" run --temp 0 -n 5 -m "$M/stories260K.gguf" --top-logprobs 5 >/dev/null 2>"$TMP/e7"; rc=$?
 check "--top-logprobs without --stats-json: exit 2 (rc $rc)" [ $rc -eq 2 ]
 
+# tree auto's planner in --stats-json: its chain and tree choices (one per round the planner chose: not a last round
+# the budget cut to the bare bonus) and its verify-cost estimates,
+# rows -> ms with the measurements behind each (a fresh cache directory: the session profiles, then the rounds add)
+SPRIG_CACHE_DIR="$TMP/cache" "$BIN" run --temp 0 -n 64 -t 1 -m "$M/stories260K.gguf" --draft "$M/stories-draft.gguf" --tree auto \
+    -p "Once upon a time" --stats-json "$TMP/plan.json" -q >/dev/null 2>&1
+plan_ok=$(node -e '
+const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")), p = j.plan;
+const ok = p && p.chains + p.trees <= j.rounds && p.chains + p.trees >= j.rounds - 2 && j.rounds > 0 && p.verify_ms.length === 14 &&
+  p.verify_ms.every((c, i) => c.ms > 0 && (i === 0 || c.rows > p.verify_ms[i - 1].rows)) &&
+  p.verify_ms.reduce((a, c) => a + c.samples, 0) > 2 * 11;   /* two profile runs per size up to the tree, and the rounds */
+process.stdout.write(ok ? "ok" : JSON.stringify(p));' "$TMP/plan.json" 2>&1)
+check "tree auto: --stats-json reports the planner's choices and costs ($plan_ok)" [ "$plan_ok" = ok ]
 SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --stats-json "$TMP/e.json" >/dev/null 2>&1
 check "SPRIG_TREE=1 turns tree mode on" has '"path":"tree"' "$TMP/e.json"
 SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --no-tree --stats-json "$TMP/e.json" >/dev/null 2>&1

@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -880,6 +881,17 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
         o->grammar_walks = gs.walks;
         o->grammar_mask_hits = gs.mask_hits;
     }
+    if (s->shape) {   /* the planner's view: what it chose and what it thinks a verify costs */
+        static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
+        _Static_assert(sizeof sizes / sizeof sizes[0] == SPRIG_PLAN_SIZES, "SPRIG_PLAN_SIZES follows the profile's sizes");
+        o->plan_chains = s->shape->plan_chains;
+        o->plan_trees = s->shape->plan_trees;
+        for (int i = 0; i < SPRIG_PLAN_SIZES && sizes[i] <= SPRIG_TREE_MAX; i++) {
+            o->plan_rows[o->plan_n] = sizes[i];
+            o->plan_ms[o->plan_n] = sprig_shape_t(s->shape, sizes[i]);
+            o->plan_samples[o->plan_n++] = s->shape->samples[sizes[i]];
+        }
+    }
     o->rounds = t->rounds;
     o->proposed = t->proposed;
     o->accepted = t->accepted;
@@ -922,9 +934,22 @@ void sprig_session_get_output(const sprig_session *s, struct sprig_output *o)
     o->top = s->p.top_logprobs ? s->gen_top : NULL;
 }
 
+/* snprintf at buf + *o, keeping *o the length the whole text needs (as snprintf returns) */
+static void jcat(char *buf, size_t cap, int *o, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void jcat(char *buf, size_t cap, int *o, const char *fmt, ...)
+{
+    if (*o < 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    const size_t at = (size_t)*o < cap ? (size_t)*o : cap;
+    const int k = vsnprintf(buf + at, cap - at, fmt, ap);
+    va_end(ap);
+    *o = k < 0 ? -1 : *o + k;
+}
+
 int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
 {
-    return snprintf(buf, cap,
+    int o = snprintf(buf, cap,
         "{\"path\":\"%s\",\"stop\":\"%s\",\"drafter\":\"%s\",\"tree_mode\":%s,\"draft_max\":%d,\"tree_branches\":%d,"
         "\"n_threads\":%d,\"kernels\":\"%s\",\"kv_type\":\"%s\",\"kv_layout\":\"%s\",\"seed\":%llu,"
         "\"prompt_tokens\":%lld,\"generated_tokens\":%lld,\"load_ms\":%.3f,\"prefill_ms\":%.3f,\"decode_ms\":%.3f,"
@@ -934,7 +959,7 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         "\"branch_rounds\":%lld,\"sampled_rounds\":%lld,\"draft_ms\":%.3f,\"verify_ms\":%.3f,\"walk_ms\":%.3f,\"finalize_ms\":%.3f,\"rollback_ms\":%.3f,"
         "\"expert_forwards\":%lld,\"experts_per_layer\":%.3f,\"expert_mb_per_forward\":%.3f,\"experts_per_token\":%.3f,\"experts_per_verify\":%.3f,"
         "\"grammar_rows_masked\":%lld,\"grammar_walks\":%lld,\"grammar_mask_hits\":%lld,\"grammar_pruned\":%lld,\"grammar_forced\":%lld,"
-        "\"grammar_forced_rounds\":%lld}",
+        "\"grammar_forced_rounds\":%lld,\"cached_tokens\":%lld",
         t->path, t->stop, t->drafter, t->tree_mode ? "true" : "false", t->draft_max, t->tree_branches,
         t->n_threads, t->kernels ? t->kernels : "", t->kv_type ? t->kv_type : "", t->kv_layout ? t->kv_layout : "", (unsigned long long)t->seed,
         (long long)t->prompt_tokens, (long long)t->generated_tokens, t->load_ms, t->prefill_ms, t->decode_ms,
@@ -944,5 +969,14 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         (long long)t->full_accept_rounds, (long long)t->branch_rounds, (long long)t->sampled_rounds, t->draft_ms, t->verify_ms, t->walk_ms, t->finalize_ms, t->rollback_ms,
         (long long)t->expert_forwards, t->experts_per_layer, t->expert_mb_per_forward, t->experts_per_token, t->experts_per_verify,
         (long long)t->grammar_rows_masked, (long long)t->grammar_walks, (long long)t->grammar_mask_hits, (long long)t->grammar_pruned,
-        (long long)t->grammar_forced, (long long)t->grammar_forced_rounds);
+        (long long)t->grammar_forced, (long long)t->grammar_forced_rounds, (long long)t->cached_tokens);
+    if (t->plan_n > 0) {   /* tree auto's planner: its choices and its cost estimates, rows -> ms with their samples */
+        jcat(buf, cap, &o, ",\"plan\":{\"chains\":%lld,\"trees\":%lld,\"verify_ms\":[", (long long)t->plan_chains, (long long)t->plan_trees);
+        for (int i = 0; i < t->plan_n && i < SPRIG_PLAN_SIZES; i++)
+            jcat(buf, cap, &o, "%s{\"rows\":%d,\"ms\":%.3f,\"samples\":%lld}", i ? "," : "", t->plan_rows[i], t->plan_ms[i],
+                 (long long)t->plan_samples[i]);
+        jcat(buf, cap, &o, "]}");
+    }
+    jcat(buf, cap, &o, "}");
+    return o;
 }

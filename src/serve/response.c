@@ -55,7 +55,7 @@ json_t *sprig_serve_error_obj(const char *msg, const char *type, const char *par
 
 json_t *sprig_serve_usage(const struct sprig_stats *st)
 {
-    return json_pack("{s:I, s:{s:I}, s:I, s:I, s:{s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f}}", "prompt_tokens",
+    json_t *u = json_pack("{s:I, s:{s:I}, s:I, s:I, s:{s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:f, s:f}}", "prompt_tokens",
                      (json_int_t)st->prompt_tokens, "prompt_tokens_details", "cached_tokens", (json_int_t)st->cached_tokens,
                      "completion_tokens", (json_int_t)st->generated_tokens, "total_tokens",
                      (json_int_t)(st->prompt_tokens + st->generated_tokens), "speculative", "path", st->path ? st->path : "",
@@ -63,6 +63,16 @@ json_t *sprig_serve_usage(const struct sprig_stats *st)
                      (json_int_t)st->proposed, "accepted", (json_int_t)st->accepted, "emitted_per_verify", st->emitted_per_verify,
                      "acceptance", st->acceptance_rate, "branch_rounds", (json_int_t)st->branch_rounds, "draft_ms", st->draft_ms,
                      "verify_ms", st->verify_ms);
+    if (u && st->plan_n > 0) {   /* tree auto's planner: its choices, and verify costs rows -> ms with their samples */
+        json_t *costs = json_array();
+        for (int i = 0; i < st->plan_n && i < SPRIG_PLAN_SIZES; i++)
+            json_array_append_new(costs, json_pack("{s:i, s:f, s:I}", "rows", st->plan_rows[i], "ms", st->plan_ms[i], "samples",
+                                                   (json_int_t)st->plan_samples[i]));
+        json_object_set_new(json_object_get(u, "speculative"), "plan",
+                            json_pack("{s:I, s:I, s:o}", "chains", (json_int_t)st->plan_chains, "trees", (json_int_t)st->plan_trees,
+                                      "verify_ms", costs));
+    }
+    return u;
 }
 
 json_t *sprig_serve_logprobs(const sprig_model *m, const struct sprig_output *o, bool chat, int top_n, int from, int to)

@@ -51,6 +51,7 @@ void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile)
     if (!s->known[n] || profile) s->t_ms[n] = s->known[n] && profile && s->t_ms[n] < ms ? s->t_ms[n] : ms;
     else s->t_ms[n] += 0.25 * (ms - s->t_ms[n]);
     s->known[n] = true;
+    s->samples[n]++;
 }
 
 void sprig_shape_draft_cost(sprig_shape *s, double ms)
@@ -331,6 +332,8 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     }
     if (map_out) memcpy(map_out, map, (size_t)out->n * sizeof *map);
     s->chosen[out->n]++;
+    if (sprig_tree_is_linear(out)) s->plan_chains++;
+    else s->plan_trees++;
     const int d = sprig_tree_max_depth(out);
     s->depths[s->n_depths++ % 8] = (uint8_t)(d < 255 ? d : 255);
 }

@@ -85,6 +85,8 @@ typedef struct sprig_shape {
     uint8_t qd[SPRIG_TREE_MAX], qr[SPRIG_TREE_MAX];   /* and their depths and sibling ranks */
     int last_n;
     int64_t chosen[SPRIG_TREE_MAX + 1];     /* rounds that verified n nodes */
+    int64_t samples[SPRIG_TREE_MAX + 1];    /* times behind T(n): the profile's measurements and the rounds' */
+    int64_t plan_chains, plan_trees;        /* choices that were a chain (or the bare bonus), and branching trees */
     bool profiled;                          /* the target's T(n) was measured (or loaded: spec/profile.h) */
     double prof_ms[SPRIG_TREE_MAX + 1];     /* that profile, before the rounds blend in (0: not profiled at n) */
     double others_rows, others_emit;        /* continuous batching: the other sequences' rows in the shared forward
