@@ -215,6 +215,10 @@ check "--prompt-cache from another model: exit 1 naming the model (rc $rc)" sh -
 head -c 1000 "$TMP/pc" >"$TMP/pct"
 "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 4 -t 1 -p "$P1" --prompt-cache "$TMP/pct" >/dev/null 2>"$TMP/pcm"; rc=$?
 check "--prompt-cache truncated: exit 1 saying so (rc $rc)" sh -c "[ $rc -eq 1 ] && grep -q 'truncated or corrupted' '$TMP/pcm'"
+"$BIN" run -m "$M/stories260K.gguf" -n 4 -p "$P1" --prompt-cache-ro >/dev/null 2>"$TMP/pcm"; rc=$?
+check "--prompt-cache-ro without --prompt-cache: exit 1 naming it (rc $rc)" sh -c "[ $rc -ne 0 ] && grep -q 'needs --prompt-cache FILE' '$TMP/pcm'"
+"$BIN" run -m "$M/stories260K.gguf" -n 4 -p "$P1" --prompt-cache "$TMP/nodir/x/pc" >/dev/null 2>"$TMP/pcm"; rc=$?
+check "--prompt-cache in a folder that does not exist: exit 1 naming the file (rc $rc)" sh -c "[ $rc -eq 1 ] && grep -q 'cannot write' '$TMP/pcm'"
 cksum <"$TMP/pc" >"$TMP/pcsum"
 "$BIN" run -m "$M/stories260K.gguf" --temp 0 -n 8 -t 1 -p "$P2" --prompt-cache "$TMP/pc" --prompt-cache-ro >/dev/null 2>"$TMP/pcro"; rc=$?
 check "--prompt-cache-ro reuses the file (rc $rc)" sh -c "[ $rc -eq 0 ] && grep -Eq 'tokens held, [1-9][0-9]* of the' '$TMP/pcro'"

@@ -297,6 +297,8 @@ done
 # prefix sharing through the pool: an overcommitted pool (1,536 slots for two contexts of 1,024) takes each request's
 # blocks back when it ends, so the next request attaches the cached ones from the pool rather than its slot's own
 # cache; prompt chunks join the shared step (--prefill-chunk 16)
+"$BIN" serve -m "$M/stories260K.gguf" --prefill-chunk 5000 >/dev/null 2>"$TMP/pcb"; rc=$?
+check "--prefill-chunk 5000: exit 2 naming it (rc $rc)" sh -c "[ $rc -eq 2 ] && grep -q -- '--prefill-chunk' '$TMP/pcb'"
 start share -m "$M/stories260K.gguf" -c 1024 -t 1 --parallel 2 --kv-pool 1536 --prefill-chunk 16 || exit 1
 P="Once upon a time there was a little girl named Lily. She loved to play in the park with her friends. One day she saw a big red ball under a tree. She ran to the ball and picked it up. Her friend Tom came to play with her."
 post /v1/completions '{"prompt":"'"$P"'","max_tokens":8,"temperature":0}' "$TMP/sh1"

@@ -44,27 +44,12 @@
 
 static sprig_model *g_m;
 
-struct buf { char *p; size_t n, cap; };
-
-static bool collect(void *user, const char *t, size_t n)
-{
-    struct buf *b = user;
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, t, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return true;
-}
-
 static char *turn(sprig_session *s, const char *prompt, int n, uint64_t seed, struct sprig_stats *st)
 {
-    struct buf b = { 0 };
+    struct test_text b = { 0 };
     sprig_error err = { 0 };
     sprig_session_set_seed(s, seed);
-    CHECKF(sprig_session_generate(s, prompt, strlen(prompt), n, collect, &b, &err) == SPRIG_OK, "%s", err.msg);
+    CHECKF(sprig_session_generate(s, prompt, strlen(prompt), n, test_text_collect, &b, &err) == SPRIG_OK, "%s", err.msg);
     sprig_session_get_stats(s, st);
     if (!b.p) b.p = calloc(1, 1);
     return b.p;
@@ -213,11 +198,11 @@ static void *work(void *arg)
                 struct canceller c = { w->s, (unsigned)(rand_r(&w->seed) % 300), false };
                 pthread_t th;
                 pthread_create(&th, NULL, cancel_after, &c);
-                struct buf b = { 0 };
+                struct test_text b = { 0 };
                 sprig_error err = { 0 };
                 sprig_session_set_seed(w->s, w->r[i].seed);
                 const char *p = w->r[(i + 1) % N_REQ].prompt;   /* another prompt, so its blocks are half done */
-                sprig_session_generate(w->s, p, strlen(p), w->r[i].n, collect, &b, &err);
+                sprig_session_generate(w->s, p, strlen(p), w->r[i].n, test_text_collect, &b, &err);
                 atomic_store(&c.stop, true);
                 pthread_join(th, NULL);
                 struct sprig_stats st;

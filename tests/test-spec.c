@@ -15,21 +15,6 @@
 
 #include <stdlib.h>
 
-struct buf { char *p; size_t n, cap; };
-
-static bool collect(void *user, const char *text, size_t len)
-{
-    struct buf *b = user;
-    if (b->n + len + 1 > b->cap) {
-        b->cap = (b->n + len + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, text, len);
-    b->n += len;
-    b->p[b->n] = 0;
-    return true;
-}
-
 static sprig_model *g_target;
 
 static struct sprig_session_params greedy_params(void)
@@ -50,8 +35,8 @@ static char *generate(const struct sprig_session_params *p, const char *prompt, 
     sprig_status rc = sprig_session_create(g_target, p, &s, &err);
     CHECKF(rc == SPRIG_OK, "%s", err.msg);
     if (rc) return NULL;
-    struct buf b = { 0 };
-    rc = sprig_session_generate(s, prompt, strlen(prompt), n, collect, &b, &err);
+    struct test_text b = { 0 };
+    rc = sprig_session_generate(s, prompt, strlen(prompt), n, test_text_collect, &b, &err);
     CHECKF(rc == SPRIG_OK, "%s", err.msg);
     sprig_session_get_stats(s, st);
     sprig_session_free(s);
@@ -327,9 +312,9 @@ static void sample_runs(struct sprig_session_params *p, int runs, uint64_t seed0
     CHECKF(sprig_session_create(g_target, p, &s, &err) == SPRIG_OK, "%s", err.msg);
     if (!s) return;
     for (int r = 0; r < runs; r++) {
-        struct buf b = { 0 };
+        struct test_text b = { 0 };
         sprig_session_set_seed(s, seed0 + (uint64_t)r);
-        CHECK(sprig_session_generate(s, "Tom had a big", 13, 4, collect, &b, &err) == SPRIG_OK);
+        CHECK(sprig_session_generate(s, "Tom had a big", 13, 4, test_text_collect, &b, &err) == SPRIG_OK);
         hist_add(h, b.p ? b.p : "", which);
         free(b.p);
     }

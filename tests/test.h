@@ -52,6 +52,11 @@ const char *test_shared(const char *rel);
 /* Does a file exist and is readable? */
 bool test_file_exists(const char *path);
 
+/* Streamed text gathered into one NUL-terminated buffer (a sprig_text_fn: pass a zeroed struct test_text as
+ * user; free p after). */
+struct test_text { char *p; size_t n, cap; };
+bool test_text_collect(void *user, const char *text, size_t len);
+
 /* A whole file, NUL-terminated, its length in *n (malloc'd; NULL when it cannot be read). */
 char *test_read_file(const char *path, size_t *n);
 

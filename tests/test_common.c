@@ -43,6 +43,19 @@ const char *test_shared(const char *rel)
 
 bool test_file_exists(const char *path) { return access(path, R_OK) == 0; }
 
+bool test_text_collect(void *user, const char *text, size_t len)
+{
+    struct test_text *b = user;
+    if (b->n + len + 1 > b->cap) {
+        b->cap = (b->n + len + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, text, len);
+    b->n += len;
+    b->p[b->n] = 0;
+    return true;
+}
+
 char *test_read_file(const char *path, size_t *n)
 {
     *n = 0;

@@ -397,33 +397,6 @@ size_t sprig_toolfmt_find(const struct sprig_toolfmt *f, const char *text, size_
 }
 
 /* ---- grammars for tool_choice "required" / a named function ---- */
-static void gb_lit(char **b, size_t *n, size_t *cap, const char *s)
-{
-    char tmp[8];
-    for (; *s; s++) {
-        const unsigned char c = (unsigned char)*s;
-        const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : NULL;
-        if (!e && c < 0x20) {
-            snprintf(tmp, sizeof tmp, "\\x%02X", c);
-            e = tmp;
-        }
-        const char one[2] = { (char)c, 0 };
-        const char *piece = e ? e : one;
-        const size_t k = strlen(piece);
-        if (*n + k + 1 > *cap) {
-            size_t nc = *cap ? *cap * 2 : 256;
-            while (nc < *n + k + 1) nc *= 2;
-            char *nb = realloc(*b, nc);
-            if (!nb) return;
-            *b = nb;
-            *cap = nc;
-        }
-        memcpy(*b + *n, piece, k);
-        *n += k;
-        (*b)[*n] = 0;
-    }
-}
-
 static void gb_put(char **b, size_t *n, size_t *cap, const char *s)
 {
     const size_t k = strlen(s);
@@ -437,6 +410,22 @@ static void gb_put(char **b, size_t *n, size_t *cap, const char *s)
     }
     memcpy(*b + *n, s, k + 1);
     *n += k;
+}
+
+/* s as the inside of a GBNF string literal */
+static void gb_lit(char **b, size_t *n, size_t *cap, const char *s)
+{
+    char tmp[8];
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        const char *e = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : NULL;
+        if (!e && c < 0x20) {
+            snprintf(tmp, sizeof tmp, "\\x%02X", c);
+            e = tmp;
+        }
+        const char one[2] = { (char)c, 0 };
+        gb_put(b, n, cap, e ? e : one);
+    }
 }
 
 sprig_status sprig_toolfmt_grammar(const struct sprig_toolfmt *f, const json_t *tools, const char *name, bool parallel, char **out,
