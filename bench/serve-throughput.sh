@@ -120,6 +120,12 @@ for (const c of Object.keys(by)) {
   const tree = best(batched.filter(k => k.startsWith("tree") || k.startsWith("auto"))), chain = best(batched.filter(k => k.startsWith("chain")));
   const sprig = best(batched), llama = best(keys.filter(k => k.startsWith("llama/")));
   if (tree && chain) console.log(`C=${c} best tree (${tree}) / best chain (${chain}): ${(m[tree] / m[chain]).toFixed(3)}x`);
+  const fixed = best(batched.filter(k => k.startsWith("tree") || k.startsWith("chain")));
+  for (const a of batched.filter(k => k.startsWith("auto"))) {
+    if (!fixed) continue;   /* tree auto against the best fixed shape, with the spread of the per-round ratios */
+    const rs = by[c][a].map((j, i) => by[c][fixed][i] ? j.tok_s / by[c][fixed][i].tok_s : null).filter(x => x !== null);
+    console.log(`C=${c} ${a} / best fixed (${fixed}): ${(m[a] / m[fixed]).toFixed(3)}x (per round ${rs.map(x => x.toFixed(3)).join(" ")})`);
+  }
   for (const k of batched) if (m[k + "/nobatch"]) console.log(`C=${c} ${k} batched / per-slot: ${(m[k] / m[k + "/nobatch"]).toFixed(3)}x`);
   if (sprig && llama) {
     console.log(`C=${c} sprig best (${sprig}) / llama-server best (${llama}): ${(m[sprig] / m[llama]).toFixed(3)}x`);

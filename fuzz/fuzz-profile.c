@@ -26,22 +26,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     double prof[SPRIG_TREE_MAX + 1];
-    const int last = sprig_profile_parse((const char *)data, size, "k", prof);
+    int64_t samples[SPRIG_TREE_MAX + 1];
+    const int last = sprig_profile_parse((const char *)data, size, "k", prof, samples);
     if (last < 0 || last > SPRIG_TREE_MAX) abort();
     int prev = 0;
     for (int n = 0; n <= SPRIG_TREE_MAX; n++) {
         if (prof[n] == 0) continue;
-        if (n == 0 || !(prof[n] > 0) || !isfinite(prof[n]) || n <= prev) abort();
+        if (n == 0 || !(prof[n] > 0) || !isfinite(prof[n]) || n <= prev || samples[n] < 1) abort();
         prev = n;
     }
     if (prev != last) abort();
     if (last) {   /* what was read formats and parses back to the same sizes */
         char buf[8192];
         double again[SPRIG_TREE_MAX + 1];
-        int len = sprig_profile_format(prof, "k", buf, sizeof buf);
-        if (len <= 0 || (size_t)len >= sizeof buf || sprig_profile_parse(buf, (size_t)len, "k", again) != last) abort();
+        int64_t s2[SPRIG_TREE_MAX + 1];
+        int len = sprig_profile_format(prof, samples, "k", buf, sizeof buf);
+        if (len <= 0 || (size_t)len >= sizeof buf || sprig_profile_parse(buf, (size_t)len, "k", again, s2) != last) abort();
         for (int n = 0; n <= SPRIG_TREE_MAX; n++)
-            if ((again[n] > 0) != (prof[n] > 0)) abort();
+            if ((again[n] > 0) != (prof[n] > 0) || s2[n] != samples[n]) abort();
     }
     return 0;
 }

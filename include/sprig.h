@@ -347,6 +347,7 @@ struct sprig_stats {
     int64_t generated_tokens;        /* tokens delivered, the first included */
     double load_ms;                  /* model load */
     double prefill_ms, decode_ms;    /* prompt + first token; the rest */
+    double profile_ms;               /* tree auto's one-time verify profile (0: none, or read from the cache) */
     double prefill_tok_s, decode_tok_s;
     int64_t rounds, proposed, accepted, emitted;
     double emitted_per_verify, acceptance_rate;

@@ -19,35 +19,45 @@
 static void test_format_and_parse(void)
 {
     double prof[SPRIG_TREE_MAX + 1] = { 0 }, back[SPRIG_TREE_MAX + 1];
+    int64_t samples[SPRIG_TREE_MAX + 1] = { 0 }, sback[SPRIG_TREE_MAX + 1];
     prof[1] = 19.5;
     prof[4] = 27.25;
     prof[16] = 58.125;
+    samples[1] = 2;
+    samples[4] = 37;
+    samples[16] = 1;
     char buf[4096];
-    int n = sprig_profile_format(prof, "model=x cpu=y", buf, sizeof buf);
+    int n = sprig_profile_format(prof, samples, "model=x cpu=y", buf, sizeof buf);
     CHECK(n > 0 && (size_t)n < sizeof buf);
-    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n, "model=x cpu=y", back), 16);
-    for (int i = 0; i <= SPRIG_TREE_MAX; i++) CHECK(back[i] == prof[i]);
-    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n, "model=x cpu=z", back), 0);   /* another machine */
-    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n - 1, "model=x cpu=y", back), 0);   /* cut off */
+    CHECK(strstr(buf, "t 4 27.25 37\n") != NULL);
+    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n, "model=x cpu=y", back, sback), 16);
+    for (int i = 0; i <= SPRIG_TREE_MAX; i++) CHECK(back[i] == prof[i] && sback[i] == samples[i]);
+    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n, "model=x cpu=z", back, sback), 0);   /* another machine */
+    CHECK_EQ_INT(sprig_profile_parse(buf, (size_t)n - 1, "model=x cpu=y", back, sback), 0);   /* cut off */
     static const char *const bad[] = {
-        "sprig-profile 2\nkey k\nt 1 2\n",          /* another version */
-        "sprig-profile 1\nkey k\nt 4 2\nt 2 3\n",   /* out of order */
-        "sprig-profile 1\nkey k\nt 1 2\nt 1 3\n",   /* repeated */
-        "sprig-profile 1\nkey k\nt 65 2\n",         /* past SPRIG_TREE_MAX */
-        "sprig-profile 1\nkey k\nt 0 2\n",
-        "sprig-profile 1\nkey k\nt 2 -1\n",
-        "sprig-profile 1\nkey k\nt 2 nan\n",
-        "sprig-profile 1\nkey k\nt 2 inf\n",
-        "sprig-profile 1\nkey k\nt 2 1e-9\n",
-        "sprig-profile 1\nkey k\nt 2 3 4\n",         /* trailing junk */
-        "sprig-profile 1\nkey k\n",                 /* no sizes */
-        "sprig-profile 1\nkey kk\nt 1 2\n",
+        "sprig-profile 1\nkey k\nt 1 2\n",          /* the version before sample counts */
+        "sprig-profile 3\nkey k\nt 1 2 1\n",        /* another version */
+        "sprig-profile 2\nkey k\nt 4 2 1\nt 2 3 1\n",   /* out of order */
+        "sprig-profile 2\nkey k\nt 1 2 1\nt 1 3 1\n",   /* repeated */
+        "sprig-profile 2\nkey k\nt 65 2 1\n",       /* past SPRIG_TREE_MAX */
+        "sprig-profile 2\nkey k\nt 0 2 1\n",
+        "sprig-profile 2\nkey k\nt 2 -1 1\n",
+        "sprig-profile 2\nkey k\nt 2 nan 1\n",
+        "sprig-profile 2\nkey k\nt 2 inf 1\n",
+        "sprig-profile 2\nkey k\nt 2 1e-9 1\n",
+        "sprig-profile 2\nkey k\nt 2 3\n",          /* no sample count */
+        "sprig-profile 2\nkey k\nt 2 3 0\n",        /* no samples */
+        "sprig-profile 2\nkey k\nt 2 3 -4\n",
+        "sprig-profile 2\nkey k\nt 2 3 99999999999999999999\n",   /* past 2^50 (and long long) */
+        "sprig-profile 2\nkey k\nt 2 3 4 5\n",      /* trailing junk */
+        "sprig-profile 2\nkey k\n",                 /* no sizes */
+        "sprig-profile 2\nkey kk\nt 1 2 1\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        for (int j = 0; j <= SPRIG_TREE_MAX; j++) back[j] = 7;
-        CHECKF(sprig_profile_parse(bad[i], strlen(bad[i]), "k", back) == 0, "bad file %zu parsed", i);
+        for (int j = 0; j <= SPRIG_TREE_MAX; j++) back[j] = 7, sback[j] = 7;
+        CHECKF(sprig_profile_parse(bad[i], strlen(bad[i]), "k", back, sback) == 0, "bad file %zu parsed", i);
         bool empty = true;
-        for (int j = 0; j <= SPRIG_TREE_MAX; j++) empty &= back[j] == 0;
+        for (int j = 0; j <= SPRIG_TREE_MAX; j++) empty &= back[j] == 0 && sback[j] == 0;
         CHECKF(empty, "bad file %zu loaded something", i);
     }
 }
@@ -86,9 +96,10 @@ static void test_save_and_load(void)
     sprig_shape a, b;
     sprig_shape_init(&a);
     sprig_shape_init(&b);
-    a.prof_ms[1] = 10;
-    a.prof_ms[2] = 11;
-    a.prof_ms[4] = 13;
+    sprig_shape_cost(&a, 1, 10, true);   /* a profile */
+    sprig_shape_cost(&a, 2, 11, true);
+    sprig_shape_cost(&a, 4, 14, true);
+    for (int i = 0; i < 5; i++) sprig_shape_cost(&a, 4, 13 + i % 2, false);   /* and five rounds of 4 rows: 13 14 13 14 13 */
     char path[4096];
     CHECK(sprig_profile_save(&a, "the key", path, sizeof path));
     CHECK(strncmp(path, dir, strlen(dir)) == 0);
@@ -97,7 +108,12 @@ static void test_save_and_load(void)
     CHECK(!sprig_profile_load(&b, "another key", 4, path, sizeof path));
     CHECK(sprig_profile_load(&b, "the key", 4, path, sizeof path));
     CHECK(b.profiled);
-    CHECK(b.known[4] && b.t_ms[4] == 13 && b.prof_ms[2] == 11 && !b.known[3]);
+    /* the rounds' median and every sample behind it, the profile's own where no round ran */
+    CHECK(sprig_costs_median(&b.cost, 4) == 13 && sprig_costs_samples(&b.cost, 4) == 6);
+    CHECK(sprig_costs_median(&b.cost, 2) == 11 && sprig_costs_samples(&b.cost, 2) == 1 && sprig_costs_median(&b.cost, 3) == 0);
+    CHECK(!sprig_costs_fresh(&b.cost, 4));   /* loaded: provisional until this session's own round of 4 rows */
+    sprig_shape_cost(&b, 4, 20, false);
+    CHECK(sprig_costs_median(&b.cost, 4) == 20 && sprig_costs_samples(&b.cost, 4) == 7);
     setenv("SPRIG_CACHE_DIR", "off", 1);
     CHECK(!sprig_profile_path("the key", path, sizeof path));
     CHECK(!sprig_profile_save(&a, "the key", path, sizeof path));
@@ -142,18 +158,27 @@ static void test_second_session_reads_the_cache(void)
         size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
         if (f) fclose(f);
         double prof[SPRIG_TREE_MAX + 1];
-        const int last = sprig_profile_parse(buf, n, key, prof);
+        int64_t samples[SPRIG_TREE_MAX + 1];
+        const int last = sprig_profile_parse(buf, n, key, prof, samples);
+        CHECK(last >= 8);   /* the profile's sizes up to the block + branches = 8, and any size a round verified */
         if (run == 0) {
-            CHECK_EQ_INT(last, 8);   /* sizes up to the block + branches = 8 */
-            /* plant a profile for the same key: the next session must read it, not re-measure */
-            for (int i = 1; i <= SPRIG_TREE_MAX; i++) prof[i] = prof[i] > 0 ? 1000.0 + i : 0;
-            int len = sprig_profile_format(prof, key, buf, sizeof buf);
+            CHECKF(st.profile_ms > 0, "run 0 did not profile");
+            /* plant a profile for the same key, each size as if 1000 times measured: the next session must read
+               it, not re-measure; what its rounds measure replaces the planted value at their sizes only */
+            for (int i = 1; i <= SPRIG_TREE_MAX; i++) prof[i] = prof[i] > 0 ? 1000.0 + i : 0, samples[i] = prof[i] > 0 ? 1000 : 0;
+            int len = sprig_profile_format(prof, samples, key, buf, sizeof buf);
             f = fopen(path, "wb");
             CHECK(f && fwrite(buf, 1, (size_t)len, f) == (size_t)len);
             if (f) fclose(f);
         } else {
-            CHECK_EQ_INT(last, 8);
-            CHECKF(prof[8] == 1008.0, "the planted profile was replaced (T(8) %g): the session measured again", prof[8]);
+            CHECKF(st.profile_ms == 0, "run 1 measured the profile again (%.1f ms)", st.profile_ms);
+            int kept = 0, learned = 0;
+            for (int i = 1; i <= 8; i++) {
+                if (prof[i] == 1000.0 + i) CHECKF(samples[i] == 1000, "T(%d) planted, %lld samples", i, (long long)samples[i]);
+                kept += prof[i] == 1000.0 + i;
+                learned += prof[i] > 0 && prof[i] < 1000.0 && samples[i] > 1000;   /* a round's time, the planted count kept */
+            }
+            CHECKF(kept >= 1 && learned >= 1, "planted sizes kept %d, learned from the rounds %d", kept, learned);
         }
     }
     sprig_model_free(m);

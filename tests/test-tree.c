@@ -560,18 +560,18 @@ static void test_shape_experts(void)
     CHECKF(fabs(sprig_shape_alpha(&s) - (64 * 0.1 + 2) / 66) < 1e-6, "alpha %.4f", sprig_shape_alpha(&s));
     /* the profile kept its random-routing time at 8 rows (the rounds entered as their equivalent) */
     const double tr8 = 10.0 + 0.5 * (sprig_shape_union_random(&s, 8) - 16);
-    CHECKF(fabs(s.t_ms[8] - tr8) < 1e-6, "T_random(8) %.4f, expected %.4f", s.t_ms[8], tr8);
+    CHECKF(fabs(sprig_costs_median(&s.cost, 8) - tr8) < 1e-5, "T_random(8) %.4f, expected %.4f", sprig_costs_median(&s.cost, 8), tr8);
     /* every size is priced by the locality: 8 rows now as the rounds measured, 16 (never run) below random's */
     CHECKF(sprig_shape_t(&s, 8) < t8 && fabs(sprig_shape_t(&s, 8) - (10.0 + 0.5 * (sprig_shape_union(&s, 8) - 16))) < 1e-6,
            "T(8) %.3f", sprig_shape_t(&s, 8));
-    CHECK(sprig_shape_t(&s, 16) < s.t_ms[16] && sprig_shape_t(&s, 16) >= sprig_shape_t(&s, 1));
+    CHECK(sprig_shape_t(&s, 16) < sprig_costs_median(&s.cost, 16) && sprig_shape_t(&s, 16) >= sprig_shape_t(&s, 1));
     sprig_shape_select(&s, &t, 16, D, &after, NULL);
     CHECKF(after.n > before.n, "rows sharing experts must buy a longer chain: %d then %d nodes", before.n, after.n);
     /* a dense round (experts unknown) is the plain cost */
     sprig_shape d;
     sprig_shape_init(&d);
     sprig_shape_cost_round(&d, 4, 12.0, -1);
-    CHECK(d.known[4] && d.t_ms[4] == 12.0);
+    CHECK(sprig_costs_median(&d.cost, 4) == 12.0 && sprig_costs_fresh(&d.cost, 4));
 }
 
 /* With the target's routings remembered, at equal acceptance the draft whose
@@ -707,26 +707,103 @@ static void test_shape_rank_depth(void)
     CHECK(strstr(line, "by depth: 1 60/100 (x1.00) 2 0/100 (x0.09)") != NULL);
 }
 
-/* the shared forward's cost line, and tree auto pricing a shared step's
- * rows by it rather than by the lone profile */
-static void test_cost_line(void)
+/* spec/costs: a median per row count that outliers do not move; a
+ * provisional time replaced by the first real one; more rows never cheaper;
+ * a count measured long ago, or only provisionally, priced no higher than
+ * the chord of the fresh counts below it; bad input ignored */
+static void test_costs(void)
 {
-    sprig_cost_line l = { 0 };
-    double a = -1, b = -1;
-    for (int i = 0; i < 7; i++) sprig_cost_line_add(&l, 12 + (i % 3) * 4, 30.0 + 2.0 * (12 + (i % 3) * 4));
-    CHECK(!sprig_cost_line_get(&l, &a, &b) && a == -1 && b == -1);   /* fewer than 8 forwards */
-    sprig_cost_line_add(&l, 16, 62.0);
-    CHECK(sprig_cost_line_get(&l, &a, &b));
-    CHECK(fabs(b - 2.0) < 1e-9 && fabs(a - 30.0) < 1e-6);
-    for (int i = 0; i < 400; i++) sprig_cost_line_add(&l, 10 + i % 9, 10.0 + 1.0 * (10 + i % 9));   /* the cost changed */
-    CHECK(sprig_cost_line_get(&l, &a, &b) && fabs(b - 1.0) < 1e-3 && fabs(a - 10.0) < 2e-2);
-    sprig_cost_line same = { 0 };
-    for (int i = 0; i < 40; i++) sprig_cost_line_add(&same, 12, 50.0);
-    CHECK(!sprig_cost_line_get(&same, &a, &b));   /* one row count: no slope to fit */
-    sprig_cost_line_add(&same, -1, 5.0);
-    sprig_cost_line_add(&same, 3, NAN);
-    CHECK(same.n == 40);
+    static sprig_costs c;
+    sprig_costs_init(&c, 64);
+    CHECK(sprig_costs_t(&c, 5) == 5.0);   /* nothing known: by rows */
+    for (int i = 0; i < 9; i++) sprig_costs_add(&c, 4, i % 4 == 1 ? 100.0 : 20.0);   /* three slowed forwards of nine */
+    CHECK(sprig_costs_median(&c, 4) == 20.0 && sprig_costs_samples(&c, 4) == 9);
+    for (int i = 0; i < 5; i++) sprig_costs_add(&c, 4, 30.0);   /* a lasting change wins within half a window */
+    CHECK(sprig_costs_median(&c, 4) == 30.0);
+    sprig_costs_add(&c, 4, NAN);
+    sprig_costs_add(&c, 4, -1);
+    sprig_costs_add(&c, 0, 5);
+    sprig_costs_add(&c, 65, 5);
+    CHECK(sprig_costs_samples(&c, 4) == 14 && c.tick == 14);
+    CHECK(sprig_costs_t(&c, 1) == 30.0 && sprig_costs_t(&c, 64) == 30.0 * 16);   /* flat below, proportional past one count */
+    sprig_costs_provisional(&c, 8, 50);
+    sprig_costs_provisional(&c, 8, 45);   /* a profile: the best of its repetitions */
+    sprig_costs_provisional(&c, 8, 47);
+    CHECK(sprig_costs_median(&c, 8) == 45.0 && !sprig_costs_fresh(&c, 8) && sprig_costs_samples(&c, 8) == 3);
+    sprig_costs_add(&c, 8, 60);   /* the first real one replaces it */
+    CHECK(sprig_costs_median(&c, 8) == 60.0 && sprig_costs_fresh(&c, 8) && sprig_costs_samples(&c, 8) == 4);
+    CHECK(fabs(sprig_costs_t(&c, 6) - 45.0) < 1e-9 && fabs(sprig_costs_t(&c, 10) - 75.0) < 1e-9);   /* linear, then the last slope */
+    sprig_costs_add(&c, 12, 50);   /* cheaper than 8: the two are pooled, weighted by their samples (one each) */
+    CHECK(fabs(sprig_costs_t(&c, 8) - 55.0) < 1e-9 && fabs(sprig_costs_t(&c, 12) - 55.0) < 1e-9);
+    sprig_costs_add(&c, 12, 50);   /* two to one */
+    CHECK(fabs(sprig_costs_t(&c, 8) - 160.0 / 3) < 1e-9);
+    for (int n = 1; n < 64; n++) CHECK(sprig_costs_t(&c, n + 1) >= sprig_costs_t(&c, n));
+    /* stale: 16 rows provisionally 200 ms; 8 and 12 fresh: priced at their chord extended, 60 + 0 * 4 ... */
+    static sprig_costs d;
+    sprig_costs_init(&d, 64);
+    sprig_costs_add(&d, 4, 30);
+    sprig_costs_add(&d, 8, 40);
+    sprig_costs_provisional(&d, 16, 200);
+    CHECK(fabs(sprig_costs_t(&d, 16) - 60.0) < 1e-9);   /* 40 + (40 - 30) / 4 * 8 */
+    for (int i = 0; i < SPRIG_COSTS_STALE; i++) sprig_costs_add(&d, 4, 30);   /* 8 goes stale too: the chord from 4 and 1's absence */
+    CHECK(!sprig_costs_fresh(&d, 8) && sprig_costs_fresh(&d, 4));
+    CHECK(fabs(sprig_costs_t(&d, 8) - 30.0) < 1e-9 && fabs(sprig_costs_t(&d, 16) - 30.0) < 1e-9);   /* one fresh count, nothing below */
+    sprig_costs_add(&d, 16, 80);   /* tried and measured: its own again */
+    CHECK(fabs(sprig_costs_t(&d, 16) - 80.0) < 1e-9);
+}
 
+/* The convergence of item "a profile measured under a disturbance heals":
+ * a shape seeded with a profile wrong high past 4 rows (t(6) 97 ms where a
+ * row costs 1.5 ms) plans short; rounds whose verify times are injected from
+ * the true cost (every seventh slowed 3x by a neighbour) bring its plan to
+ * the one the true profile gives, and keep it there. Prints the trace. */
+static void test_profile_heals(void)
+{
+    enum { D = 8, NODES = 12, ROUNDS = 64 };
+    static sprig_dyntree t;
+    chain_06_03(&t, D);
+    sprig_shape truth, s;
+    honest_06_03(&truth);
+    honest_06_03(&s);
+#define TRUE_MS(n) (40.0 + 1.5 * ((n) - 1))
+    static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const int n = sizes[i];
+        sprig_shape_cost(&truth, n, TRUE_MS(n), true);
+        const double wrong = n <= 4 ? TRUE_MS(n) : n == 6 ? 97 : n == 8 ? 99 : n == 10 ? 90 : n <= 16 ? 100 : 100 + 2.0 * (n - 16);
+        sprig_shape_cost(&s, n, wrong, true);
+    }
+    sprig_tree out;
+    sprig_shape_select(&truth, &t, NODES, D, &out, NULL);
+    const int want = out.n;
+    sprig_shape_select(&s, &t, NODES, D, &out, NULL);
+    CHECKF(want >= 8 && out.n <= 5, "the true profile plans %d nodes, the wrong one %d", want, out.n);
+    char trace[512];
+    int o = snprintf(trace, sizeof trace, "nodes per round:"), healed = -1, off_after = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        sprig_shape_select(&s, &t, NODES, D, &out, NULL);
+        if (o < (int)sizeof trace - 8) o += snprintf(trace + o, sizeof trace - (size_t)o, " %d", out.n);
+        if (out.n == want && healed < 0) healed = r;
+        off_after += healed >= 0 && out.n != want;
+        sprig_shape_cost(&s, out.n, TRUE_MS(out.n) * (r % 7 == 6 ? 3.0 : 1.0), false);
+    }
+    printf("  profile heals: true plan %d nodes; %s; the true plan from round %d, off it %d rounds after; T(6) %.1f ms "
+           "(profile 97), T(8) %.1f (99), T(10) %.1f (90)\n",
+           want, trace, healed, off_after, sprig_shape_t(&s, 6), sprig_shape_t(&s, 8), sprig_shape_t(&s, 10));
+    CHECKF(healed >= 0 && healed < 24, "the plan reached %d nodes at round %d", want, healed);
+    CHECKF(off_after <= ROUNDS / 8, "%d rounds off the true plan after it was reached", off_after);
+    for (int n = 1; n <= 16; n++)
+        CHECKF(fabs(sprig_shape_t(&s, n) - TRUE_MS(n)) < 0.1 * TRUE_MS(n) || n > want + 2, "T(%d) %.1f ms, true %.1f", n,
+               sprig_shape_t(&s, n), TRUE_MS(n));
+#undef TRUE_MS
+}
+
+/* Tree auto in a shared forward prices rows by the batch's own table, not
+ * the lone profile; and with weak side nodes and compute-bound rows it plans
+ * the chain of the best length: the length a brute force over the chain's
+ * lengths finds, never a tree */
+static void test_shared_plans_chain(void)
+{
     enum { D = 6 };
     static sprig_dyntree t;
     chain_06_03(&t, D);
@@ -737,21 +814,79 @@ static void test_cost_line(void)
     sprig_tree out;
     sprig_shape_select(&s, &t, 8, D, &out, NULL);
     CHECK_EQ_INT(out.n, 8);   /* at 0.5 ms a row every candidate pays */
-    s.shared.base_ms = 30; s.shared.row_ms = 2.15;   /* the shared forwards measured 2.15 ms a row */
+    s.shared.known = true;   /* the shared forwards measured 2.15 ms a row */
+    for (int m = 1; m <= SPRIG_TREE_MAX; m++) s.shared.t_ms[m] = 30 + 2.15 * (12 + m);
     sprig_shape_select(&s, &t, 8, D, &out, NULL);
     /* worth a row now: v > rate x 2.15 ms ~ 0.32 tokens: the 0.6 draft and its 0.6 child (0.36) only */
     CHECK_EQ_INT(out.n, 3);
     CHECK(sprig_tree_is_linear(&out));
+    const int64_t chains = s.plan_chains;
+    for (int slope = 1; slope <= 6; slope++) {   /* steeper rows: never a tree, always the best chain length */
+        for (int m = 1; m <= SPRIG_TREE_MAX; m++) s.shared.t_ms[m] = 30 + 0.75 * slope * (12 + m);
+        double e = 1 + s.others_emit, v = 1, best = e / (s.shared.t_ms[1] + 5);
+        int len = 1;
+        for (int m = 2; m <= D + 1; m++) {
+            v *= 0.6;
+            e += v;
+            const double rate = e / (s.shared.t_ms[m] + 5);
+            if (rate > best) { best = rate; len = m; }
+        }
+        sprig_shape_select(&s, &t, 8, D, &out, NULL);
+        const bool tree_pays = slope <= 2;   /* at 0.75 and 1.5 ms a row the 0.3 runner-up pays too */
+        if (!tree_pays) {
+            CHECKF(sprig_tree_is_linear(&out) && out.n == len, "%.2f ms a row: %d nodes (%s), the best chain %d",
+                   0.75 * slope, out.n, sprig_tree_is_linear(&out) ? "chain" : "tree", len);
+        }
+    }
+    CHECK(s.plan_chains > chains);
     s.others_rows = 0; s.others_emit = 0;   /* alone again: the profile */
     sprig_shape_select(&s, &t, 8, D, &out, NULL);
     CHECK_EQ_INT(out.n, 8);
+}
+
+/* The drafter's expansion follows the choices: full width until 8 rounds
+ * were chosen, the first choice alone once 8 chosen trees in a row were
+ * chains (full width again every 8th round and after any branching tree);
+ * depth two past the deepest chosen while drafting is cheap, one past once
+ * it costs 5% of a one-row verify */
+static void test_expand_follows_choices(void)
+{
+    enum { D = 6 };
+    static sprig_dyntree t;
+    chain_06_03(&t, D);
+    sprig_shape s;
+    honest_06_03(&s);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 40.0 + 30.0 * n, true);   /* rows dear: short chains */
+    sprig_shape_draft_cost(&s, 0.1);
+    sprig_tree out;
+    int widths[20], depths[20];
+    for (int r = 0; r < 20; r++) {
+        widths[r] = sprig_shape_expand_width(&s, 3);
+        depths[r] = sprig_shape_expand_depth(&s, D);
+        sprig_shape_select(&s, &t, 8, D, &out, NULL);
+        CHECK(sprig_tree_is_linear(&out));
+    }
+    const int deep = sprig_tree_max_depth(&out);
+    for (int r = 0; r < 20; r++) {
+        CHECKF(widths[r] == (r < 8 || r % 8 == 0 ? 3 : 1), "round %d: width %d", r, widths[r]);
+        CHECKF(depths[r] == (r < 8 ? D : deep + 2 < D ? deep + 2 : D), "round %d: depth %d (deepest chosen %d)", r, depths[r], deep);
+    }
+    sprig_shape_draft_cost(&s, 40.0);   /* drafting now dear: one depth past, two every 8th round */
+    const int d1 = sprig_shape_expand_depth(&s, D);
+    CHECKF(d1 == (s.n_depths % 8 == 0 ? deep + 2 : deep + 1), "depth %d, deepest %d", d1, deep);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 40.0, false);   /* rows free now: a tree pays */
+    sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    CHECK(!sprig_tree_is_linear(&out) && sprig_shape_expand_width(&s, 3) == 3);
 }
 
 int main(void)
 {
     RUN(test_linear_mask_is_causal);
     RUN(test_shape_rank_depth);
-    RUN(test_cost_line);
+    RUN(test_costs);
+    RUN(test_profile_heals);
+    RUN(test_shared_plans_chain);
+    RUN(test_expand_follows_choices);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);
     RUN(test_depths);

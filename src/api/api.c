@@ -108,6 +108,8 @@ struct sprig_session {
     sprig_sampler *sampler;
     sprig_spec_session *spec;
     sprig_shape *shape;            /* tree auto: costs and calibration, kept across generations */
+    int profile_keyed;             /* its verify costs' cache key (spec/profile.h): 0 not yet tried, 1 in profile_key, -1 none */
+    char profile_key[SPRIG_PROFILE_KEY_MAX];
     sprig_round_fn round_fn;       /* sprig_session_set_round_fn */
     void *round_user;
     int32_t *prompt;               /* tokenized prompt */
@@ -731,10 +733,13 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     sp.tokenize_user = s;
     if (!(s->spec = sprig_spec_create(s->target, s->drafter, &sp, err))) return err ? err->code : SPRIG_E_INTERNAL;
     /* tree auto: the target's verify costs from this machine's cache, else measured once and cached */
-    char key[SPRIG_PROFILE_KEY_MAX], path[4096];
-    const bool keyed = sp.shape && !sp.shape->profiled &&
-                       sprig_profile_key(sprig_gguf_path(s->m->gguf), sprig_kernels_name(), sprig_pool_size(s->pool), key, sizeof key);
-    if (keyed && sprig_profile_load(sp.shape, key, sprig_shape_profile_need(s->block + sp.tree_branches), path, sizeof path))
+    char path[4096];
+    if (sp.shape && !s->profile_keyed)
+        s->profile_keyed = sprig_profile_key(sprig_gguf_path(s->m->gguf), sprig_kernels_name(), sprig_pool_size(s->pool), s->profile_key,
+                                             sizeof s->profile_key) ? 1 : -1;
+    const bool keyed = sp.shape && s->profile_keyed > 0;
+    if (keyed && !sp.shape->profiled &&
+        sprig_profile_load(sp.shape, s->profile_key, sprig_shape_profile_need(s->block + sp.tree_branches), path, sizeof path))
         SPRIG_LOGI("tree auto: the target's verify times from %s", path);
 
     s->on_text = on_text;
@@ -777,8 +782,8 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
             s->n_kept = nh;
         }
     }
-    if (keyed && sprig_spec_get_stats(s->spec)->ms_profile > 0) {
-        if (sprig_profile_save(sp.shape, key, path, sizeof path)) SPRIG_LOGI("tree auto: verify times cached in %s", path);
+    if (keyed && (sprig_spec_get_stats(s->spec)->ms_profile > 0 || sprig_spec_get_stats(s->spec)->rounds > 0)) {   /* what it learned */
+        if (sprig_profile_save(sp.shape, s->profile_key, path, sizeof path)) SPRIG_LOGD("tree auto: verify times cached in %s", path);
         else SPRIG_LOGD("tree auto: verify times not cached (no writable cache directory)");
     }
     size_t n = sprig_detok_flush(s->m->tok, &s->detok, s->text, s->text_cap);
@@ -869,6 +874,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
     o->prefill_ms = t->ms_prefill + s->warm_ms;
     double total = s->t_end > s->t_begin ? s->t_end - s->t_begin : 0;
     o->decode_ms = total > o->prefill_ms + t->ms_profile ? total - o->prefill_ms - t->ms_profile : 0;   /* not the one-time profile */
+    o->profile_ms = t->ms_profile;
     o->prefill_tok_s = o->prefill_ms > 0 ? (double)t->prompt_tokens / o->prefill_ms * 1e3 : 0;
     o->decode_tok_s = o->decode_ms > 0 && t->emitted > 1 ? (double)(t->emitted - 1) / o->decode_ms * 1e3 : 0;
     if (s->grammar) {
@@ -889,7 +895,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
         for (int i = 0; i < SPRIG_PLAN_SIZES && sizes[i] <= SPRIG_TREE_MAX; i++) {
             o->plan_rows[o->plan_n] = sizes[i];
             o->plan_ms[o->plan_n] = sprig_shape_t(s->shape, sizes[i]);
-            o->plan_samples[o->plan_n++] = s->shape->samples[sizes[i]];
+            o->plan_samples[o->plan_n++] = sprig_costs_samples(&s->shape->cost, sizes[i]);
         }
     }
     o->rounds = t->rounds;

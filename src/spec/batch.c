@@ -49,7 +49,7 @@ struct sprig_batch {
     uint64_t last_end_ns;            /* when the last forward ended (0: none yet) */
     double gap_ms;                   /* between one forward's end and the next one's start (moving average):
                                         the members' drafting, walks and emission, and the lockstep */
-    sprig_cost_line line;            /* shared forwards: ms against all sequences' rows */
+    sprig_costs costs;               /* shared verify forwards: ms per count of all sequences' rows (spec/costs.h) */
     struct sprig_batch_counts counts;
 };
 
@@ -106,6 +106,7 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
     pthread_cond_init(&b->cv, NULL);
     b->m = m;
     b->cfg = c;
+    sprig_costs_init(&b->costs, SPRIG_COSTS_MAX);
     const struct sprig_hparams *hp = &m->hp;
     struct sprig_kv_pool_params pp = { .n_layer = hp->n_layer, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
                                        .mode = c.kv_mode, .block_slots = c.block_slots, .n_blocks = c.n_blocks };
@@ -250,10 +251,12 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             struct request *q[SPRIG_FORWARD_MAX_SEQS];
             const int n = b->n_queue;
             int rows = 0;
+            bool chunk = false;
             for (int i = 0; i < n; i++) {
                 q[i] = b->queue[i];
                 rows += q[i]->f->n;
                 if (q[i]->f->n_out == 0) {   /* a prompt chunk (chunked prefill) */
+                    chunk = true;
                     b->counts.prompt_chunks++;
                     b->counts.prompt_chunks_shared += n > 1;
                     b->counts.prompt_rows += q[i]->f->n;
@@ -277,7 +280,7 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             pthread_mutex_lock(&b->mu);
             b->last_end_ns = sprig_time_ns();
             const double fwd_ms = (double)(b->last_end_ns - t0) * 1e-6;
-            if (n > 1) sprig_cost_line_add(&b->line, rows, fwd_ms);
+            if (n > 1 && !chunk) sprig_costs_add(&b->costs, rows, fwd_ms);   /* a prompt chunk's rows have no head */
             SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, fwd_ms, b->gap_ms);
             for (int i = 0; i < n; i++) q[i]->done = true;
             b->running = false;
@@ -320,12 +323,15 @@ void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, doub
     double r = 0, e = 0;
     pthread_mutex_lock(&b->mu);
     cost->gap_ms = b->gap_ms;
-    if (!sprig_cost_line_get(&b->line, &cost->base_ms, &cost->row_ms)) cost->base_ms = cost->row_ms = 0;
+    int others = 0;
     for (int i = 0; i < b->n_member; i++)
         if (b->member[i] != ctx) {
-            r += b->m_rows[i];
+            others += b->m_rows[i];
             e += b->m_emit[i] > 0 ? b->m_emit[i] : 1;
         }
+    r = others;
+    cost->known = b->costs.tick >= 4;   /* a few shared forwards timed */
+    for (int m = 1; m <= SPRIG_TREE_MAX && cost->known; m++) cost->t_ms[m] = sprig_costs_t(&b->costs, others + m);
     pthread_mutex_unlock(&b->mu);
     *rows = r;
     *emitted = e;

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAGIC "sprig-profile 1\n"
+#define MAGIC "sprig-profile 2\n"
 
 /* /proc/cpuinfo's first "name : value" for each wanted name, "?" when absent */
 static void cpu_identity(char *out, size_t cap)
@@ -71,7 +71,7 @@ bool sprig_profile_path(const char *key, char *path, size_t cap)
     return n > 0 && (size_t)n < cap;
 }
 
-static int parse(const char *text, size_t len, const char *key, double *prof)
+static int parse(const char *text, size_t len, const char *key, double *prof, int64_t *samples)
 {
     const size_t ml = strlen(MAGIC), kl = strlen(key);
     if (len < ml || memcmp(text, MAGIC, ml)) return 0;
@@ -90,28 +90,32 @@ static int parse(const char *text, size_t len, const char *key, double *prof)
         o += ll + 1;
         int n = 0, used = 0;
         double ms = 0;
-        if (sscanf(line, "t %d %lf%n", &n, &ms, &used) != 2 || used != (int)ll) return 0;
+        long long k = 0;
+        if (sscanf(line, "t %d %lf %lld%n", &n, &ms, &k, &used) != 3 || used != (int)ll) return 0;
         if (n <= last || n > SPRIG_TREE_MAX || !(ms >= 1e-6 && ms <= 1e7)) return 0;   /* 1 ns .. 3 hours */
+        if (k < 1 || k > (1LL << 50)) return 0;
         prof[n] = ms;
+        samples[n] = k;
         last = n;
     }
     return last;
 }
 
-int sprig_profile_parse(const char *text, size_t len, const char *key, double *prof)
+int sprig_profile_parse(const char *text, size_t len, const char *key, double *prof, int64_t *samples)
 {
-    for (int i = 0; i <= SPRIG_TREE_MAX; i++) prof[i] = 0;
-    const int last = parse(text, len, key, prof);
-    if (!last) for (int i = 0; i <= SPRIG_TREE_MAX; i++) prof[i] = 0;   /* a miss loads nothing */
+    for (int i = 0; i <= SPRIG_TREE_MAX; i++) prof[i] = 0, samples[i] = 0;
+    const int last = parse(text, len, key, prof, samples);
+    if (!last) for (int i = 0; i <= SPRIG_TREE_MAX; i++) prof[i] = 0, samples[i] = 0;   /* a miss loads nothing */
     return last;
 }
 
-int sprig_profile_format(const double *prof, const char *key, char *buf, size_t cap)
+int sprig_profile_format(const double *prof, const int64_t *samples, const char *key, char *buf, size_t cap)
 {
     int o = snprintf(buf, cap, "%skey %s\n", MAGIC, key);
     for (int n = 1; n <= SPRIG_TREE_MAX && o >= 0; n++)
         if (prof[n] > 0) {
-            int k = snprintf(buf + ((size_t)o < cap ? (size_t)o : cap), (size_t)o < cap ? cap - (size_t)o : 0, "t %d %.17g\n", n, prof[n]);
+            int k = snprintf(buf + ((size_t)o < cap ? (size_t)o : cap), (size_t)o < cap ? cap - (size_t)o : 0, "t %d %.17g %lld\n", n,
+                             prof[n], (long long)(samples[n] > 0 ? samples[n] : 1));
             o = k < 0 ? -1 : o + k;
         }
     return o;
@@ -127,12 +131,10 @@ bool sprig_profile_load(sprig_shape *s, const char *key, int need, char *path, s
     bool whole = feof(f) && !ferror(f);
     fclose(f);
     double prof[SPRIG_TREE_MAX + 1];
-    if (!whole || sprig_profile_parse(buf, len, key, prof) < need) return false;
+    int64_t samples[SPRIG_TREE_MAX + 1];
+    if (!whole || sprig_profile_parse(buf, len, key, prof, samples) < need) return false;
     for (int n = 1; n <= SPRIG_TREE_MAX; n++)
-        if (prof[n] > 0) {
-            sprig_shape_cost(s, n, prof[n], true);
-            s->prof_ms[n] = prof[n];
-        }
+        if (prof[n] > 0) sprig_costs_load(&s->cost, n, prof[n], samples[n]);
     s->profiled = true;
     return true;
 }
@@ -158,7 +160,13 @@ bool sprig_profile_save(const sprig_shape *s, const char *key, char *path, size_
 {
     if (!sprig_profile_path(key, path, path_cap)) return false;
     char buf[8192], tmp[PATH_MAX + 32];
-    int n = sprig_profile_format(s->prof_ms, key, buf, sizeof buf);
+    double prof[SPRIG_TREE_MAX + 1] = { 0 };
+    int64_t samples[SPRIG_TREE_MAX + 1] = { 0 };
+    for (int i = 1; i <= SPRIG_TREE_MAX; i++) {   /* what each size's own window says now, and the samples behind it */
+        prof[i] = sprig_costs_median(&s->cost, i);
+        samples[i] = sprig_costs_samples(&s->cost, i);
+    }
+    int n = sprig_profile_format(prof, samples, key, buf, sizeof buf);
     if (n <= 0 || (size_t)n >= sizeof buf) return false;
     make_dirs(path);
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());

@@ -12,16 +12,21 @@
  * the cache directory ($SPRIG_CACHE_DIR; else $XDG_CACHE_HOME/sprig; else $HOME/.cache/sprig;
  * SPRIG_CACHE_DIR=off disables it):
  *
- *   sprig-profile 1
+ *   sprig-profile 2
  *   key <the key, one line>
- *   t <n> <ms>          one line per profiled size, n ascending
+ *   t <n> <ms> <samples>    one line per size measured, n ascending: its
+ *                           estimate (spec/costs.h: the median of its last
+ *                           times) and how many times stand behind it
  *
  * The file is input from disk, so parsing is bounded and strict: a wrong
  * magic, another key, a size outside [1, SPRIG_TREE_MAX], a time that is
- * not in [1e-6, 1e7] ms, or sizes out of order make the whole file a
- * miss (it is then rewritten). Writes go to a temporary file renamed into
- * place, so readers never see half a file. Failing to read or write the
- * cache is never an error: the session profiles as before.
+ * not in [1e-6, 1e7] ms, a sample count outside [1, 2^50], or sizes out
+ * of order make the whole file a miss (it is then rewritten). Writes go to
+ * a temporary file renamed into place, so readers never see half a file.
+ * Failing to read or write the cache is never an error: the session
+ * profiles as before. A session writes the file again after every
+ * generation that ran rounds, so the next one starts from what the rounds
+ * taught (a profile measured under load heals for good).
  */
 #ifndef SPRIG_SPEC_PROFILE_H
 #define SPRIG_SPEC_PROFILE_H
@@ -41,17 +46,20 @@ bool sprig_profile_key(const char *model_path, const char *kernels, int n_thread
 bool sprig_profile_path(const char *key, char *path, size_t cap);
 
 /* Parse a cache file's text[len] for `key`: the sizes it holds, into
- * prof[SPRIG_TREE_MAX + 1] (0 where absent); returns the largest size, or 0
- * when the text is not a valid profile for this key. */
-int sprig_profile_parse(const char *text, size_t len, const char *key, double *prof);
+ * prof[SPRIG_TREE_MAX + 1] and samples[SPRIG_TREE_MAX + 1] (0 where
+ * absent); returns the largest size, or 0 when the text is not a valid
+ * profile for this key. */
+int sprig_profile_parse(const char *text, size_t len, const char *key, double *prof, int64_t *samples);
 
-/* The text of a profile (prof as above) into buf[cap]; the length it needs. */
-int sprig_profile_format(const double *prof, const char *key, char *buf, size_t cap);
+/* The text of a profile (prof, samples as above) into buf[cap]; the length it needs. */
+int sprig_profile_format(const double *prof, const int64_t *samples, const char *key, char *buf, size_t cap);
 
-/* Load into the shape (as a profile: sprig_shape_cost(..., true), and
- * prof_ms) when the cache holds sizes up to at least `need`; true on a hit. */
+/* Load into the shape's costs (provisional times with their sample counts:
+ * spec/costs.h) when the cache holds sizes up to at least `need`; true on a
+ * hit. */
 bool sprig_profile_load(sprig_shape *s, const char *key, int need, char *path, size_t path_cap);
-/* Save the shape's prof_ms; true when written. */
+/* Save the shape's costs as they stand (each size's median and samples);
+ * true when written. */
 bool sprig_profile_save(const sprig_shape *s, const char *key, char *path, size_t path_cap);
 
 #endif

@@ -210,7 +210,8 @@ static sprig_draft_ctx draft_ctx(sprig_spec_session *s)
 {
     return (sprig_draft_ctx){
         .bonus = s->bonus, .history = s->history, .n_history = s->n_history, .target = &s->st,
-        .sampling = s->p.sampling, .tree_width = s->p.tree_width, .shape = s->shape,
+        .sampling = s->p.sampling, .shape = s->shape,
+        .tree_width = s->shape && !s->p.sampling ? sprig_shape_expand_width(s->shape, s->p.tree_width) : s->p.tree_width,
         .q = s->use_q ? &s->q : NULL, .grammar = s->p.grammar_blind_drafts ? NULL : s->p.grammar, .gstate = s->gstate,
     };
 }
@@ -257,7 +258,6 @@ sprig_status sprig_spec_begin_cached(sprig_spec_session *s, const int32_t *promp
         static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++) {
             for (int rep = 0; rep < 2; rep++) sprig_shape_cost(s->shape, sizes[i], s->t->vt->time_rows(s->t, sizes[i]), true);
-            s->shape->prof_ms[sizes[i]] = s->shape->t_ms[sizes[i]];
         }
         s->shape->profiled = true;
         s->stats.ms_profile = ms_since(&t0);

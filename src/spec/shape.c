@@ -10,31 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-void sprig_cost_line_add(sprig_cost_line *l, double rows, double ms)
-{
-    if (!(ms >= 0) || !(rows > 0)) return;
-    const double w = l->n < 32 ? 1.0 / (l->n + 1) : 1.0 / 32;
-    l->n += 1;
-    l->r += w * (rows - l->r);
-    l->m += w * (ms - l->m);
-    l->rr += w * (rows * rows - l->rr);
-    l->rm += w * (rows * ms - l->rm);
-}
-
-bool sprig_cost_line_get(const sprig_cost_line *l, double *a, double *b)
-{
-    const double var = l->rr - l->r * l->r;
-    if (l->n < 8 || !(var >= 1.0)) return false;
-    double slope = (l->rm - l->r * l->m) / var;
-    if (!(slope > 0)) slope = 0;
-    *b = slope;
-    *a = l->m - slope * l->r;
-    return true;
-}
-
 void sprig_shape_init(sprig_shape *s)
 {
     memset(s, 0, sizeof *s);
+    sprig_costs_init(&s->cost, SPRIG_TREE_MAX);
 }
 
 int sprig_shape_profile_need(int cap)
@@ -47,11 +26,8 @@ int sprig_shape_profile_need(int cap)
 
 void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile)
 {
-    if (n < 1 || n > SPRIG_TREE_MAX || !(ms > 0)) return;
-    if (!s->known[n] || profile) s->t_ms[n] = s->known[n] && profile && s->t_ms[n] < ms ? s->t_ms[n] : ms;
-    else s->t_ms[n] += 0.25 * (ms - s->t_ms[n]);
-    s->known[n] = true;
-    s->samples[n]++;
+    if (profile) sprig_costs_provisional(&s->cost, n, ms);
+    else sprig_costs_add(&s->cost, n, ms);
 }
 
 void sprig_shape_draft_cost(sprig_shape *s, double ms)
@@ -133,17 +109,7 @@ double sprig_shape_t(const sprig_shape *s, int n)
 
 static double t_random(const sprig_shape *s, int n)
 {
-    int lo = 0, hi = 0;   /* the nearest known sizes below / above n */
-    for (int i = n < SPRIG_TREE_MAX ? n : SPRIG_TREE_MAX; i >= 1 && !lo; i--) if (s->known[i]) lo = i;
-    for (int i = n; i <= SPRIG_TREE_MAX && !hi; i++) if (s->known[i]) hi = i;
-    if (lo && lo == hi) return s->t_ms[lo];
-    if (lo && hi) return s->t_ms[lo] + (s->t_ms[hi] - s->t_ms[lo]) * (n - lo) / (hi - lo);
-    if (!lo && !hi) return (double)n;   /* nothing known: cost by rows */
-    if (!lo) return s->t_ms[hi];        /* below the smallest known size: never cheaper */
-    int lo2 = 0;                        /* past the largest: extend the last slope */
-    for (int i = lo - 1; i >= 1 && !lo2; i--) if (s->known[i]) lo2 = i;
-    const double slope = lo2 ? (s->t_ms[lo] - s->t_ms[lo2]) / (lo - lo2) : s->t_ms[lo] / lo;
-    return s->t_ms[lo] + (slope > 0 ? slope : 0) * (n - lo);
+    return sprig_costs_t(&s->cost, n);
 }
 
 static int bin_of(double q)
@@ -187,7 +153,8 @@ double sprig_shape_accept_at(const sprig_shape *s, double q, int depth, int rank
 static double step_t(const sprig_shape *s, int others, int rows)
 {
     const sprig_shared_cost *sc = &s->shared;
-    return others > 0 && sc->row_ms > 0 ? sc->base_ms + sc->row_ms * rows : sprig_shape_t(s, rows);
+    const int m = rows - others;
+    return others > 0 && sc->known && m >= 1 && m <= SPRIG_TREE_MAX ? sc->t_ms[m] : sprig_shape_t(s, rows);
 }
 
 /* The experts' bitsets of the tree being grown: one row of words per layer remembered */
@@ -321,6 +288,26 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
         const double rate = e / ((experts ? t_pred[j + 1] : step_t(s, others, others + j + 1)) + fixed);
         if (rate > best) { best = rate; m = j + 1; }
     }
+    if (!experts) {   /* the chain the drafter proposes, each length at the same rate; it wins ties (shape.h) */
+        int chain[SPRIG_TREE_MAX], len = 1, at = 1, cur = 0, cm = 1;
+        const int cap = max_nodes < SPRIG_TREE_MAX ? max_nodes : SPRIG_TREE_MAX;
+        double ec = 1.0 + s->others_emit, cbest = ec / (step_t(s, others, others + 1) + fixed);
+        chain[0] = 0;
+        while (len < cap) {
+            int next = -1;   /* cur's first child in the drafter's order (children come after their parent) */
+            for (int i = at; i < t->n && next < 0; i++) if (t->parent[i] == cur) next = i;
+            if (next < 0 || t->depth[next] > max_depth) break;
+            chain[len++] = cur = next;
+            at = next + 1;
+            ec += exp((double)key[next]);
+            const double rate = ec / (step_t(s, others, others + len) + fixed);
+            if (rate > cbest) { cbest = rate; cm = len; }
+        }
+        if (cbest >= best) {
+            memcpy(chosen, chain, (size_t)cm * sizeof *chain);
+            m = cm;
+        }
+    }
     int map[SPRIG_TREE_MAX];
     sprig_dyntree_tree_of(t, key, chosen, m, out, map);
     s->moe.by_experts += experts;
@@ -332,8 +319,10 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     }
     if (map_out) memcpy(map_out, map, (size_t)out->n * sizeof *map);
     s->chosen[out->n]++;
-    if (sprig_tree_is_linear(out)) s->plan_chains++;
+    const bool linear = sprig_tree_is_linear(out);
+    if (linear) s->plan_chains++;
     else s->plan_trees++;
+    s->branched = (uint8_t)(s->branched << 1 | !linear);
     const int d = sprig_tree_max_depth(out);
     s->depths[s->n_depths++ % 8] = (uint8_t)(d < 255 ? d : 255);
 }
@@ -343,7 +332,15 @@ int sprig_shape_expand_depth(const sprig_shape *s, int max_depth)
     if (s->n_depths < 8) return max_depth;
     int deepest = 0;
     for (int i = 0; i < 8; i++) if (s->depths[i] > deepest) deepest = s->depths[i];
-    return deepest + 2 < max_depth ? deepest + 2 : max_depth;
+    const bool cheap = s->draft_ms < 0.05 * sprig_shape_t(s, 1);   /* drafting is a small share of a round */
+    const int d = deepest + (cheap || s->n_depths % 8 == 0 ? 2 : 1);
+    return d < max_depth ? d : max_depth;
+}
+
+int sprig_shape_expand_width(const sprig_shape *s, int max_width)
+{
+    if (s->n_depths < 8 || s->branched || s->n_depths % 8 == 0) return max_width;
+    return max_width < 1 ? max_width : 1;
 }
 
 void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)

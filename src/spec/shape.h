@@ -6,8 +6,10 @@
  *
  *   cost:     T(n), the target's verify forward of n rows, profiled once
  *             (target time_rows; cached per model file and machine by
- *             spec/profile.h) and then tracked per n from the rounds
- *             (moving average), linear between measured sizes; plus the
+ *             spec/profile.h, with what the rounds taught since) and then
+ *             learned from every round (spec/costs.h: a windowed median per
+ *             n that replaces the profile's time at the first round of n
+ *             rows, stale sizes re-tried, monotone in n); plus the
  *             drafter's time per round.
  *             A mixture-of-experts target (spec/target.h, expert_load)
  *             prices rows by the experts they read: n rows read the union
@@ -53,17 +55,24 @@
  *             In a shared forward (spec/batch.h) the rate is everyone's:
  *             (E_others + 1 + sum) / (T(R_others + m) + max(draft, gap)),
  *             gap = the measured time between shared forwards and T the
- *             line fitted to the shared forwards' own times (their rows are
- *             compute-bound: each costs more than a lone forward's profile
- *             says), so a node is verified only when it adds more tokens
- *             than the time its row adds costs all the sequences in the
- *             batch.
+ *             shared forwards' own times per row count (spec/costs.h, kept
+ *             by the batch: their rows are compute-bound and cost more than
+ *             a lone forward's profile says), so a node is verified only
+ *             when it adds more tokens than the time its row adds costs all
+ *             the sequences in the batch.
+ *   chain:    the tree is then weighed against the chain the same drafter
+ *             proposes (its first choice at every depth, each length up to
+ *             the depth allowed) at the same rate; the chain wins ties. So
+ *             when no side node pays its row (rows compute-bound, runner-ups
+ *             weak), each round verifies the best chain length, never a
+ *             tree that the estimates say emits fewer tokens per ms.
  * Deterministic given the same observations; it never changes what is
  * emitted, only how many nodes are verified.
  */
 #ifndef SPRIG_SPEC_SHAPE_H
 #define SPRIG_SPEC_SHAPE_H
 
+#include "spec/costs.h"
 #include "spec/dyntree.h"
 #include "spec/target.h"
 #include "spec/walk.h"
@@ -73,8 +82,7 @@
 #define SPRIG_SHAPE_RANKS 3    /* sibling ranks: first, second, third or later */
 
 typedef struct sprig_shape {
-    double t_ms[SPRIG_TREE_MAX + 1];        /* T(n) estimate, n = 1..SPRIG_TREE_MAX; 0 = unknown */
-    bool known[SPRIG_TREE_MAX + 1];
+    sprig_costs cost;                       /* T(n), n = 1..SPRIG_TREE_MAX: the profile's and the rounds' (costs.h) */
     double draft_ms;                        /* the drafter's time per round (moving average) */
     double hits[SPRIG_SHAPE_BINS], trials[SPRIG_SHAPE_BINS];
     /* the corrections: accepted, expected (sum of the q-calibrated chances) and verified, per depth class and
@@ -85,15 +93,14 @@ typedef struct sprig_shape {
     uint8_t qd[SPRIG_TREE_MAX], qr[SPRIG_TREE_MAX];   /* and their depths and sibling ranks */
     int last_n;
     int64_t chosen[SPRIG_TREE_MAX + 1];     /* rounds that verified n nodes */
-    int64_t samples[SPRIG_TREE_MAX + 1];    /* times behind T(n): the profile's measurements and the rounds' */
     int64_t plan_chains, plan_trees;        /* choices that were a chain (or the bare bonus), and branching trees */
     bool profiled;                          /* the target's T(n) was measured (or loaded: spec/profile.h) */
-    double prof_ms[SPRIG_TREE_MAX + 1];     /* that profile, before the rounds blend in (0: not profiled at n) */
     double others_rows, others_emit;        /* continuous batching: the other sequences' rows in the shared forward
                                                and their tokens per round (0, 0 alone; set before each choice) */
     sprig_shared_cost shared;               /* and what a shared step costs (spec/target.h) */
     uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
     int n_depths;
+    uint8_t branched;                       /* bit i: the tree chosen i rounds ago branched */
     struct {                                /* a mixture-of-experts target (sprig_shape_set_experts), else off */
         bool on;
         double layers, e, k;                /* expert layers, experts per layer, experts a row runs */
@@ -106,18 +113,6 @@ typedef struct sprig_shape {
     struct sprig_routes *routes;            /* the target's tokens' last routings (spec/routes.h), set before each
                                                choice; NULL: none */
 } sprig_shape;
-
-/* A line ms = a + b * rows fitted to timed forwards (moving averages over
- * about the last 32): what a shared forward of all sequences' rows costs,
- * measured where it runs rather than taken from a single sequence's profile
- * (a shared forward's rows are compute-bound and cost more each). */
-typedef struct sprig_cost_line {
-    double n, r, m, rr, rm;   /* samples; moving means of rows, ms, rows^2, rows * ms */
-} sprig_cost_line;
-void sprig_cost_line_add(sprig_cost_line *l, double rows, double ms);
-/* The line once at least 8 forwards with row counts spread by >= 1 row (sd)
- * were seen; false before (and *a, *b untouched). b >= 0. */
-bool sprig_cost_line_get(const sprig_cost_line *l, double *a, double *b);
 
 /* The sizes a profile measures: each of these up to the largest block a session verifies. */
 #define SPRIG_SHAPE_PROFILE_SIZES { 1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 }
@@ -142,7 +137,8 @@ double sprig_shape_expert_ms(const sprig_shape *s);
  * layers; < 0 unknown): T(n) learns from it as sprig_shape_cost, an expert
  * target's locality too. */
 void sprig_shape_cost_round(sprig_shape *s, int n, double ms, double experts);
-/* A measured T(n) (profile or a round); rounds blend in with weight 1/4. */
+/* A measured T(n): a profile's (provisional: the best of its repetitions,
+ * until a round measures n) or a round's (costs.h). */
 void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile);
 void sprig_shape_draft_cost(sprig_shape *s, double ms);
 /* T(n) from what is known (linear between measured sizes, the last slope past them). */
@@ -162,9 +158,17 @@ double sprig_shape_accept_at(const sprig_shape *s, double q, int depth, int rank
 void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map);
 /* How deep the drafter should expand this round (<= max_depth): two past
  * the deepest tree chosen in the last 8 rounds, so drafting stops paying
- * for depths the choice never uses (and still reaches past them to learn);
+ * for depths the choice never uses and still reaches past them to learn;
+ * one past when drafting costs 5% of a one-row verify or more (an MTP
+ * head's every depth is a forward of its own), but two every 8th round;
  * max_depth until 8 rounds were chosen. */
 int sprig_shape_expand_depth(const sprig_shape *s, int max_depth);
+/* How wide the drafter should expand this round (<= max_width): 1 (the
+ * chain a fixed configuration drafts, at its cost) when none of the last 8
+ * chosen trees branched, but every 8th round at max_width, so the side
+ * nodes' calibration keeps learning and a tree that starts to pay is seen;
+ * max_width until 8 rounds were chosen. */
+int sprig_shape_expand_width(const sprig_shape *s, int max_width);
 /* After the walk: count each verified child of an accepted node. */
 void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w);
 

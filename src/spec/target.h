@@ -56,11 +56,14 @@
 
 /* What one step of a shared verify forward costs (continuous batching): the
  * time between two shared forwards (everyone's drafting, walks, emission and
- * the lockstep), and the forward itself as measured, ms = base_ms + row_ms *
- * (all sequences' rows); row_ms 0 until the batch has seen enough different
- * row counts to fit it. */
+ * the lockstep), and the forward itself as the batch measured it per row
+ * count (spec/costs.h): t_ms[m] = a forward of the other sequences' rows
+ * plus m, m = 1..SPRIG_TREE_MAX; known false until the batch has timed
+ * shared forwards. */
 typedef struct sprig_shared_cost {
-    double gap_ms, base_ms, row_ms;
+    double gap_ms;
+    bool known;
+    double t_ms[SPRIG_TREE_MAX + 1];
 } sprig_shared_cost;
 
 /* A mixture-of-experts target's reading (sprig_target_vt.expert_load): a

@@ -1,0 +1,146 @@
+/*
+ * spec/costs — see costs.h.
+ */
+#include "spec/costs.h"
+
+#include <string.h>
+
+double sprig_costs_median(const sprig_costs *c, int n)
+{
+    if (n < 1 || n > c->cap || !c->c[n].n_win) return 0;
+    const sprig_costs_count *k = &c->c[n];
+    double v[SPRIG_COSTS_WINDOW];
+    const int m = k->n_win;
+    for (int i = 0; i < m; i++) {   /* insertion sort of at most a window */
+        double x = k->win[i];
+        int j = i;
+        for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+int64_t sprig_costs_samples(const sprig_costs *c, int n)
+{
+    return n >= 1 && n <= c->cap ? c->c[n].samples : 0;
+}
+
+bool sprig_costs_fresh(const sprig_costs *c, int n)
+{
+    return n >= 1 && n <= c->cap && c->c[n].last > 0 && c->tick - c->c[n].last < SPRIG_COSTS_STALE;
+}
+
+/* The estimate a count stands at before the projection: its median; when its own is stale, no more than any fresh
+ * count above it, nor than the chord of the fresh counts below it extended (costs.h) */
+static double own(const sprig_costs *c, int n)
+{
+    double med = sprig_costs_median(c, n);
+    if (sprig_costs_fresh(c, n)) return med;
+    for (int i = n + 1; i <= c->cap; i++)   /* more rows never cost less: no more than any fresh count above */
+        if (sprig_costs_fresh(c, i) && sprig_costs_median(c, i) < med) med = sprig_costs_median(c, i);
+    int lo = 0, lo2 = 0;
+    for (int i = n - 1; i >= 1 && !lo2; i--)
+        if (sprig_costs_fresh(c, i)) {
+            if (!lo) lo = i;
+            else lo2 = i;
+        }
+    if (!lo) return med;
+    if (!lo2)   /* one fresh count: the chord from the smallest known count below it, if any */
+        for (int i = 1; i < lo && !lo2; i++) if (c->c[i].n_win) lo2 = i;
+    const double tlo = sprig_costs_median(c, lo);
+    double slope = lo2 ? (tlo - sprig_costs_median(c, lo2)) / (lo - lo2) : 0;
+    if (!(slope > 0)) slope = 0;
+    const double chord = tlo + slope * (n - lo);
+    return chord < med ? chord : med;
+}
+
+/* Pool adjacent violators over the known counts, then the table (costs.h) */
+static void project(sprig_costs *c)
+{
+    int at[SPRIG_COSTS_MAX], nb = 0;          /* blocks: first count index, value, weight */
+    double val[SPRIG_COSTS_MAX], w[SPRIG_COSTS_MAX];
+    int first[SPRIG_COSTS_MAX], known = 0;
+    for (int n = 1; n <= c->cap; n++) {
+        if (!c->c[n].n_win) continue;
+        at[known++] = n;
+        first[nb] = known - 1;
+        val[nb] = own(c, n);
+        w[nb] = c->c[n].n_win;
+        nb++;
+        while (nb > 1 && val[nb - 2] > val[nb - 1]) {   /* merge the violating pair */
+            const double ww = w[nb - 2] + w[nb - 1];
+            val[nb - 2] = (val[nb - 2] * w[nb - 2] + val[nb - 1] * w[nb - 1]) / ww;
+            w[nb - 2] = ww;
+            nb--;
+        }
+    }
+    if (!known) {
+        for (int n = 1; n <= c->cap; n++) c->fit[n] = n;
+        c->slope = 1;
+        return;
+    }
+    double kv[SPRIG_COSTS_MAX];               /* the projected value at each known count */
+    for (int b = 0; b < nb; b++) {
+        const int end = b + 1 < nb ? first[b + 1] : known;
+        for (int i = first[b]; i < end; i++) kv[i] = val[b];
+    }
+    const int last = at[known - 1];
+    const double slope = known > 1 ? (kv[known - 1] - kv[known - 2]) / (last - at[known - 2]) : kv[0] / last;
+    c->slope = slope > 0 ? slope : 0;
+    int k = 0;
+    for (int n = 1; n <= c->cap; n++) {
+        while (k + 1 < known && at[k + 1] <= n) k++;
+        if (n <= at[0]) c->fit[n] = kv[0];
+        else if (n >= last) c->fit[n] = kv[known - 1] + c->slope * (n - last);
+        else c->fit[n] = kv[k] + (kv[k + 1] - kv[k]) * (n - at[k]) / (at[k + 1] - at[k]);
+    }
+}
+
+void sprig_costs_init(sprig_costs *c, int cap)
+{
+    memset(c, 0, sizeof *c);
+    c->cap = cap < 1 ? 1 : cap > SPRIG_COSTS_MAX ? SPRIG_COSTS_MAX : cap;
+    project(c);
+}
+
+void sprig_costs_add(sprig_costs *c, int n, double ms)
+{
+    if (n < 1 || n > c->cap || !(ms > 0) || !(ms < 1e9)) return;
+    sprig_costs_count *k = &c->c[n];
+    if (k->provisional) k->n_win = k->next = 0, k->provisional = false;
+    k->win[k->next] = ms;
+    k->next = (uint8_t)((k->next + 1) % SPRIG_COSTS_WINDOW);
+    if (k->n_win < SPRIG_COSTS_WINDOW) k->n_win++;
+    k->samples++;
+    k->last = ++c->tick;
+    project(c);
+}
+
+void sprig_costs_load(sprig_costs *c, int n, double ms, int64_t samples)
+{
+    if (n < 1 || n > c->cap || !(ms > 0) || !(ms < 1e9) || samples < 1) return;
+    sprig_costs_count *k = &c->c[n];
+    if (k->n_win && !k->provisional) {   /* measured already: the file adds only its count */
+        k->samples += samples;
+        return;
+    }
+    const bool less = !k->n_win || ms < k->win[0];
+    if (less) k->win[0] = ms;
+    k->n_win = 1;
+    k->next = 1 % SPRIG_COSTS_WINDOW;
+    k->provisional = true;
+    k->samples += samples;
+    if (less) project(c);
+}
+
+void sprig_costs_provisional(sprig_costs *c, int n, double ms)
+{
+    sprig_costs_load(c, n, ms, 1);
+}
+
+double sprig_costs_t(const sprig_costs *c, int n)
+{
+    if (n < 1) n = 1;
+    if (n <= c->cap) return c->fit[n];
+    return c->fit[c->cap] + c->slope * (n - c->cap);
+}

@@ -1,0 +1,76 @@
+/*
+ * spec/costs — what a forward of n rows costs on this machine, learned online
+ * from the forwards themselves and kept honest: tree auto's verify cost T(n)
+ * of one sequence (spec/shape.h) and a batch's shared forwards against all
+ * sequences' rows (spec/batch.h) are each one of these.
+ *
+ *   samples:    per row count, the last SPRIG_COSTS_WINDOW measured times (a
+ *               ring); the estimate is their median, so a forward slowed by
+ *               a neighbour moves nothing and a lasting change wins within
+ *               half a window. A provisional time (a profile's synthetic
+ *               rows, best of its repetitions, or the value a cache file
+ *               kept) stands only until the first real measurement at that
+ *               count, which replaces it: a profile measured under a
+ *               disturbance is believed no longer than the rounds allow.
+ *   stale:      a count whose last real measurement is more than
+ *               SPRIG_COSTS_STALE measurements old (or that has none) is
+ *               priced at no more than any fresh count above it (more rows
+ *               never cost less), nor than the chord through the two
+ *               largest fresh counts below it, extended. A forward's cost is convex
+ *               in its rows (flat while the weights' reads dominate, then a
+ *               row's compute each), so the extension is a lower bound: an
+ *               estimate wrong high looks cheap again, gets chosen, is
+ *               measured and heals; one that is right costs one forward per
+ *               SPRIG_COSTS_STALE to check.
+ *   monotone:   more rows never cost less: the per-count estimates are
+ *               projected onto a non-decreasing sequence (pool adjacent
+ *               violators, each count weighted by its window's samples),
+ *               then read linearly between known counts, flat below the
+ *               smallest and along the last slope past the largest (nothing
+ *               known: n ms for n rows).
+ * The projection is recomputed at each measurement (O(cap)), so reads are a
+ * table lookup. No allocation: the whole estimator is this struct.
+ */
+#ifndef SPRIG_SPEC_COSTS_H
+#define SPRIG_SPEC_COSTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SPRIG_COSTS_MAX 256     /* row counts tracked: 1..SPRIG_COSTS_MAX (larger ones are read off the last slope) */
+#define SPRIG_COSTS_WINDOW 9    /* measurements per count the median is taken over */
+#define SPRIG_COSTS_STALE 32    /* measurements after which a count's own is old (see above) */
+
+typedef struct sprig_costs_count {
+    double win[SPRIG_COSTS_WINDOW];  /* [n_win] the last times, ms (a ring from next) */
+    uint8_t n_win, next;
+    bool provisional;                /* win holds one provisional time, no real measurement yet */
+    int64_t samples;                 /* every time ever taken at this count (a cache file's count included) */
+    int64_t last;                    /* the tick of its last real measurement (0: none) */
+} sprig_costs_count;
+
+typedef struct sprig_costs {
+    int cap;                                  /* counts tracked, 1..cap */
+    int64_t tick;                             /* real measurements so far */
+    sprig_costs_count c[SPRIG_COSTS_MAX + 1];
+    double fit[SPRIG_COSTS_MAX + 1];          /* the projection at every count 1..cap */
+    double slope;                             /* past cap: ms per row more */
+} sprig_costs;
+
+/* Empty, for counts 1..cap (clamped to [1, SPRIG_COSTS_MAX]). */
+void sprig_costs_init(sprig_costs *c, int cap);
+/* A real measurement: `ms` for a forward of n rows (ignored outside 1..cap or unless ms > 0). */
+void sprig_costs_add(sprig_costs *c, int n, double ms);
+/* A provisional time (a profile's: the least of those given, until a real one arrives). */
+void sprig_costs_provisional(sprig_costs *c, int n, double ms);
+/* A cache file's time for n with the samples it stood for: provisional, its count kept. */
+void sprig_costs_load(sprig_costs *c, int n, double ms, int64_t samples);
+/* The estimate for n rows (n >= 1; the projection, staleness applied). */
+double sprig_costs_t(const sprig_costs *c, int n);
+/* n's own median (0: nothing at n), and the samples behind it. */
+double sprig_costs_median(const sprig_costs *c, int n);
+int64_t sprig_costs_samples(const sprig_costs *c, int n);
+/* Whether n has a real measurement within the last SPRIG_COSTS_STALE. */
+bool sprig_costs_fresh(const sprig_costs *c, int n);
+
+#endif
