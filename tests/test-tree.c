@@ -733,10 +733,11 @@ static void test_costs(void)
     sprig_costs_add(&c, 8, 60);   /* the first real one replaces it */
     CHECK(sprig_costs_median(&c, 8) == 60.0 && sprig_costs_fresh(&c, 8) && sprig_costs_samples(&c, 8) == 4);
     CHECK(fabs(sprig_costs_t(&c, 6) - 45.0) < 1e-9 && fabs(sprig_costs_t(&c, 10) - 75.0) < 1e-9);   /* linear, then the last slope */
-    sprig_costs_add(&c, 12, 50);   /* cheaper than 8: the two are pooled, weighted by their samples (one each) */
-    CHECK(fabs(sprig_costs_t(&c, 8) - 55.0) < 1e-9 && fabs(sprig_costs_t(&c, 12) - 55.0) < 1e-9);
-    sprig_costs_add(&c, 12, 50);   /* two to one */
-    CHECK(fabs(sprig_costs_t(&c, 8) - 160.0 / 3) < 1e-9);
+    sprig_costs_add(&c, 12, 50);   /* cheaper than 8: the two are pooled (one sample each), 55 ms at their centre, 10 rows */
+    CHECK(fabs(sprig_costs_t(&c, 10) - 55.0) < 1e-9);
+    CHECK(fabs(sprig_costs_t(&c, 7) - (30.0 + 25.0 * 3 / 6)) < 1e-9 && fabs(sprig_costs_t(&c, 12) - (55.0 + 25.0 * 2 / 6)) < 1e-9);
+    sprig_costs_add(&c, 12, 50);   /* two to one: 160/3 ms at 32/3 rows */
+    CHECK(fabs(sprig_costs_t(&c, 4) - 30.0) < 1e-9 && fabs(sprig_costs_t(&c, 8) - (30.0 + (160.0 / 3 - 30.0) * 4 / (32.0 / 3 - 4))) < 1e-9);
     for (int n = 1; n < 64; n++) CHECK(sprig_costs_t(&c, n + 1) >= sprig_costs_t(&c, n));
     /* stale: 16 rows provisionally 200 ms; 8 and 12 fresh: priced at their chord extended, 60 + 0 * 4 ... */
     static sprig_costs d;

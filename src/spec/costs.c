@@ -54,45 +54,45 @@ static double own(const sprig_costs *c, int n)
     return chord < med ? chord : med;
 }
 
-/* Pool adjacent violators over the known counts, then the table (costs.h) */
+/* Pool adjacent violators over the known counts, then the table through the blocks' centres (costs.h) */
 static void project(sprig_costs *c)
 {
-    int at[SPRIG_COSTS_MAX], nb = 0;          /* blocks: first count index, value, weight */
-    double val[SPRIG_COSTS_MAX], w[SPRIG_COSTS_MAX];
-    int first[SPRIG_COSTS_MAX], known = 0;
+    double val[SPRIG_COSTS_MAX], w[SPRIG_COSTS_MAX], xw[SPRIG_COSTS_MAX];   /* blocks: value, weight, sum of count x weight */
+    int span[SPRIG_COSTS_MAX], nb = 0;                                        /* and how many counts each pools */
     for (int n = 1; n <= c->cap; n++) {
         if (!c->c[n].n_win) continue;
-        at[known++] = n;
-        first[nb] = known - 1;
         val[nb] = own(c, n);
         w[nb] = c->c[n].n_win;
+        xw[nb] = n * w[nb];
+        span[nb] = 1;
         nb++;
         while (nb > 1 && val[nb - 2] > val[nb - 1]) {   /* merge the violating pair */
             const double ww = w[nb - 2] + w[nb - 1];
             val[nb - 2] = (val[nb - 2] * w[nb - 2] + val[nb - 1] * w[nb - 1]) / ww;
             w[nb - 2] = ww;
+            xw[nb - 2] += xw[nb - 1];
+            span[nb - 2] += span[nb - 1];
             nb--;
         }
     }
-    if (!known) {
+    if (!nb) {
         for (int n = 1; n <= c->cap; n++) c->fit[n] = n;
         c->slope = 1;
         return;
     }
-    double kv[SPRIG_COSTS_MAX];               /* the projected value at each known count */
-    for (int b = 0; b < nb; b++) {
-        const int end = b + 1 < nb ? first[b + 1] : known;
-        for (int i = first[b]; i < end; i++) kv[i] = val[b];
-    }
-    const int last = at[known - 1];
-    const double slope = known > 1 ? (kv[known - 1] - kv[known - 2]) / (last - at[known - 2]) : kv[0] / last;
+    double kx[SPRIG_COSTS_MAX];   /* a block's knot: its weighted centre (a pooled block is a slope, not a step) */
+    for (int b = 0; b < nb; b++) kx[b] = xw[b] / w[b];
+    /* past the last knot: the mean slope from the first (for a convex cost no steeper than the truth, so the counts
+       past what was measured get tried rather than priced out by the last two knots' noise); one count alone: by
+       rows; a pooled block alone: flat */
+    double slope = nb > 1 ? (val[nb - 1] - val[0]) / (kx[nb - 1] - kx[0]) : span[0] > 1 ? 0 : val[0] / kx[0];
     c->slope = slope > 0 ? slope : 0;
     int k = 0;
     for (int n = 1; n <= c->cap; n++) {
-        while (k + 1 < known && at[k + 1] <= n) k++;
-        if (n <= at[0]) c->fit[n] = kv[0];
-        else if (n >= last) c->fit[n] = kv[known - 1] + c->slope * (n - last);
-        else c->fit[n] = kv[k] + (kv[k + 1] - kv[k]) * (n - at[k]) / (at[k + 1] - at[k]);
+        while (k + 1 < nb && kx[k + 1] <= n) k++;
+        if (n <= kx[0]) c->fit[n] = val[0];
+        else if (n >= kx[nb - 1]) c->fit[n] = val[nb - 1] + c->slope * (n - kx[nb - 1]);
+        else c->fit[n] = val[k] + (val[k + 1] - val[k]) * (n - kx[k]) / (kx[k + 1] - kx[k]);
     }
 }
 

@@ -25,9 +25,14 @@
  *   monotone:   more rows never cost less: the per-count estimates are
  *               projected onto a non-decreasing sequence (pool adjacent
  *               violators, each count weighted by its window's samples),
- *               then read linearly between known counts, flat below the
- *               smallest and along the last slope past the largest (nothing
- *               known: n ms for n rows).
+ *               then read linearly between the blocks' knots (a count on
+ *               its own; counts pooled together at their weighted centre,
+ *               so noise that pooled them reads as a slope, not as a flat
+ *               run and a step whose rows would look free below it and
+ *               dear past it), flat below the first and along the mean
+ *               slope from the first past the last (for a convex cost a
+ *               lower bound there, so counts past those measured are tried;
+ *               one count alone: by rows; nothing known: n ms for n rows).
  * The projection is recomputed at each measurement (O(cap)), so reads are a
  * table lookup. No allocation: the whole estimator is this struct.
  */
@@ -37,7 +42,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SPRIG_COSTS_MAX 256     /* row counts tracked: 1..SPRIG_COSTS_MAX (larger ones are read off the last slope) */
+#define SPRIG_COSTS_MAX 256     /* row counts tracked: 1..SPRIG_COSTS_MAX (larger ones are read off the slope past them) */
 #define SPRIG_COSTS_WINDOW 9    /* measurements per count the median is taken over */
 #define SPRIG_COSTS_STALE 32    /* measurements after which a count's own is old (see above) */
 

@@ -141,7 +141,7 @@ void sprig_shape_cost_round(sprig_shape *s, int n, double ms, double experts);
  * until a round measures n) or a round's (costs.h). */
 void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile);
 void sprig_shape_draft_cost(sprig_shape *s, double ms);
-/* T(n) from what is known (linear between measured sizes, the last slope past them). */
+/* T(n) from what is known (spec/costs.h: monotone, linear between knots, stale sizes re-tried). */
 double sprig_shape_t(const sprig_shape *s, int n);
 /* The calibrated chance of a token the drafter gave probability q (the q
  * buckets alone). */
