@@ -1,17 +1,17 @@
 /*
  * fuzz/fuzz-profile.c — libFuzzer entry point for tree auto's profile cache
  * file (spec/profile.c, sprig_profile_parse): any bytes either parse into
- * sizes in (0, SPRIG_TREE_MAX] with times in [1e-6, 1e7] ms, ascending, the
- * largest returned, and format back to the same text; or are a miss (0)
- * with nothing loaded.
+ * sizes in (0, SPRIG_TREE_MAX] with times in [1e-6, 1e7] ms and at least one
+ * sample each, ascending, the largest returned, and format back to the same
+ * sizes and counts; or are a miss (0) with nothing loaded.
  *
  * Not part of the default build. Build and run (from the repository root):
+ *   make libsprig.a
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *       fuzz/fuzz-profile.c src/spec/profile.c src/spec/shape.c src/spec/dyntree.c src/spec/tree.c \
- *       src/spec/draftq.c src/spec/accept.c src/sample/sample.c src/base/err.c src/base/log.c src/base/mem.c \
- *       src/base/rng.c -lm -pthread -o build/fuzz-profile
+ *       fuzz/fuzz-profile.c src/spec/profile.c src/spec/shape.c src/spec/costs.c src/spec/routes.c \
+ *       src/spec/dyntree.c src/spec/tree.c libsprig.a -lpcre2-8 -ljansson -lm -pthread -o build/fuzz-profile
  *   mkdir -p build/fuzz-profile-corpus
- *   printf 'sprig-profile 1\nkey k\nt 1 2.5\nt 4 3\n' > build/fuzz-profile-corpus/one.txt
+ *   printf 'sprig-profile 2\nkey k\nt 1 2.5 2\nt 4 3 17\n' > build/fuzz-profile-corpus/one.txt
  *   ./build/fuzz-profile -max_total_time=60 build/fuzz-profile-corpus
  */
 #include "spec/profile.h"
