@@ -11,6 +11,7 @@
 #include "spec/profile.h"
 #include "tensor/matmul.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -120,6 +121,39 @@ static void test_save_and_load(void)
     unsetenv("SPRIG_CACHE_DIR");
 }
 
+/* A server's slots save the same key from several threads at once: every
+ * save lands whole (each writes its own temporary file), so the file always
+ * parses */
+static void *save_many(void *arg)
+{
+    const sprig_shape *a = arg;
+    char path[4096];
+    for (int i = 0; i < 200; i++)
+        if (!sprig_profile_save(a, "the shared key", path, sizeof path)) return (void *)1;
+    return NULL;
+}
+
+static void test_concurrent_saves(void)
+{
+    setenv("SPRIG_CACHE_DIR", test_tmpfile("profile-threads"), 1);
+    static sprig_shape a;
+    sprig_shape_init(&a);
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&a, n, 10.0 + n, true);   /* a long file: 64 lines */
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&th[i], NULL, save_many, &a) == 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(th[i], &r);
+        CHECK(r == NULL);
+    }
+    static sprig_shape b;
+    sprig_shape_init(&b);
+    char path[4096];
+    CHECK(sprig_profile_load(&b, "the shared key", SPRIG_TREE_MAX, path, sizeof path));
+    CHECK(sprig_costs_median(&b.cost, SPRIG_TREE_MAX) == 10.0 + SPRIG_TREE_MAX);
+    unsetenv("SPRIG_CACHE_DIR");
+}
+
 /* Two tree-auto sessions: the first measures and writes the cache, the second reads it (a planted
  * profile with the same key stays as planted: nothing measured it again) */
 static void test_second_session_reads_the_cache(void)
@@ -190,6 +224,7 @@ int main(void)
     RUN(test_format_and_parse);
     RUN(test_key_follows_the_file);
     RUN(test_save_and_load);
+    RUN(test_concurrent_saves);
     RUN(test_second_session_reads_the_cache);
     return test_summary("test-profile");
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,7 +170,8 @@ bool sprig_profile_save(const sprig_shape *s, const char *key, char *path, size_
     int n = sprig_profile_format(prof, samples, key, buf, sizeof buf);
     if (n <= 0 || (size_t)n >= sizeof buf) return false;
     make_dirs(path);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    static atomic_uint seq;   /* a server's slots save from several threads of one process: a temporary file each */
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&seq, 1u));
     FILE *f = fopen(tmp, "wb");
     if (!f) return false;
     bool ok = fwrite(buf, 1, (size_t)n, f) == (size_t)n;
