@@ -782,7 +782,8 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
             s->n_kept = nh;
         }
     }
-    if (keyed && (sprig_spec_get_stats(s->spec)->ms_profile > 0 || sprig_spec_get_stats(s->spec)->rounds > 0)) {   /* what it learned */
+    const sprig_spec_stats *learned = sprig_spec_get_stats(s->spec);
+    if (keyed && (learned->ms_profile > 0 || learned->rounds > 0)) {   /* what the profile and the rounds taught */
         if (sprig_profile_save(sp.shape, s->profile_key, path, sizeof path)) SPRIG_LOGD("tree auto: verify times cached in %s", path);
         else SPRIG_LOGD("tree auto: verify times not cached (no writable cache directory)");
     }

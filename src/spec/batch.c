@@ -320,7 +320,7 @@ void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted)
 
 void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, sprig_shared_cost *cost)
 {
-    double r = 0, e = 0;
+    double e = 0;
     pthread_mutex_lock(&b->mu);
     cost->gap_ms = b->gap_ms;
     int others = 0;
@@ -329,11 +329,10 @@ void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, doub
             others += b->m_rows[i];
             e += b->m_emit[i] > 0 ? b->m_emit[i] : 1;
         }
-    r = others;
     cost->known = b->costs.tick >= 4;   /* a few shared forwards timed */
     for (int m = 1; m <= SPRIG_TREE_MAX && cost->known; m++) cost->t_ms[m] = sprig_costs_t(&b->costs, others + m);
     pthread_mutex_unlock(&b->mu);
-    *rows = r;
+    *rows = others;
     *emitted = e;
 }
 

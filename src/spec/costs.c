@@ -31,37 +31,43 @@ bool sprig_costs_fresh(const sprig_costs *c, int n)
 }
 
 /* The estimate a count stands at before the projection: its median; when its own is stale, no more than any fresh
- * count above it, nor than the chord of the fresh counts below it extended (costs.h) */
-static double own(const sprig_costs *c, int n)
+ * count above it (above_min[n]: the least fresh median past n), nor than the chord of the fresh counts below it
+ * extended (costs.h). med[i] and fresh[i] are every count's, taken once per projection. */
+static double own(const sprig_costs *c, int n, const double *med, const bool *fresh, const double *above_min)
 {
-    double med = sprig_costs_median(c, n);
-    if (sprig_costs_fresh(c, n)) return med;
-    for (int i = n + 1; i <= c->cap; i++)   /* more rows never cost less: no more than any fresh count above */
-        if (sprig_costs_fresh(c, i) && sprig_costs_median(c, i) < med) med = sprig_costs_median(c, i);
+    if (fresh[n]) return med[n];
+    double m = above_min[n] < med[n] ? above_min[n] : med[n];
     int lo = 0, lo2 = 0;
     for (int i = n - 1; i >= 1 && !lo2; i--)
-        if (sprig_costs_fresh(c, i)) {
+        if (fresh[i]) {
             if (!lo) lo = i;
             else lo2 = i;
         }
-    if (!lo) return med;
+    if (!lo) return m;
     if (!lo2)   /* one fresh count: the chord from the smallest known count below it, if any */
         for (int i = 1; i < lo && !lo2; i++) if (c->c[i].n_win) lo2 = i;
-    const double tlo = sprig_costs_median(c, lo);
-    double slope = lo2 ? (tlo - sprig_costs_median(c, lo2)) / (lo - lo2) : 0;
+    double slope = lo2 ? (med[lo] - med[lo2]) / (lo - lo2) : 0;
     if (!(slope > 0)) slope = 0;
-    const double chord = tlo + slope * (n - lo);
-    return chord < med ? chord : med;
+    const double chord = med[lo] + slope * (n - lo);
+    return chord < m ? chord : m;
 }
 
 /* Pool adjacent violators over the known counts, then the table through the blocks' centres (costs.h) */
 static void project(sprig_costs *c)
 {
+    double med[SPRIG_COSTS_MAX + 2], above_min[SPRIG_COSTS_MAX + 2];
+    bool fresh[SPRIG_COSTS_MAX + 2];
+    above_min[c->cap + 1] = above_min[c->cap] = 1e300;
+    for (int n = c->cap; n >= 1; n--) {   /* each window sorted once; the least fresh median past each count */
+        med[n] = sprig_costs_median(c, n);
+        fresh[n] = sprig_costs_fresh(c, n);
+        if (n > 1) above_min[n - 1] = fresh[n] && med[n] < above_min[n] ? med[n] : above_min[n];
+    }
     double val[SPRIG_COSTS_MAX], w[SPRIG_COSTS_MAX], xw[SPRIG_COSTS_MAX];   /* blocks: value, weight, sum of count x weight */
     int span[SPRIG_COSTS_MAX], nb = 0;                                        /* and how many counts each pools */
     for (int n = 1; n <= c->cap; n++) {
         if (!c->c[n].n_win) continue;
-        val[nb] = own(c, n);
+        val[nb] = own(c, n, med, fresh, above_min);
         w[nb] = c->c[n].n_win;
         xw[nb] = n * w[nb];
         span[nb] = 1;
