@@ -375,8 +375,9 @@ struct sprig_stats {
     int64_t grammar_pruned, grammar_forced, grammar_forced_rounds;
     /* tree auto's planner (tree_auto sessions; zeros otherwise): the rounds it planned a chain (or the bare bonus)
      * and a branching tree, over the session's life; its verify-cost estimates T(rows) at the sizes it profiles,
-     * plan_rows[i] rows -> plan_ms[i] ms, with the measurements behind each (the profile's and the rounds') */
-    int64_t plan_chains, plan_trees;
+     * plan_rows[i] rows -> plan_ms[i] ms, with the measurements behind each (the profile's and the rounds');
+     * plan_joint: of the rounds, those whose rows a batch allocated across its sessions at once */
+    int64_t plan_chains, plan_trees, plan_joint;
     int plan_n;
     int plan_rows[SPRIG_PLAN_SIZES];
     double plan_ms[SPRIG_PLAN_SIZES];
@@ -442,6 +443,9 @@ struct sprig_batch_stats {
     int64_t prompt_chunks;           /* chunked prefill: prompt chunks run through the batch ... */
     int64_t prompt_chunks_shared;    /* ... of which beside other sessions' rows */
     int64_t prompt_rows;             /* ... and their rows */
+    int64_t joint_plans;             /* tree auto: steps whose rows were allocated across the sessions at once */
+    int64_t joint_offers;            /* ... sessions summed over them */
+    int64_t joint_late;              /* ... allocated by wait_us with a session's offer missing */
     /* the prefix cache over the pool (sessions sharing prompt prefixes) */
     int64_t prefix_blocks_hit;       /* blocks a session attached from the pool instead of computing them */
     int64_t prefix_blocks_published; /* blocks keyed for sharing */

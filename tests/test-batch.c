@@ -410,9 +410,77 @@ static void test_sessions(void)
     sprig_model_free(g_m);
 }
 
+/* Tree auto on a batch plans jointly (spec/joint.h): four tree-auto requests
+ * (three on the draft model, one on the MTP head) and a chain request share
+ * the steps; each one's tokens equal the request run alone; the batch
+ * allocated steps' rows across several offers at once, and every tree-auto
+ * session verified rows the batch granted it. */
+static void test_joint_plans(void)
+{
+    g_m = load(test_shared("models/stories260K.gguf"));
+    if (!g_m) return;
+#define R(p_, n_, d_, k_, t_, b_, w_, a_) { .prompt = p_, .n = n_, .drafter = d_, .draft_max = k_, .tree = t_, .branches = b_, .width = w_, .autos = a_ }
+    struct req reqs[] = {
+        R("Once upon a time", 96, SPRIG_DRAFTER_MODEL, 6, SPRIG_TREE_ON, 8, 3, true),
+        R("Lily wanted to play in the park", 80, SPRIG_DRAFTER_MODEL, 6, SPRIG_TREE_ON, 8, 2, true),
+        R("The little dog", 88, SPRIG_DRAFTER_MTP, 5, SPRIG_TREE_ON, 6, 2, true),
+        R("Tom had a red ball", 72, SPRIG_DRAFTER_MODEL, 4, SPRIG_TREE_ON, 4, 2, true),
+        R("One day, a bird", 64, SPRIG_DRAFTER_MODEL, 3, SPRIG_TREE_OFF, 0, 0, false),
+    };
+#undef R
+    const int nr = (int)(sizeof reqs / sizeof reqs[0]);
+    for (int i = 0; i < nr; i++) {
+        struct sprig_session_params p = req_params(&reqs[i]);
+        test_run_session(g_m, &p, reqs[i].prompt, reqs[i].n, &reqs[i].alone);
+        free((char *)p.draft_path);
+    }
+    sprig_error err = { 0 };
+    struct sprig_batch_params bp = sprig_batch_default_params();
+    bp.n_seq = 4;
+    bp.max_rows = 16;
+    bp.n_ctx = 256;
+    bp.kv_block_slots = 16;
+    CHECKF(sprig_batch_create(g_m, &bp, &g_batch, &err) == SPRIG_OK, "%s", err.msg);
+    if (!g_batch) { sprig_model_free(g_m); return; }
+    pthread_t th[8];
+    for (int i = 0; i < nr; i++) CHECK(pthread_create(&th[i], NULL, req_thread, &reqs[i]) == 0);
+    for (int i = 0; i < nr; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < nr; i++) {
+        struct req *r = &reqs[i];
+        CHECKF(r->ok, "request %d failed", i);
+        if (!r->ok) continue;
+        CHECKF(test_first_diff(&r->alone, &r->batched) < 0, "request %d (%s): batched tokens differ from alone at step %d", i,
+               r->prompt, test_first_diff(&r->alone, &r->batched));
+        if (r->autos) {
+            CHECKF(!strcmp(r->batched.st.path, "tree"), "request %d ran %s, not a tree", i, r->batched.st.path);
+            CHECKF(r->batched.st.plan_joint > 0, "request %d: none of its %lld rounds had rows the batch granted", i,
+                   (long long)r->batched.st.rounds);
+        } else {
+            CHECK_EQ_INT(r->batched.st.plan_joint, 0);
+        }
+    }
+    struct sprig_batch_stats bs;
+    sprig_batch_get_stats(g_batch, &bs);
+    fprintf(stderr, "  joint plans: %lld steps, %.2f offers each, %lld by the wait limit; %lld forwards, %.1f rows each\n",
+            (long long)bs.joint_plans, bs.joint_plans ? (double)bs.joint_offers / (double)bs.joint_plans : 0.0,
+            (long long)bs.joint_late, (long long)bs.forwards, bs.forwards ? (double)bs.rows / (double)bs.forwards : 0.0);
+    CHECKF(bs.joint_plans > 0 && bs.joint_offers >= 2 * bs.joint_plans - bs.joint_plans / 2,
+           "joint plans %lld with %lld offers: the sessions did not plan together", (long long)bs.joint_plans,
+           (long long)bs.joint_offers);
+    CHECKF(bs.joint_late * 10 <= bs.joint_plans, "%lld of %lld joint plans waited out the limit", (long long)bs.joint_late,
+           (long long)bs.joint_plans);
+    for (int i = 0; i < nr; i++) {
+        free(reqs[i].alone.ids);
+        free(reqs[i].batched.ids);
+    }
+    sprig_batch_free(g_batch);
+    sprig_model_free(g_m);
+}
+
 int main(void)
 {
     RUN(test_forward_multi);
     RUN(test_sessions);
+    RUN(test_joint_plans);
     return test_summary("test-batch");
 }

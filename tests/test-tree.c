@@ -14,6 +14,7 @@
 #include "base/rng.h"
 #include "spec/drafter.h"
 #include "spec/dyntree.h"
+#include "spec/joint.h"
 #include "spec/shape.h"
 #include "spec/routes.h"
 
@@ -845,6 +846,130 @@ static void test_shared_plans_chain(void)
     CHECK_EQ_INT(out.n, 8);
 }
 
+/* No offer two rows past another whose list has drafts left */
+static bool joint_balanced(const sprig_joint_offer *o, const int *m, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (m[i] > m[j] + 1 && m[j] < o[j].n) return false;
+    return true;
+}
+
+/* The rate of a step that verifies m[i] rows of each offer */
+static double joint_rate(const sprig_joint_offer *o, const int *m, int n, int fixed, double emit, const sprig_costs *c,
+                         double step)
+{
+    int rows = fixed;
+    for (int i = 0; i < n; i++) {
+        rows += m[i];
+        for (int j = 0; j < m[i]; j++) emit += o[i].gain[j];
+    }
+    return emit / (sprig_costs_t(c, rows) + step);
+}
+
+/* The batch's joint plan (spec/joint.h). On a staircase cost (a forward of
+ * up to 16 rows 55-65 ms, past it 95 and up: the weights' tile) eight
+ * sequences whose drafts are each worth 0.8, 0.64, ... fill the step to 16
+ * rows, one draft each, where each sequence choosing against the others'
+ * last rows settles at 48; a weak sequence keeps its row at each level the
+ * step reaches, and a strong one gets the rows a short list leaves.
+ * Property: on random small batches (1-4 offers of 1-5 rows, random
+ * non-increasing gains, random fixed rows and tokens, convex and staircase
+ * costs) the grant is balanced (no sequence two rows past another that has
+ * drafts left) and the best rate of EVERY balanced allocation of prefixes,
+ * each grant within its offer, the total returned as granted. */
+static void test_joint_allocate(void)
+{
+    static sprig_costs c;
+    sprig_costs_init(&c, 64);
+    for (int n = 1; n <= 64; n++) sprig_costs_provisional(&c, n, 40 + 1.5 * n + 30 * ((n - 1) / 16));   /* 16: 64 ms, 17: 95.5 */
+    double g[8][6];
+    sprig_joint_offer o[8];
+    for (int i = 0; i < 8; i++) {
+        for (int j = 0; j < 6; j++) g[i][j] = pow(0.8, j);
+        o[i] = (sprig_joint_offer){ .gain = g[i], .n = 6 };
+    }
+    CHECK_EQ_INT(sprig_joint_allocate(o, 8, 0, 0, &c, 1.0, 64), 16);
+    for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i].m, 2);
+    /* each sequence choosing its rows against the others' rows and tokens of the step before, all at once: from the
+       bare bonus each sees room under the stair and takes it, and past the stair each one's rows look cheap, so the
+       steps stay at 48 rows (14.9 tokens per 100 ms against 22 at 16) */
+    int last = 1, off = 0;
+    char swing[64] = "";
+    for (int step = 0; step < 6; step++) {
+        double e7 = 0, best = 0;
+        for (int j = 0; j < last; j++) e7 += 7 * g[0][j];
+        int m = 1;
+        for (int k = 1; k <= 6; k++) {
+            double e = e7;
+            for (int j = 0; j < k; j++) e += g[0][j];
+            const double r = e / (sprig_costs_t(&c, 7 * last + k) + 1.0);
+            if (r > best) { best = r; m = k; }
+        }
+        last = m;
+        off += 8 * m != 16;
+        snprintf(swing + strlen(swing), sizeof swing - strlen(swing), " %d", 8 * m);
+    }
+    CHECKF(off >= 3, "choosing alone, the steps held%s rows", swing);
+    fprintf(stderr, "  eight sequences on a 16-row stair: choosing alone the steps held%s rows; jointly 16\n", swing);
+    /* a strong sequence and a weak one beside 8 rows of prompt chunks and fixed shapes: level by level, the weak
+       one's row at each level too, until its list is spent */
+    const double strong[6] = { 1, 0.95, 0.9, 0.85, 0.8, 0.75 }, weak[6] = { 1, 0.3, 0.15, 0.05, 0.02, 0.01 };
+    o[0] = (sprig_joint_offer){ .gain = strong, .n = 6 };
+    o[1] = (sprig_joint_offer){ .gain = weak, .n = 6 };
+    CHECK_EQ_INT(sprig_joint_allocate(o, 2, 8, 6.0, &c, 1.0, 64), 15);   /* the weak one's third draft (0.05) does not pay */
+    CHECK_EQ_INT(o[0].m, 4);
+    CHECK_EQ_INT(o[1].m, 3);
+    o[1].n = 2;   /* its drafter proposed one draft */
+    CHECK_EQ_INT(sprig_joint_allocate(o, 2, 8, 6.0, &c, 1.0, 64), 16);
+    CHECK_EQ_INT(o[0].m, 6);
+    CHECK_EQ_INT(o[1].m, 2);
+    CHECK_EQ_INT(sprig_joint_allocate(o, 2, 8, 6.0, &c, 1.0, 12), 12);   /* at most 12 rows in all */
+    CHECK_EQ_INT(o[0].m, 2);
+    CHECK_EQ_INT(o[1].m, 2);
+    /* every allocation of prefixes, on random small batches */
+    sprig_rng rng;
+    sprig_rng_seed(&rng, 20261206);
+    static sprig_costs r;
+    int worse = 0, cases = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        sprig_costs_init(&r, 64);
+        const double base = 20 + 40 * sprig_rng_uniform(&rng), slope = 0.2 + 6 * sprig_rng_uniform(&rng);
+        const int stair = 4 + (int)(sprig_rng_u64(&rng) % 12);
+        const bool steps = trial % 2;
+        for (int n = 1; n <= 64; n++)
+            sprig_costs_provisional(&r, n, base + slope * n + (steps && n > stair ? base * 0.5 : 0) + 0.01 * n * n);
+        const int n = 1 + (int)(sprig_rng_u64(&rng) % 4), fixed = (int)(sprig_rng_u64(&rng) % 6);
+        const double emit = fixed * sprig_rng_uniform(&rng), step = 5 * sprig_rng_uniform(&rng);
+        double rg[4][5];
+        for (int i = 0; i < n; i++) {
+            o[i] = (sprig_joint_offer){ .gain = rg[i], .n = 1 + (int)(sprig_rng_u64(&rng) % 5) };
+            rg[i][0] = 1.0;
+            for (int j = 1; j < 5; j++) rg[i][j] = rg[i][j - 1] * sprig_rng_uniform(&rng);
+        }
+        const int total = sprig_joint_allocate(o, n, fixed, emit, &r, step, 64);
+        int m[4], sum = fixed;
+        for (int i = 0; i < n; i++) {
+            CHECK(o[i].m >= 1 && o[i].m <= o[i].n);
+            m[i] = o[i].m;
+            sum += m[i];
+        }
+        CHECK_EQ_INT(total, sum);
+        const double got = joint_rate(o, m, n, fixed, emit, &r, step);
+        CHECK(joint_balanced(o, m, n));
+        int k[4] = { 1, 1, 1, 1 };
+        for (;;) {   /* odometer over every m[i] in 1..n_i */
+            cases += joint_balanced(o, k, n);
+            if (joint_balanced(o, k, n) && joint_rate(o, k, n, fixed, emit, &r, step) > got * (1 + 1e-12)) worse++;
+            int i = 0;
+            while (i < n && ++k[i] > o[i].n) k[i++] = 1;
+            if (i == n) break;
+        }
+    }
+    CHECKF(worse == 0, "%d of %d balanced allocations beat the joint plan", worse, cases);
+    CHECK(cases > 1000);
+}
+
 /* The drafter's expansion follows the choices: full width until 8 rounds
  * were chosen, the first choice alone once 8 chosen trees in a row were
  * chains (full width again every 8th round and after any branching tree);
@@ -887,6 +1012,7 @@ int main(void)
     RUN(test_costs);
     RUN(test_profile_heals);
     RUN(test_shared_plans_chain);
+    RUN(test_joint_allocate);
     RUN(test_expand_follows_choices);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);

@@ -342,7 +342,7 @@ sprig_status sprig_session_create(const sprig_model *m, const struct sprig_sessi
     }
     if (!(s->target = sprig_model_target_create(s->ctx, rows, err))) goto fail;
     if (p->batch) {
-        sprig_model_target_set_batch(s->target, p->batch);
+        if ((st = sprig_model_target_set_batch(s->target, p->batch, err))) goto fail_st;
         sprig_batch_attach(p->batch, sprig_ctx_n_ctx(s->ctx), +1);
         s->attached = true;
     }
@@ -739,7 +739,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
                                              sizeof s->profile_key) ? 1 : -1;
     const bool keyed = sp.shape && s->profile_keyed > 0;
     if (keyed && !sp.shape->profiled &&
-        sprig_profile_load(sp.shape, s->profile_key, sprig_shape_profile_need(s->block + sp.tree_branches), path, sizeof path))
+        sprig_profile_load(sp.shape, s->profile_key, sprig_shape_profile_need(sprig_model_target_profile_rows(s->target)), path, sizeof path))
         SPRIG_LOGI("tree auto: the target's verify times from %s", path);
 
     s->on_text = on_text;
@@ -830,7 +830,8 @@ void sprig_batch_get_stats(sprig_batch *b, struct sprig_batch_stats *o)
     *o = (struct sprig_batch_stats){ .forwards = c.forwards, .shared_forwards = c.shared, .seqs = c.seqs, .rows = c.rows,
                                      .max_seqs = c.max_seqs, .timeouts = c.timeouts, .kv_slots = total, .kv_booked = booked,
                                      .prompt_chunks = c.prompt_chunks, .prompt_chunks_shared = c.prompt_chunks_shared,
-                                     .prompt_rows = c.prompt_rows, .prefix_blocks_hit = ps.hit_blocks, .prefix_blocks_published = ps.published,
+                                     .prompt_rows = c.prompt_rows, .joint_plans = c.joint_plans, .joint_offers = c.joint_offers,
+                                     .joint_late = c.joint_late, .prefix_blocks_hit = ps.hit_blocks, .prefix_blocks_published = ps.published,
                                      .prefix_blocks_evicted = ps.evicted, .prefix_blocks_copied = ps.copied,
                                      .kv_blocks = ps.n_blocks, .kv_block_slots = sprig_kv_pool_params(sprig_batch_kv_pool(b))->block_slots,
                                      .prefix_blocks_cached = ps.cached_blocks, .prefix_blocks_idle = ps.idle_blocks,
@@ -893,6 +894,7 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
         _Static_assert(sizeof sizes / sizeof sizes[0] == SPRIG_PLAN_SIZES, "SPRIG_PLAN_SIZES follows the profile's sizes");
         o->plan_chains = s->shape->plan_chains;
         o->plan_trees = s->shape->plan_trees;
+        o->plan_joint = s->shape->plan_joint;
         for (int i = 0; i < SPRIG_PLAN_SIZES && sizes[i] <= SPRIG_TREE_MAX; i++) {
             o->plan_rows[o->plan_n] = sizes[i];
             o->plan_ms[o->plan_n] = sprig_shape_t(s->shape, sizes[i]);
@@ -978,7 +980,8 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         (long long)t->grammar_rows_masked, (long long)t->grammar_walks, (long long)t->grammar_mask_hits, (long long)t->grammar_pruned,
         (long long)t->grammar_forced, (long long)t->grammar_forced_rounds, (long long)t->cached_tokens);
     if (t->plan_n > 0) {   /* tree auto's planner: its choices and its cost estimates, rows -> ms with their samples */
-        jcat(buf, cap, &o, ",\"plan\":{\"chains\":%lld,\"trees\":%lld,\"verify_ms\":[", (long long)t->plan_chains, (long long)t->plan_trees);
+        jcat(buf, cap, &o, ",\"plan\":{\"chains\":%lld,\"trees\":%lld,\"joint\":%lld,\"verify_ms\":[", (long long)t->plan_chains,
+             (long long)t->plan_trees, (long long)t->plan_joint);
         for (int i = 0; i < t->plan_n && i < SPRIG_PLAN_SIZES; i++)
             jcat(buf, cap, &o, "%s{\"rows\":%d,\"ms\":%.3f,\"samples\":%lld}", i ? "," : "", t->plan_rows[i], t->plan_ms[i],
                  (long long)t->plan_samples[i]);

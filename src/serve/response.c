@@ -69,8 +69,8 @@ json_t *sprig_serve_usage(const struct sprig_stats *st)
             json_array_append_new(costs, json_pack("{s:i, s:f, s:I}", "rows", st->plan_rows[i], "ms", st->plan_ms[i], "samples",
                                                    (json_int_t)st->plan_samples[i]));
         json_object_set_new(json_object_get(u, "speculative"), "plan",
-                            json_pack("{s:I, s:I, s:o}", "chains", (json_int_t)st->plan_chains, "trees", (json_int_t)st->plan_trees,
-                                      "verify_ms", costs));
+                            json_pack("{s:I, s:I, s:I, s:o}", "chains", (json_int_t)st->plan_chains, "trees", (json_int_t)st->plan_trees,
+                                      "joint", (json_int_t)st->plan_joint, "verify_ms", costs));
     }
     return u;
 }

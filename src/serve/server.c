@@ -342,6 +342,9 @@ char *sprig_server_health_json(sprig_server *sv)
         json_object_set_new(bj, "prompt_chunks", json_integer(bs.prompt_chunks));
         json_object_set_new(bj, "prompt_chunks_shared", json_integer(bs.prompt_chunks_shared));
         json_object_set_new(bj, "prompt_rows", json_integer(bs.prompt_rows));
+        json_object_set_new(bj, "joint_plans", json_integer(bs.joint_plans));   /* tree auto's rows, allocated per step */
+        json_object_set_new(bj, "joint_offers", json_integer(bs.joint_offers));
+        json_object_set_new(bj, "joint_late", json_integer(bs.joint_late));
         json_t *pc = json_object_get(o, "prompt_cache");
         json_object_set_new(pc, "draft_blocks", json_pack("{s:I, s:I}", "published", (json_int_t)bs.draft_blocks_published,
                                                            "attached", (json_int_t)bs.draft_blocks_hit));   /* the draft models' pool */

@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timer.h"
+#include "spec/joint.h"
 #include "spec/shape.h"
 #include "spec/tree.h"
 
@@ -22,6 +23,22 @@ struct request {
     bool done;
 };
 
+_Static_assert(SPRIG_FORWARD_MAX_SEQS <= SPRIG_JOINT_MAX, "a step's offers fit the joint allocation");
+
+enum { PLAN_NONE, PLAN_OFFERED, PLAN_GRANTED };   /* a member's joint plan in the step being prepared */
+
+struct member {
+    sprig_ctx *ctx;
+    int rows;                        /* its last verify rows */
+    double emit;                     /* its tokens emitted per round (moving average; 0: none yet) */
+    bool prompt;                     /* its last request was a prompt chunk (no output rows) */
+    bool planner;                    /* it offered a plan for its last step: a step's plan waits for its offer */
+    uint8_t plan;                    /* PLAN_* for the step being prepared */
+    sprig_joint_offer offer;         /* while offered; .m once granted */
+    double draft_ms;                 /* its drafting time per round, as offered */
+    double granted_emit;             /* the tokens its grant is expected to emit */
+};
+
 struct sprig_batch {
     const sprig_model *m;
     struct sprig_batch_config cfg;
@@ -31,11 +48,10 @@ struct sprig_batch {
     float *logits;                   /* [n_seq * max_rows][n_vocab] the shared head's rows */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    sprig_ctx **member;              /* [n_seq] sessions that verify through the batch */
-    int *m_rows;                     /* [n_seq] a member's last verify rows */
-    double *m_emit;                  /* [n_seq] its tokens emitted per round (moving average; 0: none yet) */
-    bool *m_prompt;                  /* [n_seq] its last request was a prompt chunk (no output rows) */
+    struct member *mem;              /* [n_seq] sessions that verify through the batch */
     int n_member;
+    int n_offered;                   /* members whose offer waits for the step's joint plan */
+    struct timespec plan_first;      /* when the first of them offered */
     struct request **queue;          /* [n_seq] waiting to run */
     int n_queue;
     struct timespec first;           /* when the oldest queued request arrived */
@@ -50,6 +66,7 @@ struct sprig_batch {
     double gap_ms;                   /* between one forward's end and the next one's start (moving average):
                                         the members' drafting, walks and emission, and the lockstep */
     sprig_costs costs;               /* shared verify forwards: ms per count of all sequences' rows (spec/costs.h) */
+    bool seeded;                     /* ... with a lone session's profile as the provisional times */
     struct sprig_batch_counts counts;
 };
 
@@ -60,10 +77,7 @@ void sprig_batch_delete(sprig_batch *b)
     sprig_kv_pool_free(b->kv_pool);
     sprig_kv_pool_free(b->draft_pool);
     sprig_free_aligned(b->logits);
-    free(b->member);
-    free(b->m_rows);
-    free(b->m_emit);
-    free(b->m_prompt);
+    free(b->mem);
     free(b->queue);
     free(b->run_ctx);
     free(b->run_f);
@@ -117,14 +131,11 @@ sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_conf
     struct sprig_ctx_params hpar = { .n_ctx = all, .n_batch = all, .kv_mode = 0 };
     if (sprig_ctx_create(m, NULL, &hpar, &b->host, err)) goto fail;
     b->logits = sprig_calloc_aligned((size_t)rows * (size_t)hp->n_vocab, sizeof(float));
-    b->member = calloc((size_t)c.n_seq, sizeof *b->member);
-    b->m_rows = calloc((size_t)c.n_seq, sizeof *b->m_rows);
-    b->m_emit = calloc((size_t)c.n_seq, sizeof *b->m_emit);
-    b->m_prompt = calloc((size_t)c.n_seq, sizeof *b->m_prompt);
+    b->mem = calloc((size_t)c.n_seq, sizeof *b->mem);
     b->queue = calloc((size_t)c.n_seq, sizeof *b->queue);
     b->run_ctx = calloc((size_t)c.n_seq, sizeof *b->run_ctx);
     b->run_f = calloc((size_t)c.n_seq, sizeof *b->run_f);
-    if (!b->logits || !b->member || !b->m_rows || !b->m_emit || !b->m_prompt || !b->queue || !b->run_ctx || !b->run_f) {
+    if (!b->logits || !b->mem || !b->queue || !b->run_ctx || !b->run_f) {
         sprig_err(err, SPRIG_E_NOMEM, "batch: out of memory for %d sequences of %d rows", c.n_seq, c.max_rows);
         goto fail;
     }
@@ -138,6 +149,7 @@ static int find(const sprig_batch *b, const sprig_ctx *ctx);
 
 struct sprig_kv_pool *sprig_batch_kv_pool(sprig_batch *b) { return b->kv_pool; }
 int sprig_batch_max_rows(const sprig_batch *b) { return b->cfg.max_rows; }
+int sprig_batch_n_seq(const sprig_batch *b) { return b->cfg.n_seq; }
 int sprig_batch_prefill_rows(const sprig_batch *b) { return b->cfg.prefill_rows > 0 ? b->cfg.prefill_rows : 0; }
 
 struct sprig_kv_pool *sprig_batch_draft_pool(sprig_batch *b, const struct sprig_hparams *hp, int n_ctx)
@@ -174,7 +186,7 @@ int sprig_batch_others_generating(sprig_batch *b, const sprig_ctx *ctx)
 {
     int n = 0;
     pthread_mutex_lock(&b->mu);
-    for (int i = 0; i < b->n_member; i++) n += b->member[i] != ctx && !b->m_prompt[i];
+    for (int i = 0; i < b->n_member; i++) n += b->mem[i].ctx != ctx && !b->mem[i].prompt;
     pthread_mutex_unlock(&b->mu);
     return n;
 }
@@ -182,6 +194,16 @@ int sprig_batch_others_generating(sprig_batch *b, const sprig_ctx *ctx)
 static bool after(const struct timespec *a, const struct timespec *b)
 {
     return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* first + us */
+static struct timespec deadline(const struct timespec *first, int us)
+{
+    struct timespec t = *first;
+    t.tv_nsec += (long)us * 1000L;
+    t.tv_sec += t.tv_nsec / 1000000000L;
+    t.tv_nsec %= 1000000000L;
+    return t;
 }
 
 /* Run queue[0..n) (copied out by the leader, whose request is among them; the lock released). */
@@ -217,7 +239,7 @@ static void run(sprig_batch *b, struct request **q, int n, sprig_ctx *leader)
 static int find(const sprig_batch *b, const sprig_ctx *ctx)
 {
     for (int i = 0; i < b->n_member; i++)
-        if (b->member[i] == ctx) return i;
+        if (b->mem[i].ctx == ctx) return i;
     return -1;
 }
 
@@ -232,20 +254,18 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             return sprig_err(err, SPRIG_E_INVALID_ARG, "batch: already %d members (n_seq)", b->cfg.n_seq);
         }
         me = b->n_member++;
-        b->member[me] = ctx;
-        b->m_emit[me] = 0;
+        b->mem[me] = (struct member){ .ctx = ctx };
     }
-    b->m_rows[me] = f->n;
-    b->m_prompt[me] = f->n_out == 0;
+    struct member *p = &b->mem[me];
+    p->rows = f->n;
+    p->prompt = f->n_out == 0;
+    if (p->plan == PLAN_NONE) p->planner = false;   /* this step ran without a joint plan: the next plans do not wait */
     if (b->n_queue == 0) clock_gettime(CLOCK_REALTIME, &b->first);
     b->queue[b->n_queue++] = &r;
     pthread_cond_broadcast(&b->cv);   /* a waiter may now see everyone ready */
     while (!r.done) {
-        struct timespec now, limit = b->first;
+        struct timespec now, limit = deadline(&b->first, b->cfg.wait_us);
         clock_gettime(CLOCK_REALTIME, &now);
-        limit.tv_nsec += (long)b->cfg.wait_us * 1000L;
-        limit.tv_sec += limit.tv_nsec / 1000000000L;
-        limit.tv_nsec %= 1000000000L;
         const bool all = b->n_queue >= b->n_member, late = b->n_queue > 0 && after(&now, &limit);
         if (!b->running && b->n_queue > 0 && (all || late)) {   /* lead this step */
             struct request *q[SPRIG_FORWARD_MAX_SEQS];
@@ -282,7 +302,11 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             const double fwd_ms = (double)(b->last_end_ns - t0) * 1e-6;
             if (n > 1 && !chunk) sprig_costs_add(&b->costs, rows, fwd_ms);   /* a prompt chunk's rows have no head */
             SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, fwd_ms, b->gap_ms);
-            for (int i = 0; i < n; i++) q[i]->done = true;
+            for (int i = 0; i < n; i++) {
+                q[i]->done = true;
+                const int k = find(b, q[i]->ctx);
+                if (k >= 0) b->mem[k].plan = PLAN_NONE;   /* its next step plans afresh */
+            }
             b->running = false;
             pthread_cond_broadcast(&b->cv);
             continue;
@@ -295,16 +319,101 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
     return r.st;
 }
 
+static bool queued(const sprig_batch *b, const sprig_ctx *ctx)
+{
+    for (int i = 0; i < b->n_queue; i++)
+        if (b->queue[i]->ctx == ctx) return true;
+    return false;
+}
+
+/* The step's joint plan (spec/joint.h) over the members that offered; the others' rows as they stand: a grant
+ * already made this step, else their last request's. */
+static void grant(sprig_batch *b, bool late)
+{
+    sprig_joint_offer o[SPRIG_FORWARD_MAX_SEQS];
+    int who[SPRIG_FORWARD_MAX_SEQS], n = 0, fixed = 0, most = 0;
+    double emit = 0, step = b->gap_ms;
+    for (int i = 0; i < b->n_member; i++) {
+        const struct member *p = &b->mem[i];
+        if (p->plan == PLAN_OFFERED) {
+            who[n] = i;
+            o[n++] = p->offer;
+            most += p->offer.n;
+            if (p->draft_ms > step) step = p->draft_ms;
+        } else if (p->plan == PLAN_GRANTED) {
+            fixed += p->offer.m;
+            emit += p->granted_emit;
+        } else {
+            fixed += p->rows;
+            emit += p->prompt ? 0 : p->emit > 0 ? p->emit : 1;
+        }
+    }
+    const int rows = sprig_joint_allocate(o, n, fixed, emit, &b->costs, step, fixed + most);
+    SPRIG_LOGD("batch: joint plan of %d offers (%d rows fixed): %d rows, T %.1f ms (T(16) %.1f, T(17) %.1f, T(24) %.1f), step %.1f ms%s", n,
+               fixed, rows, sprig_costs_t(&b->costs, rows), sprig_costs_t(&b->costs, 16), sprig_costs_t(&b->costs, 17),
+               sprig_costs_t(&b->costs, 24), step, late ? " (late)" : "");
+    for (int j = 0; j < n; j++) {
+        struct member *p = &b->mem[who[j]];
+        p->offer.m = o[j].m;
+        p->granted_emit = 0;
+        for (int k = 0; k < o[j].m; k++) p->granted_emit += o[j].gain[k];
+        p->plan = PLAN_GRANTED;
+    }
+    b->n_offered = 0;
+    b->counts.joint_plans++;
+    b->counts.joint_offers += n;
+    b->counts.joint_late += late;
+}
+
+int sprig_batch_plan(sprig_batch *b, sprig_ctx *ctx, const double *gain, int n, double draft_ms, const sprig_costs *lone)
+{
+    if (!gain || n < 1) return 0;
+    pthread_mutex_lock(&b->mu);
+    if (lone && !b->seeded) {   /* a lone forward's times stand for the shared ones until those are measured */
+        for (int k = 1; k <= lone->cap && k <= b->costs.cap; k++)
+            if (sprig_costs_samples(lone, k) > 0) sprig_costs_prior(&b->costs, k, sprig_costs_median(lone, k));
+        b->seeded = true;
+    }
+    int me = find(b, ctx);
+    if (me < 0 || b->n_member < 2 || (!b->seeded && b->costs.tick < 4)) {   /* alone, or no cost known yet */
+        pthread_mutex_unlock(&b->mu);
+        return 0;
+    }
+    struct member *p = &b->mem[me];
+    p->planner = true;
+    p->plan = PLAN_OFFERED;
+    p->offer = (sprig_joint_offer){ .gain = gain, .n = n, .m = 1 };
+    p->draft_ms = draft_ms;
+    if (!b->n_offered++) clock_gettime(CLOCK_REALTIME, &b->plan_first);
+    pthread_cond_broadcast(&b->cv);
+    while ((me = find(b, ctx)) >= 0 && b->mem[me].plan == PLAN_OFFERED) {
+        int waiting = 0;   /* planners that will offer this step: generating, not offered or granted yet, not queued */
+        for (int i = 0; i < b->n_member; i++) {
+            const struct member *q = &b->mem[i];
+            waiting += q->planner && !q->prompt && q->plan == PLAN_NONE && !queued(b, q->ctx);
+        }
+        struct timespec now, limit = deadline(&b->plan_first, b->cfg.wait_us);
+        clock_gettime(CLOCK_REALTIME, &now);
+        const bool late = after(&now, &limit);
+        if (!waiting || late) {
+            grant(b, waiting > 0);
+            pthread_cond_broadcast(&b->cv);
+            break;
+        }
+        pthread_cond_timedwait(&b->cv, &b->mu, &limit);
+    }
+    const int m = me >= 0 ? b->mem[me].offer.m : 0;
+    pthread_mutex_unlock(&b->mu);
+    return m;
+}
+
 void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx)
 {
     pthread_mutex_lock(&b->mu);
     const int i = find(b, ctx);
     if (i >= 0) {
-        const int last = --b->n_member;
-        b->member[i] = b->member[last];
-        b->m_rows[i] = b->m_rows[last];
-        b->m_emit[i] = b->m_emit[last];
-        b->m_prompt[i] = b->m_prompt[last];
+        if (b->mem[i].plan == PLAN_OFFERED) b->n_offered--;   /* (a member leaves from its own thread: never while offered) */
+        b->mem[i] = b->mem[--b->n_member];
     }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
@@ -314,7 +423,7 @@ void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted)
 {
     pthread_mutex_lock(&b->mu);
     const int i = find(b, ctx);
-    if (i >= 0) b->m_emit[i] = b->m_emit[i] > 0 ? 0.75 * b->m_emit[i] + 0.25 * emitted : emitted;
+    if (i >= 0) b->mem[i].emit = b->mem[i].emit > 0 ? 0.75 * b->mem[i].emit + 0.25 * emitted : emitted;
     pthread_mutex_unlock(&b->mu);
 }
 
@@ -325,9 +434,9 @@ void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, doub
     cost->gap_ms = b->gap_ms;
     int others = 0;
     for (int i = 0; i < b->n_member; i++)
-        if (b->member[i] != ctx) {
-            others += b->m_rows[i];
-            e += b->m_emit[i] > 0 ? b->m_emit[i] : 1;
+        if (b->mem[i].ctx != ctx) {
+            others += b->mem[i].rows;
+            e += b->mem[i].emit > 0 ? b->mem[i].emit : 1;
         }
     cost->known = b->costs.tick >= 4;   /* a few shared forwards timed */
     for (int m = 1; m <= SPRIG_TREE_MAX && cost->known; m++) cost->t_ms[m] = sprig_costs_t(&b->costs, others + m);

@@ -33,6 +33,7 @@
 #define SPRIG_SPEC_BATCH_H
 
 #include "model/model.h"
+#include "spec/costs.h"
 #include "spec/target.h"
 
 typedef struct sprig_batch sprig_batch;
@@ -65,6 +66,9 @@ struct sprig_batch_counts {
     long long prompt_chunks;        /* prompt chunks (requests with no output rows) run */
     long long prompt_chunks_shared; /* ... in a forward with other sequences */
     long long prompt_rows;          /* their rows */
+    long long joint_plans;          /* steps whose rows tree auto allocated jointly (sprig_batch_plan) */
+    long long joint_offers;         /* ... sequences summed over them */
+    long long joint_late;           /* ... allocated by the wait limit, a planner's offer missing */
 };
 
 sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err);
@@ -87,6 +91,7 @@ int sprig_batch_others_generating(sprig_batch *b, const sprig_ctx *ctx);
 void sprig_batch_attach(sprig_batch *b, int n_ctx, int sign);
 bool sprig_batch_room_for_all(sprig_batch *b);
 int sprig_batch_max_rows(const sprig_batch *b);
+int sprig_batch_n_seq(const sprig_batch *b);   /* members at most */
 
 /* One forward of ctx (as sprig_forward), run together with the other members'. */
 sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sprig_fwd *f, sprig_error *err);
@@ -100,6 +105,20 @@ void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted);
  * whatever its rows, and the shared forward's own time against its rows
  * (a line fitted to the forwards run so far, spec/shape.h). */
 void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, double *emitted, sprig_shared_cost *cost);
+/* Tree auto's rows for ctx's next verify, allocated jointly with the other
+ * members' (spec/joint.h): gain[0..n) are its candidates' expected tokens
+ * best first (gain[0] = 1, the bonus row). Blocks until every member that
+ * planned its last step and is not queued for this one has offered (or the
+ * wait limit passes; a member that offers after the step's plan is granted
+ * alone against it), then returns the rows granted, 1..n; 0 when ctx plans
+ * alone (no other member, or no cost known yet). gain must stay valid until
+ * the call returns. lone (may be NULL): the session's own verify times per
+ * row count (spec/costs.h); the first one given seeds the shared forwards'
+ * table as provisional times (a forward of n rows alone is the closest
+ * measurement of a shared one until that is timed; without it the counts
+ * below the first shared forward timed read flat at its time, and a step
+ * never tries fewer rows than the batch first ran). */
+int sprig_batch_plan(sprig_batch *b, sprig_ctx *ctx, const double *gain, int n, double draft_ms, const sprig_costs *lone);
 /* ctx's generation ended: the others stop waiting for it. */
 void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx);
 

@@ -52,6 +52,35 @@ static double own(const sprig_costs *c, int n, const double *med, const bool *fr
     return chord < m ? chord : m;
 }
 
+/* The prior at every count 1..cap, linear between its counts (0 outside them) */
+static void prior_curve(const sprig_costs *c, double *pr)
+{
+    int lo = 0;
+    for (int n = 1; n <= c->cap; n++) {
+        pr[n] = 0;
+        if (c->prior[n] > 0) { pr[n] = c->prior[n]; lo = n; continue; }
+        if (!lo) continue;
+        int hi = n + 1;
+        while (hi <= c->cap && !(c->prior[hi] > 0)) hi++;
+        if (hi <= c->cap) pr[n] = c->prior[lo] + (c->prior[hi] - c->prior[lo]) * (n - lo) / (hi - lo);
+    }
+}
+
+/* The median ratio of measured to prior over the fresh counts that have both (0: none) */
+static double prior_scale(const sprig_costs *c, const double *pr, const double *med, const bool *fresh)
+{
+    double r[SPRIG_COSTS_MAX];
+    int m = 0;
+    for (int n = 1; n <= c->cap; n++) {
+        if (!fresh[n] || !(pr[n] > 0) || !(med[n] > 0)) continue;
+        const double x = med[n] / pr[n];
+        int j = m++;
+        for (; j > 0 && r[j - 1] > x; j--) r[j] = r[j - 1];
+        r[j] = x;
+    }
+    return !m ? 0 : m % 2 ? r[m / 2] : 0.5 * (r[m / 2 - 1] + r[m / 2]);
+}
+
 /* Pool adjacent violators over the known counts, then the table through the blocks' centres (costs.h) */
 static void project(sprig_costs *c)
 {
@@ -65,10 +94,16 @@ static void project(sprig_costs *c)
     }
     double val[SPRIG_COSTS_MAX], w[SPRIG_COSTS_MAX], xw[SPRIG_COSTS_MAX];   /* blocks: value, weight, sum of count x weight */
     int span[SPRIG_COSTS_MAX], nb = 0;                                        /* and how many counts each pools */
+    double pr[SPRIG_COSTS_MAX + 2];
+    prior_curve(c, pr);
+    const double scale = c->n_prior ? prior_scale(c, pr, med, fresh) : 0;
     for (int n = 1; n <= c->cap; n++) {
-        if (!c->c[n].n_win) continue;
-        val[nb] = own(c, n, med, fresh, above_min);
-        w[nb] = c->c[n].n_win;
+        const bool by_prior = !fresh[n] && pr[n] > 0 && c->n_prior;   /* not measured lately: the prior scaled caps it */
+        if (!c->c[n].n_win && !by_prior) continue;
+        const double p = by_prior ? pr[n] * (scale > 0 ? scale : 1.0) : 0;
+        val[nb] = c->c[n].n_win ? own(c, n, med, fresh, above_min) : p;
+        if (by_prior && p < val[nb]) val[nb] = p;
+        w[nb] = c->c[n].n_win ? c->c[n].n_win : 1;
         xw[nb] = n * w[nb];
         span[nb] = 1;
         nb++;
@@ -142,6 +177,14 @@ void sprig_costs_load(sprig_costs *c, int n, double ms, int64_t samples)
 void sprig_costs_provisional(sprig_costs *c, int n, double ms)
 {
     sprig_costs_load(c, n, ms, 1);
+}
+
+void sprig_costs_prior(sprig_costs *c, int n, double ms)
+{
+    if (n < 1 || n > c->cap || !(ms > 0) || !(ms < 1e9)) return;
+    c->n_prior += !(c->prior[n] > 0);
+    c->prior[n] = ms;
+    project(c);
 }
 
 double sprig_costs_t(const sprig_costs *c, int n)

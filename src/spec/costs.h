@@ -33,6 +33,17 @@
  *               slope from the first past the last (for a convex cost a
  *               lower bound there, so counts past those measured are tried;
  *               one count alone: by rows; nothing known: n ms for n rows).
+ *   prior:      optionally, a cost curve measured elsewhere (a batch's shared
+ *               forwards take a lone session's profile: the same forward,
+ *               fewer sequences). A count with no real measurement lately
+ *               is then priced at no more than its prior (linear between
+ *               the prior's counts) times the median ratio of measured to
+ *               prior over the fresh counts: the prior gives the curve's
+ *               shape (a step where the rows outgrow a kernel tile, say),
+ *               the measurements its level. Without it the counts past and
+ *               between those measured read off the measured ones alone,
+ *               and two neighbours' noise makes a steep chord that prices a
+ *               cheap count out for good.
  * The projection is recomputed at each measurement (O(cap)), so reads are a
  * table lookup. No allocation: the whole estimator is this struct.
  */
@@ -60,6 +71,8 @@ typedef struct sprig_costs {
     sprig_costs_count c[SPRIG_COSTS_MAX + 1];
     double fit[SPRIG_COSTS_MAX + 1];          /* the projection at every count 1..cap */
     double slope;                             /* past cap: ms per row more */
+    double prior[SPRIG_COSTS_MAX + 1];        /* the prior's time per count (0: none there; see above) */
+    int n_prior;                              /* counts with a prior */
 } sprig_costs;
 
 /* Empty, for counts 1..cap (clamped to [1, SPRIG_COSTS_MAX]). */
@@ -70,6 +83,8 @@ void sprig_costs_add(sprig_costs *c, int n, double ms);
 void sprig_costs_provisional(sprig_costs *c, int n, double ms);
 /* A cache file's time for n with the samples it stood for: provisional, its count kept. */
 void sprig_costs_load(sprig_costs *c, int n, double ms, int64_t samples);
+/* The prior's time for n rows (costs.h); ignored outside 1..cap or unless ms > 0. */
+void sprig_costs_prior(sprig_costs *c, int n, double ms);
 /* The estimate for n rows (n >= 1; the projection, staleness applied). */
 double sprig_costs_t(const sprig_costs *c, int n);
 /* n's own median (0: nothing at n), and the samples behind it. */

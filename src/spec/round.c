@@ -256,8 +256,12 @@ sprig_status sprig_spec_begin_cached(sprig_spec_session *s, const int32_t *promp
     }
     if (s->shape && !s->shape->profiled && s->t->vt->time_rows) {   /* T(n) on this machine, once: the best of two */
         static const int sizes[] = SPRIG_SHAPE_PROFILE_SIZES;
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= s->rows.cap; i++) {
-            for (int rep = 0; rep < 2; rep++) sprig_shape_cost(s->shape, sizes[i], s->t->vt->time_rows(s->t, sizes[i]), true);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {   /* as far as the target measures (a batched one:
+                                                                          the rows of a shared forward) */
+            double ms = s->t->vt->time_rows(s->t, sizes[i]);
+            if (ms < 0) break;
+            sprig_shape_cost(s->shape, sizes[i], ms, true);
+            sprig_shape_cost(s->shape, sizes[i], s->t->vt->time_rows(s->t, sizes[i]), true);
         }
         s->shape->profiled = true;
         s->stats.ms_profile = ms_since(&t0);
@@ -408,6 +412,7 @@ sprig_status sprig_spec_step(sprig_spec_session *s, sprig_error *err)
     if (s->shape) {
         sprig_target_shared_load(t, &s->shape->others_rows, &s->shape->others_emit, &s->shape->shared);
         s->shape->routes = s->shape->moe.on && t->vt->routes ? t->vt->routes(t) : NULL;
+        s->shape->joint = t->vt->shared_plan ? t : NULL;
     }
     if (s->use_q) sprig_draft_q_reset(&s->q);
     sprig_draft_ctx ctx = draft_ctx(s);

@@ -288,12 +288,25 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
         const double rate = e / ((experts ? t_pred[j + 1] : step_t(s, others, others + j + 1)) + fixed);
         if (rate > best) { best = rate; m = j + 1; }
     }
+    int granted = 0;
+    if (!experts && others > 0 && s->joint) {   /* the batch allocates the step's rows (shape.h) */
+        double gain[SPRIG_TREE_MAX];
+        gain[0] = 1.0;
+        for (int j = 1; j < n; j++) gain[j] = exp((double)key[chosen[j]]);
+        granted = sprig_target_shared_plan(s->joint, gain, n, s->draft_ms, s->profiled ? &s->cost : NULL);
+        if (granted > n) granted = n;
+        if (granted >= 1) {
+            m = granted;
+            s->plan_joint++;
+        }
+    }
     if (!experts) {   /* the chain the drafter proposes, each length at the same rate; it wins ties (shape.h) */
         int chain[SPRIG_TREE_MAX], len = 1, at = 1, cur = 0, cm = 1;
         const int cap = max_nodes < SPRIG_TREE_MAX ? max_nodes : SPRIG_TREE_MAX;
-        double ec = 1.0 + s->others_emit, cbest = ec / (step_t(s, others, others + 1) + fixed);
+        double ec = 1.0 + s->others_emit, cbest = ec / (step_t(s, others, others + 1) + fixed), et = 1.0;
+        for (int j = 1; j < m; j++) et += exp((double)key[chosen[j]]);
         chain[0] = 0;
-        while (len < cap) {
+        while (len < (granted ? m : cap)) {
             int next = -1;   /* cur's first child in the drafter's order (children come after their parent) */
             for (int i = at; i < t->n && next < 0; i++) if (t->parent[i] == cur) next = i;
             if (next < 0 || t->depth[next] > max_depth) break;
@@ -303,9 +316,9 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
             const double rate = ec / (step_t(s, others, others + len) + fixed);
             if (rate > cbest) { cbest = rate; cm = len; }
         }
-        if (cbest >= best) {
-            memcpy(chosen, chain, (size_t)cm * sizeof *chain);
-            m = cm;
+        if (granted ? len == m && ec >= et - 1e-12 * et : cbest >= best) {   /* granted m rows: the chain of m if it emits as much */
+            memcpy(chosen, chain, (size_t)(granted ? m : cm) * sizeof *chain);
+            m = granted ? m : cm;
         }
     }
     int map[SPRIG_TREE_MAX];

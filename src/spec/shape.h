@@ -59,7 +59,12 @@
  *             by the batch: their rows are compute-bound and cost more than
  *             a lone forward's profile says), so a node is verified only
  *             when it adds more tokens than the time its row adds costs all
- *             the sequences in the batch.
+ *             the sequences in the batch. With the batch's joint plan
+ *             (spec/joint.h) the count is not chosen here: the sequence
+ *             offers its candidates' values best first and verifies the m
+ *             rows the step allocated it against every sequence's offer at
+ *             once (each choosing alone against the others' last rows, all
+ *             of them took the same room under a step at the same time).
  *   chain:    the tree is then weighed against the chain the same drafter
  *             proposes (its first choice at every depth, each length up to
  *             the depth allowed) at the same rate; the chain wins ties. So
@@ -98,6 +103,9 @@ typedef struct sprig_shape {
     double others_rows, others_emit;        /* continuous batching: the other sequences' rows in the shared forward
                                                and their tokens per round (0, 0 alone; set before each choice) */
     sprig_shared_cost shared;               /* and what a shared step costs (spec/target.h) */
+    sprig_target *joint;                    /* a target whose rows are allocated with the batch's (spec/joint.h),
+                                               set before each choice; NULL: the choice is this sequence's own */
+    int64_t plan_joint;                     /* choices whose rows the batch allocated */
     uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
     int n_depths;
     uint8_t branched;                       /* bit i: the tree chosen i rounds ago branched */

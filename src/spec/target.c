@@ -188,3 +188,8 @@ void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, sp
     *cost = (sprig_shared_cost){ 0 };
     if (t->vt->shared_load) t->vt->shared_load(t, rows, emitted, cost);
 }
+
+int sprig_target_shared_plan(sprig_target *t, const double *gain, int n, double draft_ms, const struct sprig_costs *lone)
+{
+    return t && t->vt->shared_plan ? t->vt->shared_plan(t, gain, n, draft_ms, lone) : 0;
+}

@@ -60,6 +60,8 @@
  * count (spec/costs.h): t_ms[m] = a forward of the other sequences' rows
  * plus m, m = 1..SPRIG_TREE_MAX; known false until the batch has timed
  * shared forwards. */
+struct sprig_costs;   /* spec/costs.h */
+
 typedef struct sprig_shared_cost {
     double gap_ms;
     bool known;
@@ -148,6 +150,10 @@ struct sprig_target_vt {
      * (continuous batching, spec/batch.h): their rows per forward and tokens emitted per round, summed,
      * and what a shared step costs (tree auto weighs its own rows against everyone's tokens). */
     void (*shared_load)(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost);
+    /* Optional (NULL = alone). Rows for the next verify, allocated with the other sequences' (spec/joint.h):
+     * gain[0..n) the candidates' expected tokens best first (gain[0] = 1, the bonus row); 1..n, or 0 when
+     * this target plans alone (spec/batch.h, sprig_batch_plan; lone: the session's own verify times). */
+    int (*shared_plan)(sprig_target *t, const double *gain, int n, double draft_ms, const struct sprig_costs *lone);
     /* Optional (NULL = a dense target). Its experts: shape, bytes and what the last forward read. */
     bool (*expert_load)(sprig_target *t, sprig_expert_load *out);
     /* Optional (NULL = none). Each token's last routing (spec/routes.h), to price drafts by their experts. */
@@ -182,6 +188,8 @@ sprig_status sprig_target_verify_finalize(sprig_target *t, int accepted, int n, 
 bool sprig_target_tree_round_is_available(sprig_target *t, char *reason, size_t cap);
 /* shared_load, or zeros for a target that verifies alone */
 void sprig_target_shared_load(sprig_target *t, double *rows, double *emitted, sprig_shared_cost *cost);
+/* shared_plan, or 0 for a target that verifies alone */
+int sprig_target_shared_plan(sprig_target *t, const double *gain, int n, double draft_ms, const struct sprig_costs *lone);
 sprig_status sprig_target_verify_forward_tree(sprig_target *t, const sprig_tree *tree, sprig_rows *rows,
                                               sprig_capture *cap, sprig_error *err);
 sprig_status sprig_target_verify_finalize_tree(sprig_target *t, const int *path, int n_path, int n,

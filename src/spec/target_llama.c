@@ -20,7 +20,8 @@ typedef struct model_target {
     const sprig_model *m;
     sprig_batch *batch;     /* verify forwards shared with other sessions (spec/batch.h), or NULL */
     int max_rows;
-    float *logits;          /* [max_rows][n_vocab] */
+    int prof_rows;          /* the most rows time_rows measures (>= max_rows: a batch's shared forward) */
+    float *logits;          /* [prof_rows][n_vocab] */
     float *hidden;          /* [max_rows][dim] captured final-norm rows */
     float *state_hidden;    /* [dim] hidden at n_past - 1 */
     float *kept;            /* [max_rows][dim] a tree path's rows, gathered */
@@ -211,7 +212,7 @@ static double t_time_rows(sprig_target *t, int n)
 {
     model_target *mt = (model_target *)t;
     sprig_error err = { 0 };
-    if (n < 1 || n > mt->max_rows || sprig_kv_len(sprig_ctx_kv(mt->ctx)) + n > sprig_ctx_n_ctx(mt->ctx)) return -1;
+    if (n < 1 || n > mt->prof_rows || sprig_kv_len(sprig_ctx_kv(mt->ctx)) + n > sprig_ctx_n_ctx(mt->ctx)) return -1;
     /* distinct pseudo-random ids: a dense target's time does not depend on them, a mixture of experts'
      * does (equal ids route alike and read few experts; random ones route as unrelated rows do) */
     int32_t toks[SPRIG_TREE_MAX];
@@ -234,6 +235,12 @@ static void t_shared_load(sprig_target *t, double *rows, double *emitted, sprig_
 {
     model_target *mt = (model_target *)t;
     if (mt->batch) sprig_batch_others(mt->batch, mt->ctx, rows, emitted, cost);
+}
+
+static int t_shared_plan(sprig_target *t, const double *gain, int n, double draft_ms, const struct sprig_costs *lone)
+{
+    model_target *mt = (model_target *)t;
+    return mt->batch ? sprig_batch_plan(mt->batch, mt->ctx, gain, n, draft_ms, lone) : 0;
 }
 
 static bool t_expert_load(sprig_target *t, sprig_expert_load *out)
@@ -279,11 +286,36 @@ static const struct sprig_target_vt model_target_vt = {
     .verify_finalize_tree = t_verify_finalize_tree,
     .time_rows = t_time_rows,
     .shared_load = t_shared_load,
+    .shared_plan = t_shared_plan,
     .expert_load = t_expert_load,
     .routes = t_routes,
 };
 
-void sprig_model_target_set_batch(sprig_target *t, sprig_batch *b) { ((model_target *)t)->batch = b; }
+sprig_status sprig_model_target_set_batch(sprig_target *t, sprig_batch *b, sprig_error *err)
+{
+    model_target *mt = (model_target *)t;
+    mt->batch = b;
+    if (!b) return SPRIG_OK;
+    const long long all = (long long)sprig_batch_n_seq(b) * sprig_batch_max_rows(b);
+    int rows = all < SPRIG_TREE_MAX ? (int)all : SPRIG_TREE_MAX;
+    if (rows > sprig_ctx_n_batch(mt->ctx)) rows = sprig_ctx_n_batch(mt->ctx);
+    if (rows <= mt->prof_rows) return SPRIG_OK;
+    const size_t V = (size_t)mt->m->hp.n_vocab, D = (size_t)mt->m->hp.dim;
+    float *lg = sprig_calloc_aligned((size_t)rows * V, sizeof(float)), *hd = sprig_calloc_aligned((size_t)rows * D, sizeof(float));
+    if (!lg || !hd) {
+        sprig_free_aligned(lg);
+        sprig_free_aligned(hd);
+        return sprig_err(err, SPRIG_E_NOMEM, "target: out of memory for a profile of %d rows", rows);
+    }
+    sprig_free_aligned(mt->logits);
+    sprig_free_aligned(mt->hidden);
+    mt->logits = lg;
+    mt->hidden = hd;
+    mt->prof_rows = rows;
+    return SPRIG_OK;
+}
+
+int sprig_model_target_profile_rows(const sprig_target *t) { return ((const model_target *)t)->prof_rows; }
 
 void sprig_model_target_free(sprig_target *t)
 {
@@ -328,6 +360,7 @@ sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_erro
     mt->ctx = ctx;
     mt->m = m;
     mt->max_rows = max_rows;
+    mt->prof_rows = max_rows;
     size_t V = (size_t)m->hp.n_vocab, D = (size_t)m->hp.dim, C = (size_t)sprig_ctx_n_ctx(ctx);
     mt->logits = sprig_calloc_aligned((size_t)max_rows * V, sizeof(float));
     mt->hidden = sprig_calloc_aligned((size_t)max_rows * D, sizeof(float));

@@ -21,8 +21,13 @@
 sprig_target *sprig_model_target_create(sprig_ctx *ctx, int max_rows, sprig_error *err);
 void sprig_model_target_free(sprig_target *t);
 /* Verify forwards from now on run together with the batch's other members
- * (spec/batch.h); the context must be one of the batch's pool. */
+ * (spec/batch.h); the context must be one of the batch's pool. Tree auto's
+ * profile (time_rows) then reaches the rows a shared forward holds (all
+ * members' blocks, at most SPRIG_TREE_MAX and the context's batch size):
+ * the batch prices its steps' shape from it (sprig_batch_plan). */
 struct sprig_batch;
-void sprig_model_target_set_batch(sprig_target *t, struct sprig_batch *b);
+sprig_status sprig_model_target_set_batch(sprig_target *t, struct sprig_batch *b, sprig_error *err);
+/* The most rows time_rows measures. */
+int sprig_model_target_profile_rows(const sprig_target *t);
 
 #endif

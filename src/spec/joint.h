@@ -1,0 +1,65 @@
+/*
+ * spec/joint — one shared verify step's rows, allocated across the batch's
+ * sequences at once (tree auto under continuous batching, spec/batch.h).
+ *
+ * Why. A shared forward's time depends on everyone's rows together, and on
+ * a CPU it is not smooth: on a 2-core Xeon (family 6 model 207, AVX-512)
+ * the 1B Q8_0 target's forward of 16 rows takes 65 ms and of 20 rows 93 ms
+ * (the 16-row tile's weights are read once; past it every panel runs as
+ * two half-tiles). When each sequence chose its own rows against the
+ * others' rows of the step before, all of them decided at once: each saw
+ * the room left under the step and each took it, so at 8 sequences the
+ * steps held 27 rows on average where a fixed chain of one draft held 16,
+ * and auto ran at 0.78x of that chain.
+ *
+ * What. Each planning sequence offers its candidates' expected tokens best
+ * first (gain[0] = 1: the bonus row, always verified; then the calibrated
+ * path acceptance of its drafts in spec/shape.h's best-first order, each no
+ * more than the one before). Drafts are granted level by level: every
+ * sequence's first draft before any sequence's second, and so on, and
+ * within a level the larger gains first; a sequence whose list is spent
+ * drops out. So each sequence verifies a prefix of its own list (a tree),
+ * and no sequence gets two rows more than another that has drafts left:
+ * a fixed chain of L drafts is the allocation at K = L x the sequences,
+ * and the plan may stop anywhere between two levels. K, the drafts the
+ * step verifies, maximises the batch's expected tokens per millisecond,
+ *
+ *     (E_fixed + sum_i 1 + sum of the first K gains in that order) / (T(R_fixed + n + K) + step_ms)
+ *
+ * where T is the shared forwards' measured cost per total row count
+ * (spec/costs.h), E_fixed and R_fixed the tokens and rows of the members
+ * that do not plan this step (prompt chunks, fixed shapes, a sequence that
+ * planned late), and step_ms what a step costs besides the forward (the
+ * drafting and the gap between forwards). A sequence is granted 1 + the
+ * number of its drafts among the K.
+ *
+ * Why level by level, not the K best gains of the whole batch: that order
+ * maximises each step's tokens, but it gives a sequence whose drafts the
+ * target rejects (a hard text) no rows while the easy ones take them, and
+ * a request's time is its own steps. Measured on the Xeon above, 8
+ * clients of 2 x 128 tokens: in order of gain the two hardest requests took
+ * 117 and 121 steps where one draft each took 83, the last requests ran
+ * nearly alone for seconds, and the run ended later than the fixed chain's
+ * although its steps emitted as many tokens.
+ * Deterministic; no allocation.
+ */
+#ifndef SPRIG_SPEC_JOINT_H
+#define SPRIG_SPEC_JOINT_H
+
+#include "spec/costs.h"
+
+#define SPRIG_JOINT_MAX 64   /* offers one step allocates at most (a batch's members: SPRIG_FORWARD_MAX_SEQS) */
+
+/* One sequence's offer: gain[0..n) as above (n >= 1), and the rows it is granted (set by sprig_joint_allocate). */
+typedef struct sprig_joint_offer {
+    const double *gain;
+    int n;
+    int m;
+} sprig_joint_offer;
+
+/* Grant each of n_offer <= SPRIG_JOINT_MAX offers its rows (o[i].m in 1..o[i].n) against the cost table c; the total rows the step will verify
+ * (fixed_rows included, at most max_total when that is larger than the bonus rows alone) is returned. */
+int sprig_joint_allocate(sprig_joint_offer *o, int n_offer, int fixed_rows, double fixed_emit, const sprig_costs *c,
+                         double step_ms, int max_total);
+
+#endif
