@@ -752,6 +752,7 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
     s->from_cache = cached;
     s->warm_ms = 0;
     sprig_status st = SPRIG_OK;
+    if (s->p.batch) sprig_batch_busy(s->p.batch, +1);   /* working beside the batch's steps until it leaves */
     if (shared_pool(s) && cached < need - 1) {
         const double t0 = sprig_time_ms();
         st = warm_prefill(s, cached, need, reuse_ok(s), &cached, &s->from_cache, err);
@@ -759,7 +760,10 @@ sprig_status sprig_session_generate(sprig_session *s, const char *prompt, size_t
         s->cancelled_early = !st && cached < need - 1;
     }
     if (!st && !s->cancelled_early) st = sprig_spec_generate_cached(s->spec, s->prompt, need, cached, err);
-    if (s->p.batch) sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
+    if (s->p.batch) {
+        sprig_batch_leave(s->p.batch, s->ctx);   /* the other sessions stop waiting for this one */
+        sprig_batch_busy(s->p.batch, -1);
+    }
     if (!st && !s->cancelled_early && shared_pool(s) && reuse_ok(s)) {   /* the conversation so far, for any session */
         int nh = 0;
         const int32_t *h = sprig_spec_history(s->spec, &nh);

@@ -66,7 +66,14 @@ struct sprig_batch {
     double gap_ms;                   /* between one forward's end and the next one's start (moving average):
                                         the members' drafting, walks and emission, and the lockstep */
     sprig_costs costs;               /* shared verify forwards: ms per count of all sequences' rows (spec/costs.h) */
-    bool seeded;                     /* ... with a lone session's profile as the provisional times */
+    bool seeded;                     /* ... with a lone session's profile as the prior */
+    sprig_joint_rates rates;         /* the steps' realised tokens per ms per level (spec/joint.h) */
+    uint64_t grant_ns;               /* when the last joint plan was granted (0: none) */
+    int grant_level, grant_n;        /* its level and its planning sequences */
+    double step_tokens;              /* tokens the members emitted since */
+    int step_fwds;                   /* verify forwards run since */
+    bool step_clean;                 /* ... every one quiet, no prompt chunk, no member joined or left */
+    int busy;                        /* sessions generating (sprig_batch_busy), members or not */
     struct sprig_batch_counts counts;
 };
 
@@ -255,6 +262,7 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
         }
         me = b->n_member++;
         b->mem[me] = (struct member){ .ctx = ctx };
+        b->step_clean = false;
     }
     struct member *p = &b->mem[me];
     p->rows = f->n;
@@ -290,6 +298,7 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             b->counts.rows += rows;
             b->counts.timeouts += !all;
             if (n > b->counts.max_seqs) b->counts.max_seqs = n;
+            const bool quiet = b->busy <= n;   /* no session works beside this forward */
             const uint64_t t0 = sprig_time_ns();
             const double gap = b->last_end_ns ? (double)(t0 - b->last_end_ns) * 1e-6 : -1;
             if (n > 1 && gap >= 0 && gap < 1000) {   /* not across an idle spell */
@@ -300,7 +309,10 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
             pthread_mutex_lock(&b->mu);
             b->last_end_ns = sprig_time_ns();
             const double fwd_ms = (double)(b->last_end_ns - t0) * 1e-6;
-            if (n > 1 && !chunk) sprig_costs_add(&b->costs, rows, fwd_ms);   /* a prompt chunk's rows have no head */
+            if (n > 1 && !chunk && quiet) sprig_costs_add(&b->costs, rows, fwd_ms);   /* a prompt chunk's rows have no head */
+            b->counts.unpriced += n > 1 && !chunk && !quiet;
+            b->step_fwds++;
+            if (chunk || !quiet) b->step_clean = false;
             SPRIG_LOGD("batch: %d sequences, %d rows in %.2f ms (gap %.2f ms)", n, rows, fwd_ms, b->gap_ms);
             for (int i = 0; i < n; i++) {
                 q[i]->done = true;
@@ -317,6 +329,14 @@ sprig_status sprig_batch_forward(sprig_batch *b, sprig_ctx *ctx, const struct sp
     pthread_mutex_unlock(&b->mu);
     if (r.st && err) *err = r.err;
     return r.st;
+}
+
+void sprig_batch_busy(sprig_batch *b, int sign)
+{
+    pthread_mutex_lock(&b->mu);
+    b->busy += sign;
+    if (b->busy < 0) b->busy = 0;
+    pthread_mutex_unlock(&b->mu);
 }
 
 static bool queued(const sprig_batch *b, const sprig_ctx *ctx)
@@ -348,10 +368,27 @@ static void grant(sprig_batch *b, bool late)
             emit += p->prompt ? 0 : p->emit > 0 ? p->emit : 1;
         }
     }
-    const int rows = sprig_joint_allocate(o, n, fixed, emit, &b->costs, step, fixed + most);
-    SPRIG_LOGD("batch: joint plan of %d offers (%d rows fixed): %d rows, T %.1f ms (T(16) %.1f, T(17) %.1f, T(24) %.1f), step %.1f ms%s", n,
-               fixed, rows, sprig_costs_t(&b->costs, rows), sprig_costs_t(&b->costs, 16), sprig_costs_t(&b->costs, 17),
-               sprig_costs_t(&b->costs, 24), step, late ? " (late)" : "");
+    int rows = sprig_joint_allocate(o, n, fixed, emit, &b->costs, step, fixed + most);
+    int predicted = 0, deepest = 0;   /* the cost model's level, and the most drafts any offer holds */
+    for (int j = 0; j < n; j++) {
+        if (o[j].m - 1 > predicted) predicted = o[j].m - 1;
+        if (o[j].n - 1 > deepest) deepest = o[j].n - 1;
+    }
+    const uint64_t now = sprig_time_ns();
+    if (b->grant_ns && b->step_clean && b->step_fwds == 1 && !late && fixed == 0)   /* the last step, as it ran */
+        sprig_joint_rates_add(&b->rates, b->grant_n, b->grant_level, b->step_tokens / ((double)(now - b->grant_ns) * 1e-6));
+    /* every member planning: the level the measured steps favour (the cost model's to start); else the model's */
+    const int level = fixed == 0 ? sprig_joint_rates_choose(&b->rates, n, predicted, deepest) : predicted;
+    if (fixed == 0) rows = sprig_joint_grant_level(o, n, level);
+    b->grant_ns = now;
+    b->grant_level = level;
+    b->grant_n = n;
+    b->step_tokens = 0;
+    b->step_fwds = 0;
+    b->step_clean = !late && fixed == 0;
+    SPRIG_LOGD("batch: joint plan of %d offers (%d rows fixed): level %d (model %d), %d rows; rates per level %.3f %.3f %.3f %.3f%s",
+               n, fixed, level, predicted, rows, sprig_joint_rates_median(&b->rates, n, 0, NULL), sprig_joint_rates_median(&b->rates, n, 1, NULL),
+               sprig_joint_rates_median(&b->rates, n, 2, NULL), sprig_joint_rates_median(&b->rates, n, 3, NULL), late ? " (late)" : "");
     for (int j = 0; j < n; j++) {
         struct member *p = &b->mem[who[j]];
         p->offer.m = o[j].m;
@@ -376,6 +413,7 @@ int sprig_batch_plan(sprig_batch *b, sprig_ctx *ctx, const double *gain, int n, 
     }
     int me = find(b, ctx);
     if (me < 0 || b->n_member < 2 || (!b->seeded && b->costs.tick < 4)) {   /* alone, or no cost known yet */
+        b->step_clean = false;
         pthread_mutex_unlock(&b->mu);
         return 0;
     }
@@ -414,6 +452,7 @@ void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx)
     if (i >= 0) {
         if (b->mem[i].plan == PLAN_OFFERED) b->n_offered--;   /* (a member leaves from its own thread: never while offered) */
         b->mem[i] = b->mem[--b->n_member];
+        b->step_clean = false;
     }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
@@ -424,6 +463,7 @@ void sprig_batch_observe(sprig_batch *b, sprig_ctx *ctx, int emitted)
     pthread_mutex_lock(&b->mu);
     const int i = find(b, ctx);
     if (i >= 0) b->mem[i].emit = b->mem[i].emit > 0 ? 0.75 * b->mem[i].emit + 0.25 * emitted : emitted;
+    b->step_tokens += emitted;
     pthread_mutex_unlock(&b->mu);
 }
 

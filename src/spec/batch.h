@@ -69,6 +69,7 @@ struct sprig_batch_counts {
     long long joint_plans;          /* steps whose rows tree auto allocated jointly (sprig_batch_plan) */
     long long joint_offers;         /* ... sequences summed over them */
     long long joint_late;           /* ... allocated by the wait limit, a planner's offer missing */
+    long long unpriced;             /* shared verify forwards not taught to the cost table (a session worked beside) */
 };
 
 sprig_batch *sprig_batch_new(const sprig_model *m, const struct sprig_batch_config *cfg, sprig_error *err);
@@ -119,6 +120,14 @@ void sprig_batch_others(sprig_batch *b, const sprig_ctx *ctx, double *rows, doub
  * below the first shared forward timed read flat at its time, and a step
  * never tries fewer rows than the batch first ran). */
 int sprig_batch_plan(sprig_batch *b, sprig_ctx *ctx, const double *gain, int n, double draft_ms, const sprig_costs *lone);
+/* A session's generation began (sign +1: its prompt, drafting and rounds
+ * run from now on, inside the batch or beside it) or ended (-1). A shared
+ * forward's time teaches the cost table only while every such session is
+ * a member queued for it: one prefilling or setting up beside the step
+ * takes cores from it (measured: 16 rows in 105-118 ms beside a starting
+ * request against 60-70 ms without), and those times priced every step of
+ * that size. */
+void sprig_batch_busy(sprig_batch *b, int sign);
 /* ctx's generation ended: the others stop waiting for it. */
 void sprig_batch_leave(sprig_batch *b, sprig_ctx *ctx);
 

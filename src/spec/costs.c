@@ -3,6 +3,7 @@
  */
 #include "spec/costs.h"
 
+#include <math.h>
 #include <string.h>
 
 double sprig_costs_median(const sprig_costs *c, int n)
@@ -52,28 +53,28 @@ static double own(const sprig_costs *c, int n, const double *med, const bool *fr
     return chord < m ? chord : m;
 }
 
-/* The prior at every count 1..cap, linear between its counts (0 outside them) */
+/* The prior at every count 1..cap up to its last: the least of its times at that count and past it (more rows never
+ * cost less: between two sizes the next one's time is the most a count can cost, as a step may sit anywhere between
+ * them, the 16-row tile's edge between 16 and 20; and a size timed high beside a disturbance is no more than the
+ * sizes past it); 0 past the last */
 static void prior_curve(const sprig_costs *c, double *pr)
 {
-    int lo = 0;
-    for (int n = 1; n <= c->cap; n++) {
-        pr[n] = 0;
-        if (c->prior[n] > 0) { pr[n] = c->prior[n]; lo = n; continue; }
-        if (!lo) continue;
-        int hi = n + 1;
-        while (hi <= c->cap && !(c->prior[hi] > 0)) hi++;
-        if (hi <= c->cap) pr[n] = c->prior[lo] + (c->prior[hi] - c->prior[lo]) * (n - lo) / (hi - lo);
+    double least = 0;
+    for (int n = c->cap; n >= 1; n--) {
+        if (c->prior[n] > 0 && (!(least > 0) || c->prior[n] < least)) least = c->prior[n];
+        pr[n] = least;
     }
 }
 
-/* The median ratio of measured to prior over the fresh counts that have both (0: none) */
-static double prior_scale(const sprig_costs *c, const double *pr, const double *med, const bool *fresh)
+/* The median ratio of measured to prior over the last measurements whose counts have a prior (0: none) */
+static double prior_scale(const sprig_costs *c, const double *pr)
 {
-    double r[SPRIG_COSTS_MAX];
+    double r[SPRIG_COSTS_WINDOW];
     int m = 0;
-    for (int n = 1; n <= c->cap; n++) {
-        if (!fresh[n] || !(pr[n] > 0) || !(med[n] > 0)) continue;
-        const double x = med[n] / pr[n];
+    for (int i = 0; i < c->n_recent; i++) {
+        const int n = c->recent[i].n;
+        if (!(pr[n] > 0)) continue;
+        const double x = c->recent[i].ms / pr[n];
         int j = m++;
         for (; j > 0 && r[j - 1] > x; j--) r[j] = r[j - 1];
         r[j] = x;
@@ -96,14 +97,15 @@ static void project(sprig_costs *c)
     int span[SPRIG_COSTS_MAX], nb = 0;                                        /* and how many counts each pools */
     double pr[SPRIG_COSTS_MAX + 2];
     prior_curve(c, pr);
-    const double scale = c->n_prior ? prior_scale(c, pr, med, fresh) : 0;
+    const double scale = c->n_prior ? prior_scale(c, pr) : 0;
     for (int n = 1; n <= c->cap; n++) {
-        const bool by_prior = !fresh[n] && pr[n] > 0 && c->n_prior;   /* not measured lately: the prior scaled caps it */
+        /* with a prior: its shape at the measured level, unless a whole fresh window of n's own says otherwise */
+        const double p = pr[n] > 0 ? pr[n] * (scale > 0 ? scale : 1.0) : 0;
+        const bool own_wins = fresh[n] && c->c[n].n_win == SPRIG_COSTS_WINDOW && fabs(med[n] - p) > SPRIG_COSTS_PRIOR_TOL * p;
+        const bool by_prior = p > 0 && !own_wins;
         if (!c->c[n].n_win && !by_prior) continue;
-        const double p = by_prior ? pr[n] * (scale > 0 ? scale : 1.0) : 0;
-        val[nb] = c->c[n].n_win ? own(c, n, med, fresh, above_min) : p;
-        if (by_prior && p < val[nb]) val[nb] = p;
-        w[nb] = c->c[n].n_win ? c->c[n].n_win : 1;
+        val[nb] = by_prior ? p : own(c, n, med, fresh, above_min);
+        w[nb] = by_prior ? 1 : c->c[n].n_win;
         xw[nb] = n * w[nb];
         span[nb] = 1;
         nb++;
@@ -154,6 +156,10 @@ void sprig_costs_add(sprig_costs *c, int n, double ms)
     if (k->n_win < SPRIG_COSTS_WINDOW) k->n_win++;
     k->samples++;
     k->last = ++c->tick;
+    c->recent[c->next_recent].n = n;
+    c->recent[c->next_recent].ms = ms;
+    c->next_recent = (c->next_recent + 1) % SPRIG_COSTS_WINDOW;
+    if (c->n_recent < SPRIG_COSTS_WINDOW) c->n_recent++;
     project(c);
 }
 

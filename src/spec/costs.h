@@ -35,15 +35,24 @@
  *               one count alone: by rows; nothing known: n ms for n rows).
  *   prior:      optionally, a cost curve measured elsewhere (a batch's shared
  *               forwards take a lone session's profile: the same forward,
- *               fewer sequences). A count with no real measurement lately
- *               is then priced at no more than its prior (linear between
- *               the prior's counts) times the median ratio of measured to
- *               prior over the fresh counts: the prior gives the curve's
- *               shape (a step where the rows outgrow a kernel tile, say),
- *               the measurements its level. Without it the counts past and
- *               between those measured read off the measured ones alone,
- *               and two neighbours' noise makes a steep chord that prices a
- *               cheap count out for good.
+ *               fewer sequences). Every count it covers (the least of the
+ *               prior's times at that count and past it: a step may sit
+ *               anywhere between two sizes, and a size timed high beside a
+ *               disturbance is no dearer than those past it) is then priced at the prior times the
+ *               median ratio of measured to prior over the last
+ *               SPRIG_COSTS_WINDOW measurements, whatever their counts:
+ *               the prior gives the curve's shape (a step where the rows
+ *               outgrow a kernel tile, say), the latest measurements
+ *               together its level (a machine whose speed drifts, as a
+ *               shared one's does by 1.5x within minutes, moves every
+ *               count at once); a count's own median overrides it only
+ *               with a whole fresh window more than SPRIG_COSTS_PRIOR_TOL
+ *               off (a prior wrong there heals; noise and drift do not
+ *               move it). Measured
+ *               per count alone, a batch's forwards (+-15% between
+ *               neighbours as requests start beside them) made the
+ *               neighbours' chord steep and the stair's edge wander, and a
+ *               step of the best size looked dearer than one past it.
  * The projection is recomputed at each measurement (O(cap)), so reads are a
  * table lookup. No allocation: the whole estimator is this struct.
  */
@@ -56,6 +65,7 @@
 #define SPRIG_COSTS_MAX 256     /* row counts tracked: 1..SPRIG_COSTS_MAX (larger ones are read off the slope past them) */
 #define SPRIG_COSTS_WINDOW 9    /* measurements per count the median is taken over */
 #define SPRIG_COSTS_STALE 32    /* measurements after which a count's own is old (see above) */
+#define SPRIG_COSTS_PRIOR_TOL 0.25   /* a count's own full window overrides the prior when 25% off it (see above) */
 
 typedef struct sprig_costs_count {
     double win[SPRIG_COSTS_WINDOW];  /* [n_win] the last times, ms (a ring from next) */
@@ -73,6 +83,8 @@ typedef struct sprig_costs {
     double slope;                             /* past cap: ms per row more */
     double prior[SPRIG_COSTS_MAX + 1];        /* the prior's time per count (0: none there; see above) */
     int n_prior;                              /* counts with a prior */
+    struct { int n; double ms; } recent[SPRIG_COSTS_WINDOW];   /* the last real measurements, any count (a ring) */
+    int n_recent, next_recent;
 } sprig_costs;
 
 /* Empty, for counts 1..cap (clamped to [1, SPRIG_COSTS_MAX]). */

@@ -46,3 +46,86 @@ int sprig_joint_allocate(sprig_joint_offer *o, int n_offer, int fixed_rows, doub
     }
     return rows0 + best_k;
 }
+
+int sprig_joint_grant_level(sprig_joint_offer *o, int n_offer, int level)
+{
+    int rows = 0;
+    for (int i = 0; i < n_offer; i++) {
+        o[i].m = o[i].n < 1 + level ? (o[i].n < 1 ? 1 : o[i].n) : 1 + level;
+        rows += o[i].m;
+    }
+    return rows;
+}
+
+void sprig_joint_rates_add(sprig_joint_rates *r, int n_offer, int level, double tok_per_ms)
+{
+    if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX || level < 0 || level > SPRIG_JOINT_LEVELS || !(tok_per_ms >= 0) ||
+        !(tok_per_ms < 1e9))
+        return;
+    __typeof__(r->at[0][0]) *w = &r->at[n_offer][level];
+    w->win[w->next] = tok_per_ms;
+    w->next = (uint8_t)((w->next + 1) % SPRIG_COSTS_WINDOW);
+    if (w->n_win < SPRIG_COSTS_WINDOW) w->n_win++;
+    w->last = r->steps > 0 ? r->steps : 1;
+}
+
+double sprig_joint_rates_median(const sprig_joint_rates *r, int n_offer, int level, int *samples)
+{
+    if (samples) *samples = 0;
+    if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX || level < 0 || level > SPRIG_JOINT_LEVELS) return 0;
+    const __typeof__(r->at[0][0]) *w = &r->at[n_offer][level];
+    double v[SPRIG_COSTS_WINDOW];
+    const int m = w->n_win;
+    for (int i = 0; i < m; i++) {
+        double x = w->win[i];
+        int j = i;
+        for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+    if (samples) *samples = m;
+    return !m ? 0 : m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level)
+{
+    if (max_level > SPRIG_JOINT_LEVELS) max_level = SPRIG_JOINT_LEVELS;
+    if (max_level < 0) max_level = 0;
+    if (predicted > max_level) predicted = max_level;
+    if (predicted < 0) predicted = 0;
+    r->steps++;
+    if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX) return predicted;
+    int best = -1;
+    double bv = 0;
+    for (int pass = 0; pass < 2 && best < 0; pass++)   /* levels with a few samples; else any measured */
+        for (int l = 0; l <= max_level; l++) {
+            int k = 0;
+            const double v = sprig_joint_rates_median(r, n_offer, l, &k);
+            if (v > 0 && (pass || k >= SPRIG_JOINT_MIN_SAMPLES) && (best < 0 || v > bv)) { best = l; bv = v; }
+        }
+    if (best < 0) {   /* nothing at this count of sequences: the best level of the nearest count measured */
+        for (int d = 1; d < SPRIG_JOINT_MAX && best < 0; d++)
+            for (int s = -1; s <= 1 && best < 0; s += 2) {
+                const int k = n_offer + s * d;
+                if (k < 1 || k > SPRIG_JOINT_MAX) continue;
+                for (int l = 0; l <= max_level; l++) {
+                    int c = 0;
+                    const double v = sprig_joint_rates_median(r, k, l, &c);
+                    if (v > 0 && c >= SPRIG_JOINT_MIN_SAMPLES && (best < 0 || v > bv)) { best = l; bv = v; }
+                }
+            }
+        return best < 0 ? predicted : best;
+    }
+    int have = 0;   /* samples at this count: while few, neighbours are tried every other step */
+    for (int l = 0; l <= max_level; l++) have += r->at[n_offer][l].n_win;
+    if (r->steps % (have < 4 * SPRIG_JOINT_MIN_SAMPLES ? 2 : SPRIG_JOINT_EXPLORE) == 0) {   /* a neighbour not measured
+                                                                                        lately: one more draft, then one less */
+        const int up = best + 1, dn = best - 1;
+        const bool up_old = up <= max_level && (r->at[n_offer][up].n_win < SPRIG_JOINT_MIN_SAMPLES ||
+                                                r->steps - r->at[n_offer][up].last > SPRIG_JOINT_STALE);
+        const bool dn_old = dn >= 0 && (r->at[n_offer][dn].n_win < SPRIG_JOINT_MIN_SAMPLES ||
+                                        r->steps - r->at[n_offer][dn].last > SPRIG_JOINT_STALE);
+        if (up_old) { r->explored++; return up; }
+        if (dn_old) { r->explored++; return dn; }
+    }
+    return best;
+}

@@ -48,6 +48,8 @@
 
 #include "spec/costs.h"
 
+#include <stdint.h>
+
 #define SPRIG_JOINT_MAX 64   /* offers one step allocates at most (a batch's members: SPRIG_FORWARD_MAX_SEQS) */
 
 /* One sequence's offer: gain[0..n) as above (n >= 1), and the rows it is granted (set by sprig_joint_allocate). */
@@ -56,6 +58,41 @@ typedef struct sprig_joint_offer {
     int n;
     int m;
 } sprig_joint_offer;
+
+/* Grant each offer its first `level` drafts (o[i].m = min(o[i].n, 1 + level)); the rows granted are returned. */
+int sprig_joint_grant_level(sprig_joint_offer *o, int n_offer, int level);
+
+/* The measured side: a step's realised tokens per millisecond (everyone's
+ * emitted tokens between two plans, over the time between them: forward,
+ * drafting, walks, emission), per level and per count of planning
+ * sequences, in windows of the last SPRIG_COSTS_WINDOW. */
+#define SPRIG_JOINT_LEVELS 12
+typedef struct sprig_joint_rates {
+    struct {
+        double win[SPRIG_COSTS_WINDOW];
+        uint8_t n_win, next;
+        int64_t last;                       /* the step of its last sample (0: none) */
+    } at[SPRIG_JOINT_MAX + 1][SPRIG_JOINT_LEVELS + 1];   /* [planning sequences][level] */
+    int64_t steps;                          /* plans made */
+    int64_t explored;                       /* of them, a neighbour of the best level tried */
+} sprig_joint_rates;
+
+void sprig_joint_rates_add(sprig_joint_rates *r, int n_offer, int level, double tok_per_ms);
+/* The level the next step of n_offer planning sequences runs (0..max_level): the level whose window's median
+ * rate is the best, ties to the fewer drafts; a neighbour of it (one more, then one less) when its own has
+ * fewer than SPRIG_JOINT_MIN_SAMPLES or is SPRIG_JOINT_STALE steps old, at most every SPRIG_JOINT_EXPLORE steps
+ * (every other step while this count of sequences has fewer than 4 x SPRIG_JOINT_MIN_SAMPLES samples); `predicted` (the cost model's
+ * level) while nothing is measured; with nothing measured at this count of
+ * sequences, the best level of the nearest count that has (a request
+ * joining or leaving moves the count; the cost model's guess there ran
+ * steps of 19 rows at 134 ms where 16 took 89). A level counts as measured
+ * with SPRIG_JOINT_MIN_SAMPLES samples. */
+#define SPRIG_JOINT_STALE 48
+#define SPRIG_JOINT_EXPLORE 8
+#define SPRIG_JOINT_MIN_SAMPLES 3   /* a level is the best only with this many samples (while any has) */
+int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level);
+/* A level's median rate for n_offer sequences (0: none), and its samples. */
+double sprig_joint_rates_median(const sprig_joint_rates *r, int n_offer, int level, int *samples);
 
 /* Grant each of n_offer <= SPRIG_JOINT_MAX offers its rows (o[i].m in 1..o[i].n) against the cost table c; the total rows the step will verify
  * (fixed_rows included, at most max_total when that is larger than the bonus rows alone) is returned. */
