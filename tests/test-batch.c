@@ -294,6 +294,29 @@ static void *req_thread(void *arg)
     return NULL;
 }
 
+/* Each request run alone (r->alone), then all of them on one batch of 4 sequences from threads (r->batched);
+ * false (the model freed) when the batch cannot be made. */
+static bool run_batched(struct req *reqs, int nr)
+{
+    for (int i = 0; i < nr; i++) {
+        struct sprig_session_params p = req_params(&reqs[i]);
+        test_run_session(g_m, &p, reqs[i].prompt, reqs[i].n, &reqs[i].alone);
+        free((char *)p.draft_path);
+    }
+    sprig_error err = { 0 };
+    struct sprig_batch_params bp = sprig_batch_default_params();
+    bp.n_seq = 4;
+    bp.max_rows = 16;
+    bp.n_ctx = 256;
+    bp.kv_block_slots = 16;
+    CHECKF(sprig_batch_create(g_m, &bp, &g_batch, &err) == SPRIG_OK, "%s", err.msg);
+    if (!g_batch) { sprig_model_free(g_m); return false; }
+    pthread_t th[16];
+    for (int i = 0; i < nr && i < 16; i++) CHECK(pthread_create(&th[i], NULL, req_thread, &reqs[i]) == 0);
+    for (int i = 0; i < nr && i < 16; i++) pthread_join(th[i], NULL);
+    return true;
+}
+
 static void test_sessions(void)
 {
     g_m = load(test_shared("models/stories260K.gguf"));
@@ -313,23 +336,9 @@ static void test_sessions(void)
     const int nr = (int)(sizeof reqs / sizeof reqs[0]);
     sprig_rng rng;
     sprig_rng_seed(&rng, 20261202);
-    for (int i = 0; i < nr; i++) {
-        reqs[i].delay_ms = (int)(sprig_rng_u64(&rng) % 40);
-        struct sprig_session_params p = req_params(&reqs[i]);
-        test_run_session(g_m, &p, reqs[i].prompt, reqs[i].n, &reqs[i].alone);
-        free((char *)p.draft_path);
-    }
+    for (int i = 0; i < nr; i++) reqs[i].delay_ms = (int)(sprig_rng_u64(&rng) % 40);
     sprig_error err = { 0 };
-    struct sprig_batch_params bp = sprig_batch_default_params();
-    bp.n_seq = 4;
-    bp.max_rows = 16;
-    bp.n_ctx = 256;
-    bp.kv_block_slots = 16;
-    CHECKF(sprig_batch_create(g_m, &bp, &g_batch, &err) == SPRIG_OK, "%s", err.msg);
-    if (!g_batch) { sprig_model_free(g_m); return; }
-    pthread_t th[16];
-    for (int i = 0; i < nr; i++) CHECK(pthread_create(&th[i], NULL, req_thread, &reqs[i]) == 0);
-    for (int i = 0; i < nr; i++) pthread_join(th[i], NULL);
+    if (!run_batched(reqs, nr)) return;
     int trees = 0;
     long long zero = 0, partial = 0, full = 0;
     for (int i = 0; i < nr; i++) {
@@ -429,22 +438,7 @@ static void test_joint_plans(void)
     };
 #undef R
     const int nr = (int)(sizeof reqs / sizeof reqs[0]);
-    for (int i = 0; i < nr; i++) {
-        struct sprig_session_params p = req_params(&reqs[i]);
-        test_run_session(g_m, &p, reqs[i].prompt, reqs[i].n, &reqs[i].alone);
-        free((char *)p.draft_path);
-    }
-    sprig_error err = { 0 };
-    struct sprig_batch_params bp = sprig_batch_default_params();
-    bp.n_seq = 4;
-    bp.max_rows = 16;
-    bp.n_ctx = 256;
-    bp.kv_block_slots = 16;
-    CHECKF(sprig_batch_create(g_m, &bp, &g_batch, &err) == SPRIG_OK, "%s", err.msg);
-    if (!g_batch) { sprig_model_free(g_m); return; }
-    pthread_t th[8];
-    for (int i = 0; i < nr; i++) CHECK(pthread_create(&th[i], NULL, req_thread, &reqs[i]) == 0);
-    for (int i = 0; i < nr; i++) pthread_join(th[i], NULL);
+    if (!run_batched(reqs, nr)) return;
     for (int i = 0; i < nr; i++) {
         struct req *r = &reqs[i];
         CHECKF(r->ok, "request %d failed", i);

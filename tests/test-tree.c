@@ -970,6 +970,73 @@ static void test_joint_allocate(void)
     CHECK(cases > 1000);
 }
 
+/* A prior (a batch's shared forwards take a session's profile): every count
+ * priced at the prior's lower envelope times the ratio the latest
+ * measurements show, so a step between two profiled sizes is priced at the
+ * larger one and a size profiled high beside a disturbance at the sizes
+ * past it; a whole fresh window 25% off the scaled prior overrides it; noise
+ * and a machine's drift do not. */
+static void test_costs_prior(void)
+{
+    static sprig_costs c;
+    sprig_costs_init(&c, 64);
+    /* profiled at 1, 12, 16, 20, 32: 40 + 1.5 n to 16, then a step; 11 timed high beside another process */
+    const int at[] = { 1, 11, 12, 16, 20, 32 };
+    const double ms[] = { 41.5, 110, 58, 64, 100, 118 };
+    for (int i = 0; i < 6; i++) sprig_costs_prior(&c, at[i], ms[i]);
+    CHECK(fabs(sprig_costs_t(&c, 11) - 58) < 1e-9);    /* no more than the sizes past it */
+    CHECK(fabs(sprig_costs_t(&c, 14) - 64) < 1e-9);    /* between 12 and 16: 16's */
+    CHECK(fabs(sprig_costs_t(&c, 17) - 100) < 1e-9);   /* past the step: 20's, not a line from 16 */
+    /* the machine runs 1.25x slower now: measurements at 12 and 16, with +-10% noise, scale every count */
+    for (int i = 0; i < 9; i++) sprig_costs_add(&c, i % 2 ? 12 : 16, (i % 2 ? 58 : 64) * 1.25 * (i % 3 == 0 ? 1.1 : 0.95));
+    for (int n = 1; n <= 32; n++) CHECK(sprig_costs_t(&c, n + 1) >= sprig_costs_t(&c, n));
+    const double s = sprig_costs_t(&c, 20) / 100;
+    CHECKF(s > 1.15 && s < 1.35, "scale %.3f", s);
+    CHECK(fabs(sprig_costs_t(&c, 32) - 118 * s) < 1e-9 && fabs(sprig_costs_t(&c, 16) - 64 * s) < 1e-9);
+    /* 20 rows really cost 60% more than the prior says at this level: a whole window of it overrides */
+    for (int i = 0; i < 9; i++) sprig_costs_add(&c, 20, 100 * s * 1.6);
+    CHECKF(sprig_costs_t(&c, 20) > 100 * s * 1.5, "T(20) %.1f, prior x scale %.1f", sprig_costs_t(&c, 20), 100 * s);
+}
+
+/* The measured levels of a batch's joint plan (spec/joint.h): the best
+ * median rate wins (ties to fewer drafts), a neighbour is tried while it has
+ * few samples or is stale, a count of sequences with nothing measured
+ * borrows the nearest one's best, and the cost model's level stands while
+ * nothing is known. */
+static void test_joint_rates(void)
+{
+    static sprig_joint_rates r;
+    memset(&r, 0, sizeof r);
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 3, 6), 3);   /* nothing measured: the model's */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 9, 6), 6);   /* within the offers */
+    for (int i = 0; i < 5; i++) {
+        sprig_joint_rates_add(&r, 8, 1, 0.16 + 0.01 * (i % 2));
+        sprig_joint_rates_add(&r, 8, 0, 0.12 + 0.05 * (i == 0));   /* one lucky step */
+    }
+    sprig_joint_rates_add(&r, 8, 2, 0.30);   /* one lucky step alone does not make level 2 the best */
+    int picks[4] = { 0 };
+    for (int step = 0; step < 64; step++) {
+        const int l = sprig_joint_rates_choose(&r, 8, 3, 6);
+        CHECK(l >= 0 && l <= 2);
+        if (l >= 0 && l <= 2) picks[l]++;
+        if (l == 2) sprig_joint_rates_add(&r, 8, 2, 0.10);   /* the neighbour above tried, and found worse */
+    }
+    CHECKF(picks[1] >= 52 && picks[2] >= SPRIG_JOINT_MIN_SAMPLES - 1 && picks[2] <= 8, "levels 0-2 picked %d %d %d times",
+           picks[0], picks[1], picks[2]);
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 7, 4, 6), 1);   /* seven sequences, nothing measured: eight's best */
+    static sprig_joint_rates t;
+    memset(&t, 0, sizeof t);
+    for (int i = 0; i < 3; i++) { sprig_joint_rates_add(&t, 4, 2, 0.2); sprig_joint_rates_add(&t, 4, 3, 0.2); }
+    t.steps = 2;   /* the next is not an exploring step */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&t, 4, 0, 6), 2);   /* a tie: fewer drafts */
+    int k = 0;
+    CHECK(fabs(sprig_joint_rates_median(&t, 4, 3, &k) - 0.2) < 1e-12 && k == 3);
+    sprig_joint_rates_add(&t, 0, 1, 1);   /* out of range: ignored */
+    sprig_joint_rates_add(&t, 4, SPRIG_JOINT_LEVELS + 1, 1);
+    sprig_joint_rates_add(&t, 4, 1, NAN);
+    CHECK(sprig_joint_rates_median(&t, 4, 1, &k) == 0 && k == 0);
+}
+
 /* The drafter's expansion follows the choices: full width until 8 rounds
  * were chosen, the first choice alone once 8 chosen trees in a row were
  * chains (full width again every 8th round and after any branching tree);
@@ -1013,6 +1080,8 @@ int main(void)
     RUN(test_profile_heals);
     RUN(test_shared_plans_chain);
     RUN(test_joint_allocate);
+    RUN(test_costs_prior);
+    RUN(test_joint_rates);
     RUN(test_expand_follows_choices);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);

@@ -33,6 +33,21 @@
  * drafting and the gap between forwards). A sequence is granted 1 + the
  * number of its drafts among the K.
  *
+ * Measured, not only modelled. When every member plans, the step runs
+ * whole levels (sprig_joint_grant_level: every sequence its first L drafts,
+ * as a fixed chain of L would, each as a tree if its runner-ups beat its
+ * deeper drafts), and L is the level whose steps have emitted the most
+ * tokens per ms (sprig_joint_rates: each step's realised rate, windowed
+ * medians per level and per count of sequences, a neighbouring level tried
+ * every 8th step). The model above gives the level to start from and
+ * allocates the steps that include members that do not plan. Why: the
+ * model's two halves are both estimates, the acceptance from calibrated
+ * draft probabilities and T from per-count forward times, and on a shared
+ * machine whose speed drifts by 1.5x within minutes the forward times of
+ * two counts measured at different moments disagree by more than the
+ * difference the choice turns on; the realised rate of a level is what a
+ * fixed chain is judged by.
+ *
  * Why level by level, not the K best gains of the whole batch: that order
  * maximises each step's tokens, but it gives a sequence whose drafts the
  * target rejects (a hard text) no rows while the easy ones take them, and

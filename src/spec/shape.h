@@ -62,9 +62,10 @@
  *             the sequences in the batch. With the batch's joint plan
  *             (spec/joint.h) the count is not chosen here: the sequence
  *             offers its candidates' values best first and verifies the m
- *             rows the step allocated it against every sequence's offer at
- *             once (each choosing alone against the others' last rows, all
- *             of them took the same room under a step at the same time).
+ *             rows the step granted it: level by level across the
+ *             sequences, at the level whose steps measured the most tokens
+ *             per ms (each choosing alone against the others' last rows,
+ *             all of them took the same room under a step at once).
  *   chain:    the tree is then weighed against the chain the same drafter
  *             proposes (its first choice at every depth, each length up to
  *             the depth allowed) at the same rate; the chain wins ties. So
