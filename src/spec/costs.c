@@ -6,19 +6,23 @@
 #include <math.h>
 #include <string.h>
 
+double sprig_costs_median_of(const double *x, int m)
+{
+    double v[SPRIG_COSTS_MAX];
+    if (m > SPRIG_COSTS_MAX) m = SPRIG_COSTS_MAX;
+    if (m < 1) return 0;
+    for (int i = 0; i < m; i++) {   /* insertion sort: a window, or the counts */
+        int j = i;
+        for (; j > 0 && v[j - 1] > x[i]; j--) v[j] = v[j - 1];
+        v[j] = x[i];
+    }
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
 double sprig_costs_median(const sprig_costs *c, int n)
 {
     if (n < 1 || n > c->cap || !c->c[n].n_win) return 0;
-    const sprig_costs_count *k = &c->c[n];
-    double v[SPRIG_COSTS_WINDOW];
-    const int m = k->n_win;
-    for (int i = 0; i < m; i++) {   /* insertion sort of at most a window */
-        double x = k->win[i];
-        int j = i;
-        for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-        v[j] = x;
-    }
-    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    return sprig_costs_median_of(c->c[n].win, c->c[n].n_win);
 }
 
 int64_t sprig_costs_samples(const sprig_costs *c, int n)
@@ -74,12 +78,9 @@ static double prior_scale(const sprig_costs *c, const double *pr)
     for (int i = 0; i < c->n_recent; i++) {
         const int n = c->recent[i].n;
         if (!(pr[n] > 0)) continue;
-        const double x = c->recent[i].ms / pr[n];
-        int j = m++;
-        for (; j > 0 && r[j - 1] > x; j--) r[j] = r[j - 1];
-        r[j] = x;
+        r[m++] = c->recent[i].ms / pr[n];
     }
-    return !m ? 0 : m % 2 ? r[m / 2] : 0.5 * (r[m / 2 - 1] + r[m / 2]);
+    return sprig_costs_median_of(r, m);
 }
 
 /* Pool adjacent violators over the known counts, then the table through the blocks' centres (costs.h) */

@@ -99,6 +99,8 @@ void sprig_costs_load(sprig_costs *c, int n, double ms, int64_t samples);
 void sprig_costs_prior(sprig_costs *c, int n, double ms);
 /* The estimate for n rows (n >= 1; the projection, staleness applied). */
 double sprig_costs_t(const sprig_costs *c, int n);
+/* The median of x[0..m) (0 when m < 1; at most SPRIG_COSTS_MAX values). */
+double sprig_costs_median_of(const double *x, int m);
 /* n's own median (0: nothing at n), and the samples behind it. */
 double sprig_costs_median(const sprig_costs *c, int n);
 int64_t sprig_costs_samples(const sprig_costs *c, int n);

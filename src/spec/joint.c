@@ -62,7 +62,7 @@ void sprig_joint_rates_add(sprig_joint_rates *r, int n_offer, int level, double 
     if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX || level < 0 || level > SPRIG_JOINT_LEVELS || !(tok_per_ms >= 0) ||
         !(tok_per_ms < 1e9))
         return;
-    __typeof__(r->at[0][0]) *w = &r->at[n_offer][level];
+    sprig_joint_window *w = &r->at[n_offer][level];
     w->win[w->next] = tok_per_ms;
     w->next = (uint8_t)((w->next + 1) % SPRIG_COSTS_WINDOW);
     if (w->n_win < SPRIG_COSTS_WINDOW) w->n_win++;
@@ -73,17 +73,9 @@ double sprig_joint_rates_median(const sprig_joint_rates *r, int n_offer, int lev
 {
     if (samples) *samples = 0;
     if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX || level < 0 || level > SPRIG_JOINT_LEVELS) return 0;
-    const __typeof__(r->at[0][0]) *w = &r->at[n_offer][level];
-    double v[SPRIG_COSTS_WINDOW];
-    const int m = w->n_win;
-    for (int i = 0; i < m; i++) {
-        double x = w->win[i];
-        int j = i;
-        for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-        v[j] = x;
-    }
-    if (samples) *samples = m;
-    return !m ? 0 : m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+    const sprig_joint_window *w = &r->at[n_offer][level];
+    if (samples) *samples = w->n_win;
+    return sprig_costs_median_of(w->win, w->n_win);
 }
 
 int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level)

@@ -82,12 +82,13 @@ int sprig_joint_grant_level(sprig_joint_offer *o, int n_offer, int level);
  * drafting, walks, emission), per level and per count of planning
  * sequences, in windows of the last SPRIG_COSTS_WINDOW. */
 #define SPRIG_JOINT_LEVELS 12
+typedef struct sprig_joint_window {
+    double win[SPRIG_COSTS_WINDOW];
+    uint8_t n_win, next;
+    int64_t last;                           /* the step of its last sample (0: none) */
+} sprig_joint_window;
 typedef struct sprig_joint_rates {
-    struct {
-        double win[SPRIG_COSTS_WINDOW];
-        uint8_t n_win, next;
-        int64_t last;                       /* the step of its last sample (0: none) */
-    } at[SPRIG_JOINT_MAX + 1][SPRIG_JOINT_LEVELS + 1];   /* [planning sequences][level] */
+    sprig_joint_window at[SPRIG_JOINT_MAX + 1][SPRIG_JOINT_LEVELS + 1];   /* [planning sequences][level] */
     int64_t steps;                          /* plans made */
     int64_t explored;                       /* of them, a neighbour of the best level tried */
 } sprig_joint_rates;
