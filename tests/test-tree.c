@@ -1038,8 +1038,9 @@ static void test_joint_rates(void)
 }
 
 /* The drafter's expansion follows the choices: full width until 8 rounds
- * were chosen, the first choice alone once 8 chosen trees in a row were
- * chains (full width again every 8th round and after any branching tree);
+ * were chosen, the first choice alone while the wide rounds chose chains
+ * (full width again every 8th round, and for good once a wide round's tree
+ * earns more than its chain);
  * depth two past the deepest chosen while drafting is cheap, one past once
  * it costs 5% of a one-row verify */
 static void test_expand_follows_choices(void)
@@ -1068,8 +1069,58 @@ static void test_expand_follows_choices(void)
     const int d1 = sprig_shape_expand_depth(&s, D);
     CHECKF(d1 == (s.n_depths % 8 == 0 ? deep + 2 : deep + 1), "depth %d, deepest %d", d1, deep);
     for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, 40.0, false);   /* rows free now: a tree pays */
-    sprig_shape_select(&s, &t, 8, D, &out, NULL);
-    CHECK(!sprig_tree_is_linear(&out) && sprig_shape_expand_width(&s, 3) == 3);
+    int w = 1;
+    for (int r = 0; r < 8 && w == 1; r++) {   /* at the next wide round, which then sticks */
+        w = sprig_shape_expand_width(&s, 3);
+        sprig_shape_select(&s, &t, 8, D, &out, NULL);
+    }
+    CHECK(w == 3 && !sprig_tree_is_linear(&out) && sprig_shape_expand_width(&s, 3) == 3);
+}
+
+/* The width pays for its drafting: side nodes that beat the chain when
+ * drafting is free stop being drafted once a wide draft costs enough more
+ * than a width-1 one (measured per width, the width-1 time learned by the
+ * every-8th-round narrow round), and come back once it costs no more */
+static void test_width_pays_for_drafting(void)
+{
+    enum { D = 5, V = 8 };
+    static sprig_dyntree wide, narrow;
+    chain_06_03(&wide, D);
+    float logits[V];
+    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
+    sprig_dyntree_init(&narrow, 1);
+    sprig_dyntree_expand(&narrow, 0, logits, V, 1);
+    for (int d = 1; d < D; d++) {
+        int batch[SPRIG_DYNTREE_MAX_WIDTH];
+        CHECK(sprig_dyntree_frontier(&narrow, d, 1, batch) == 1);
+        narrow.slot[batch[0]] = 0;
+        sprig_dyntree_expand(&narrow, batch[0], logits, V, 1);
+    }
+    sprig_shape s;
+    honest_06_03(&s);
+    /* 4 rows for the time of one, dear past: the root, 0.6, 0.36 and the 0.3 runner-up (2.26 expected) beat the
+     * chain of 4 (2.176) at the same drafting time; at 3 ms wide against 1 ms narrow they do not (2.26 / 13 <
+     * 2.176 / 11) */
+    for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, n <= 4 ? 10.0 : 10.0 + 50.0 * (n - 4), true);
+    enum { R = 240 };
+    int widths[R], trees = 0;
+    sprig_tree out;
+    for (int r = 0; r < R; r++) {
+        const double wide_ms = r < 64 ? 3.0 : 1.0;   /* from round 64 a wide draft costs what a narrow one does */
+        widths[r] = sprig_shape_expand_width(&s, 2);
+        sprig_shape_select(&s, widths[r] > 1 ? &wide : &narrow, 8, D, &out, NULL);
+        sprig_shape_draft_cost(&s, widths[r] > 1 ? wide_ms : 1.0);
+        trees += !sprig_tree_is_linear(&out);
+        if (widths[r] > 1 && r >= 8 && r < 64) CHECKF(!sprig_tree_is_linear(&out), "round %d: the drafted tree still wins its round", r);
+    }
+    char line[8 * R], *o = line;
+    for (int r = 0; r < R; r++) o += sprintf(o, "%d", widths[r]);
+    fprintf(stderr, "  widths by round: %s (%d branching trees)\n", line, trees);
+    for (int r = 0; r < 8; r++) CHECKF(widths[r] == 2, "warm-up round %d: width %d", r, widths[r]);
+    CHECKF(widths[8] == 1, "round 8 measures the width-1 drafting (width %d)", widths[8]);
+    for (int r = 17; r < 64; r++) CHECKF(widths[r] == (r % 8 == 0 ? 2 : 1), "round %d: width %d with dear side drafting", r, widths[r]);
+    for (int r = R - 24; r < R; r++) CHECKF(widths[r] == (r % 8 == 0 ? 1 : 2), "round %d: width %d once side drafting is free", r, widths[r]);
+    CHECK(fabs(s.draft_w_ms[0] - 1.0) < 1e-9 && s.draft_w_ms[1] < 1.2);
 }
 
 int main(void)
@@ -1083,6 +1134,7 @@ int main(void)
     RUN(test_costs_prior);
     RUN(test_joint_rates);
     RUN(test_expand_follows_choices);
+    RUN(test_width_pays_for_drafting);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);
     RUN(test_depths);

@@ -30,9 +30,23 @@ void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile)
     else sprig_costs_add(&s->cost, n, ms);
 }
 
+static void ema(double *x, double v)
+{
+    *x = *x > 0 ? *x + 0.25 * (v - *x) : v;
+}
+
 void sprig_shape_draft_cost(sprig_shape *s, double ms)
 {
-    if (ms >= 0) s->draft_ms = s->draft_ms > 0 ? s->draft_ms + 0.25 * (ms - s->draft_ms) : ms;
+    if (!(ms >= 0)) return;
+    ema(&s->draft_ms, ms);
+    ema(&s->draft_w_ms[s->width_now > 1], ms);
+}
+
+/* The drafter's time per round at width 1 (wide false) or wider: its own
+ * average once measured, else every round's */
+static double draft_at(const sprig_shape *s, bool wide)
+{
+    return s->draft_w_ms[wide] > 0 ? s->draft_w_ms[wide] : s->draft_ms;
 }
 
 void sprig_shape_set_experts(sprig_shape *s, const sprig_expert_load *el)
@@ -280,7 +294,8 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
                           : sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
     /* m nodes: expected emitted 1 + sum of the first m - 1 values, per T(m) + the drafter's time (spent
      * this round whatever m is, so the bare bonus pays it too) */
-    const double fixed = others > 0 && s->shared.gap_ms > s->draft_ms ? s->shared.gap_ms : s->draft_ms;
+    const double gap = others > 0 ? s->shared.gap_ms : 0, dw = draft_at(s, s->width_now > 1), dn = draft_at(s, false);
+    const double fixed = gap > dw ? gap : dw, fixed_n = gap > dn ? gap : dn;   /* this round's width, and width 1 */
     double e = 1.0 + s->others_emit, best = e / ((experts ? t_pred[1] : step_t(s, others, others + 1)) + fixed);
     int m = 1;
     for (int j = 1; j < n; j++) {
@@ -289,6 +304,8 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
         if (rate > best) { best = rate; m = j + 1; }
     }
     int granted = 0;
+    double cbest_n = 0, got = 0;   /* the best chain's rate had this round drafted at width 1 (0: not compared),
+                                      and the chosen one's at this round's width */
     if (!experts && others > 0 && s->joint) {   /* the batch allocates the step's rows (shape.h) */
         double gain[SPRIG_TREE_MAX];
         gain[0] = 1.0;
@@ -304,6 +321,7 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
         int chain[SPRIG_TREE_MAX], len = 1, at = 1, cur = 0, cm = 1;
         const int cap = max_nodes < SPRIG_TREE_MAX ? max_nodes : SPRIG_TREE_MAX;
         double ec = 1.0 + s->others_emit, cbest = ec / (step_t(s, others, others + 1) + fixed), et = 1.0;
+        cbest_n = ec / (step_t(s, others, others + 1) + fixed_n);
         for (int j = 1; j < m; j++) et += exp((double)key[chosen[j]]);
         chain[0] = 0;
         while (len < (granted ? m : cap)) {
@@ -313,12 +331,16 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
             chain[len++] = cur = next;
             at = next + 1;
             ec += exp((double)key[next]);
-            const double rate = ec / (step_t(s, others, others + len) + fixed);
+            const double rate = ec / (step_t(s, others, others + len) + fixed), rate_n = ec / (step_t(s, others, others + len) + fixed_n);
             if (rate > cbest) { cbest = rate; cm = len; }
+            if (rate_n > cbest_n) cbest_n = rate_n;
         }
+        if (granted) best = (et + s->others_emit) / (step_t(s, others, others + m) + fixed);
+        got = best;
         if (granted ? len == m && ec >= et - 1e-12 * et : cbest >= best) {   /* granted m rows: the chain of m if it emits as much */
             memcpy(chosen, chain, (size_t)(granted ? m : cm) * sizeof *chain);
             m = granted ? m : cm;
+            got = granted ? ec / (step_t(s, others, others + m) + fixed) : cbest;
         }
     }
     int map[SPRIG_TREE_MAX];
@@ -335,7 +357,10 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     const bool linear = sprig_tree_is_linear(out);
     if (linear) s->plan_chains++;
     else s->plan_trees++;
-    s->branched = (uint8_t)(s->branched << 1 | !linear);
+    if (s->width_now > 1 && cbest_n > 0) {   /* what drafting wide earned this round: a mean, then a moving one */
+        s->wide_n++;
+        s->wide_edge += (s->wide_n < 4 ? 1.0 / s->wide_n : 0.25) * (got / cbest_n - 1.0 - s->wide_edge);
+    }
     const int d = sprig_tree_max_depth(out);
     s->depths[s->n_depths++ % 8] = (uint8_t)(d < 255 ? d : 255);
 }
@@ -350,10 +375,12 @@ int sprig_shape_expand_depth(const sprig_shape *s, int max_depth)
     return d < max_depth ? d : max_depth;
 }
 
-int sprig_shape_expand_width(const sprig_shape *s, int max_width)
+int sprig_shape_expand_width(sprig_shape *s, int max_width)
 {
-    if (s->n_depths < 8 || s->branched || s->n_depths % 8 == 0) return max_width;
-    return max_width < 1 ? max_width : 1;
+    const int narrow = max_width < 1 ? max_width : 1;
+    if (s->n_depths < 8) return s->width_now = max_width;
+    const bool explore = s->n_depths % 8 == 0;
+    return s->width_now = (s->wide_edge > 0) != explore ? max_width : narrow;
 }
 
 void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)

@@ -90,6 +90,8 @@
 typedef struct sprig_shape {
     sprig_costs cost;                       /* T(n), n = 1..SPRIG_TREE_MAX: the profile's and the rounds' (costs.h) */
     double draft_ms;                        /* the drafter's time per round (moving average) */
+    double draft_w_ms[2];                   /* the same at width 1 ([0]) and wider ([1]); 0 = none yet */
+    int width_now;                          /* the width sprig_shape_expand_width last handed out (0: none) */
     double hits[SPRIG_SHAPE_BINS], trials[SPRIG_SHAPE_BINS];
     /* the corrections: accepted, expected (sum of the q-calibrated chances) and verified, per depth class and
        per sibling rank */
@@ -109,7 +111,10 @@ typedef struct sprig_shape {
     int64_t plan_joint;                     /* choices whose rows the batch allocated */
     uint8_t depths[8];                      /* the depth of the last 8 chosen trees (ring; 0 = none yet) */
     int n_depths;
-    uint8_t branched;                       /* bit i: the tree chosen i rounds ago branched */
+    double wide_edge;                       /* what drafting wide earned (moving average over the rounds that
+                                               did): the chosen tree's rate over the rate of the chain a width-1
+                                               draft would have given, each with its own drafting time, less 1 */
+    int64_t wide_n;                         /* the rounds drafted wide that taught it */
     struct {                                /* a mixture-of-experts target (sprig_shape_set_experts), else off */
         bool on;
         double layers, e, k;                /* expert layers, experts per layer, experts a row runs */
@@ -149,6 +154,9 @@ void sprig_shape_cost_round(sprig_shape *s, int n, double ms, double experts);
 /* A measured T(n): a profile's (provisional: the best of its repetitions,
  * until a round measures n) or a round's (costs.h). */
 void sprig_shape_cost(sprig_shape *s, int n, double ms, bool profile);
+/* The drafter's time this round, at the width sprig_shape_expand_width last
+ * handed out: a wide expansion costs more rounds of the drafter (an MTP
+ * head's depth is a forward of w rows), so each width keeps its own. */
 void sprig_shape_draft_cost(sprig_shape *s, double ms);
 /* T(n) from what is known (spec/costs.h: monotone, linear between knots, stale sizes re-tried). */
 double sprig_shape_t(const sprig_shape *s, int n);
@@ -172,12 +180,16 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
  * head's every depth is a forward of its own), but two every 8th round;
  * max_depth until 8 rounds were chosen. */
 int sprig_shape_expand_depth(const sprig_shape *s, int max_depth);
-/* How wide the drafter should expand this round (<= max_width): 1 (the
- * chain a fixed configuration drafts, at its cost) when none of the last 8
- * chosen trees branched, but every 8th round at max_width, so the side
- * nodes' calibration keeps learning and a tree that starts to pay is seen;
+/* How wide the drafter should expand this round (<= max_width), and
+ * remembered as this round's width: 1 (the chain a fixed configuration
+ * drafts, at its cost) while the rounds drafted wide earned less, on
+ * average, than their chain drafted at width 1 would have (the tree's rate
+ * against the chain's, each with its width's drafting time), but every 8th
+ * round at max_width, so the side nodes' calibration keeps learning and a
+ * tree that starts to pay is seen; max_width while they earned more, but
+ * every 8th round 1, so the width-1 drafting time stays measured;
  * max_width until 8 rounds were chosen. */
-int sprig_shape_expand_width(const sprig_shape *s, int max_width);
+int sprig_shape_expand_width(sprig_shape *s, int max_width);
 /* After the walk: count each verified child of an accepted node. */
 void sprig_shape_observe(sprig_shape *s, const sprig_tree *t, const sprig_walk *w);
 
