@@ -1001,8 +1001,8 @@ static void test_costs_prior(void)
 /* The measured levels of a batch's joint plan (spec/joint.h): the best
  * median rate wins (ties to fewer drafts), a neighbour is tried while it has
  * few samples or is stale, a count of sequences with nothing measured
- * borrows the nearest one's best, and the cost model's level stands while
- * nothing is known. */
+ * borrows the rows of the nearest one's best, a level tried once does not
+ * lead, and the cost model's level stands while nothing is known. */
 static void test_joint_rates(void)
 {
     static sprig_joint_rates r;
@@ -1023,7 +1023,21 @@ static void test_joint_rates(void)
     }
     CHECKF(picks[1] >= 52 && picks[2] >= SPRIG_JOINT_MIN_SAMPLES - 1 && picks[2] <= 8, "levels 0-2 picked %d %d %d times",
            picks[0], picks[1], picks[2]);
-    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 7, 4, 6), 1);   /* seven sequences, nothing measured: eight's best */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 7, 4, 6), 1);   /* seven sequences, nothing measured: eight's 16 rows */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 4, 0, 6), 3);   /* four: 16 rows are four drafts each */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 16, 4, 6), 0);   /* sixteen: the bonus rows alone */
+    /* a level tried once does not lead, however lucky: the exploration stays beside the model's level until
+     * a neighbour has its samples and beats it */
+    static sprig_joint_rates u;
+    memset(&u, 0, sizeof u);
+    int most = 0, at2 = 0;
+    for (int step = 0; step < 40; step++) {
+        const int l = sprig_joint_rates_choose(&u, 5, 2, 8);
+        if (l > most) most = l;
+        at2 += l == 2;
+        sprig_joint_rates_add(&u, 5, l, l == 2 ? 0.15 : u.at[5][l].n_win == 0 ? 0.30 : 0.10);   /* each lucky once */
+    }
+    CHECKF(most <= 3 && at2 >= 24, "levels up to %d tried, level 2 %d times of 40", most, at2);
     static sprig_joint_rates t;
     memset(&t, 0, sizeof t);
     for (int i = 0; i < 3; i++) { sprig_joint_rates_add(&t, 4, 2, 0.2); sprig_joint_rates_add(&t, 4, 3, 0.2); }
@@ -1123,6 +1137,75 @@ static void test_width_pays_for_drafting(void)
     CHECK(fabs(s.draft_w_ms[0] - 1.0) < 1e-9 && s.draft_w_ms[1] < 1.2);
 }
 
+/* Drafting stops short only when nothing it could bring would be chosen:
+ * over random calibrations, costs, widths and drafts, every tree drafted
+ * only as deep as sprig_shape_draft_deeper allowed chooses exactly the
+ * tree the whole draft chooses (and the stop does happen) */
+static void test_draft_deeper_loses_nothing(void)
+{
+    enum { V = 10, TRIALS = 300 };
+    sprig_rng rng;
+    sprig_rng_seed(&rng, 909);
+    static sprig_dyntree t, cut;
+    static sprig_shape s, a, b;
+    int stops = 0, compared = 0, deeper_chosen = 0;
+    for (int trial = 0; trial < TRIALS; trial++) {
+        sprig_shape_init(&s);
+        for (int bin = 0; bin < SPRIG_SHAPE_BINS; bin++) {
+            s.trials[bin] = (double)(sprig_rng_u64(&rng) % 40);
+            s.hits[bin] = s.trials[bin] * sprig_rng_uniform(&rng);
+        }
+        const double t1 = 20 + 40 * sprig_rng_uniform(&rng), row = 0.5 + 15 * sprig_rng_uniform(&rng);
+        const int stair = 4 + (int)(sprig_rng_u64(&rng) % 16);
+        for (int n = 1; n <= SPRIG_TREE_MAX; n++) sprig_shape_cost(&s, n, t1 + row * n + (n > stair ? 30 : 0), true);
+        s.width_now = 1 + (int)(sprig_rng_u64(&rng) % 3);
+        sprig_shape_draft_cost(&s, 10 * sprig_rng_uniform(&rng));
+        s.n_depths = 9 + (int)(sprig_rng_u64(&rng) % 7);   /* past the warm-up, not an exploring round */
+        const int w = s.width_now, D = 3 + (int)(sprig_rng_u64(&rng) % 6), max_nodes = 4 + (int)(sprig_rng_u64(&rng) % 28);
+        const double sharp = 0.5 + 4 * sprig_rng_uniform(&rng);   /* how confident the drafter is */
+        float logits[V];
+        sprig_dyntree_init(&t, 1);
+        bool cut_taken = false;
+        for (int d = 0; d < D; d++) {
+            int batch[SPRIG_DYNTREE_MAX_WIDTH], nf = 1;
+            batch[0] = 0;
+            if (d > 0) {
+                nf = sprig_dyntree_frontier(&t, d, w, batch);
+                if (nf == 0) break;
+                if (!cut_taken && !sprig_shape_draft_deeper(&s, &t, batch, nf, max_nodes, D)) {
+                    cut = t;
+                    cut_taken = true;
+                }
+            }
+            for (int j = 0; j < nf; j++) {
+                double z = 0;
+                for (int i = 0; i < V; i++) z += exp(logits[i] = (float)(sharp * sprig_rng_normal(&rng)));
+                for (int i = 0; i < V; i++) logits[i] -= (float)log(z);
+                t.slot[batch[j]] = (int16_t)j;
+                sprig_dyntree_expand(&t, batch[j], logits, V, w);
+            }
+        }
+        if (!cut_taken) continue;
+        stops++;
+        a = s;
+        b = s;
+        sprig_tree ta, tb;
+        sprig_shape_select(&a, &cut, max_nodes, D, &ta, NULL);
+        sprig_shape_select(&b, &t, max_nodes, D, &tb, NULL);
+        bool same = ta.n == tb.n;
+        for (int i = 0; same && i < ta.n; i++) same = ta.tokens[i] == tb.tokens[i] && ta.parents[i] == tb.parents[i];
+        CHECKF(same, "trial %d: the short draft chose %d nodes, the whole one %d", trial, ta.n, tb.n);
+        compared++;
+        deeper_chosen += sprig_tree_max_depth(&tb) > 0;
+    }
+    fprintf(stderr, "  %d of %d drafts stopped short, each choosing what the whole draft chose\n", stops, TRIALS);
+    CHECK(stops >= TRIALS / 10 && compared == stops && deeper_chosen > 0);
+    /* the warm-up and every 8th round draft as deep as allowed */
+    s.n_depths = 16;
+    int batch[1] = { 1 };
+    CHECK(sprig_shape_draft_deeper(&s, &t, batch, 1, 8, 8));
+}
+
 int main(void)
 {
     RUN(test_linear_mask_is_causal);
@@ -1135,6 +1218,7 @@ int main(void)
     RUN(test_joint_rates);
     RUN(test_expand_follows_choices);
     RUN(test_width_pays_for_drafting);
+    RUN(test_draft_deeper_loses_nothing);
     RUN(test_siblings_never_see_each_other);
     RUN(test_queries);
     RUN(test_depths);

@@ -175,6 +175,7 @@ static sprig_status md_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, in
     for (int depth = 1; depth < depth_cap; depth++) {   /* feed this depth's best, read their children */
         int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || base + rows + nf > md->n_ctx || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
+        if (c->shape && !c->q && !sprig_shape_draft_deeper(c->shape, t, batch, nf, max_nodes, k - 1)) break;
         if (c->q && t->n >= max_nodes) break;   /* every node drawn is verified: the budget is spent */
         const int cols = base + rows + nf;
         for (int j = 0; j < nf; j++) {

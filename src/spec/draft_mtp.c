@@ -227,6 +227,7 @@ static sprig_status mtp_draft_tree(sprig_drafter *d, const sprig_draft_ctx *c, i
         int batch[SPRIG_DYNTREE_MAX_WIDTH], qrows[SPRIG_DYNTREE_MAX_WIDTH];
         const int nf = sprig_dyntree_frontier(t, depth, w, batch);
         if (nf == 0 || t->n + nf * w > SPRIG_DYNTREE_CAP) break;
+        if (c->shape && !c->q && !sprig_shape_draft_deeper(c->shape, t, batch, nf, max_nodes, k - 1)) break;
         if (c->q && t->n >= max_nodes) break;   /* every node drawn is verified: the budget is spent */
         if (md->ops->step_rows && md->batch_h) {   /* the depth in one pass over the head's weights */
             int32_t toks[SPRIG_DYNTREE_MAX_WIDTH];

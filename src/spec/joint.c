@@ -88,13 +88,12 @@ int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, i
     if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX) return predicted;
     int best = -1;
     double bv = 0;
-    for (int pass = 0; pass < 2 && best < 0; pass++)   /* levels with a few samples; else any measured */
-        for (int l = 0; l <= max_level; l++) {
-            int k = 0;
-            const double v = sprig_joint_rates_median(r, n_offer, l, &k);
-            if (v > 0 && (pass || k >= SPRIG_JOINT_MIN_SAMPLES) && (best < 0 || v > bv)) { best = l; bv = v; }
-        }
-    if (best < 0) {   /* nothing at this count of sequences: the best level of the nearest count measured */
+    for (int l = 0; l <= max_level; l++) {   /* levels with a few samples only: one lucky step does not lead */
+        int k = 0;
+        const double v = sprig_joint_rates_median(r, n_offer, l, &k);
+        if (v > 0 && k >= SPRIG_JOINT_MIN_SAMPLES && (best < 0 || v > bv)) { best = l; bv = v; }
+    }
+    if (best < 0) {   /* nothing at this count of sequences: the rows the nearest measured count's best level ran */
         for (int d = 1; d < SPRIG_JOINT_MAX && best < 0; d++)
             for (int s = -1; s <= 1 && best < 0; s += 2) {
                 const int k = n_offer + s * d;
@@ -103,6 +102,10 @@ int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, i
                     int c = 0;
                     const double v = sprig_joint_rates_median(r, k, l, &c);
                     if (v > 0 && c >= SPRIG_JOINT_MIN_SAMPLES && (best < 0 || v > bv)) { best = l; bv = v; }
+                }
+                if (best >= 0) {   /* a level is a different number of rows at another count; the stair is in rows */
+                    const int rows = k * (best + 1), l = rows / n_offer - 1;
+                    best = l < 0 ? 0 : l > max_level ? max_level : l;
                 }
             }
         return best < 0 ? predicted : best;

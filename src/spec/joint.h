@@ -99,10 +99,14 @@ void sprig_joint_rates_add(sprig_joint_rates *r, int n_offer, int level, double 
  * fewer than SPRIG_JOINT_MIN_SAMPLES or is SPRIG_JOINT_STALE steps old, at most every SPRIG_JOINT_EXPLORE steps
  * (every other step while this count of sequences has fewer than 4 x SPRIG_JOINT_MIN_SAMPLES samples); `predicted` (the cost model's
  * level) while nothing is measured; with nothing measured at this count of
- * sequences, the best level of the nearest count that has (a request
- * joining or leaving moves the count; the cost model's guess there ran
- * steps of 19 rows at 134 ms where 16 took 89). A level counts as measured
- * with SPRIG_JOINT_MIN_SAMPLES samples. */
+ * sequences, the level that runs at most the rows the nearest measured
+ * count's best level ran (a request joining or leaving moves the count;
+ * the cost model's guess there ran steps of 19 rows at 134 ms where 16
+ * took 89; the forward's cost steps at a number of rows, not of drafts:
+ * borrowing the level itself ran 8 sequences at 40 rows where 5 had run
+ * 25). A level counts as measured with SPRIG_JOINT_MIN_SAMPLES samples,
+ * and only a measured level can lead (a level tried once, lucky, led the
+ * exploration up one level a step: 25, 30, 35 rows). */
 #define SPRIG_JOINT_STALE 48
 #define SPRIG_JOINT_EXPLORE 8
 #define SPRIG_JOINT_MIN_SAMPLES 3   /* a level is the best only with this many samples (while any has) */

@@ -269,18 +269,56 @@ static int grow_by_experts(sprig_shape *s, const sprig_dyntree *t, const float *
     return n;
 }
 
-void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map_out)
+/* key[i]: the log of candidate i's path's calibrated acceptance; rank[i]: its rank among its parent's children
+ * in the drafter's order (a node's children are added together, best or first drawn first) */
+static void path_keys(const sprig_shape *s, const sprig_dyntree *t, float *key, uint8_t *rank)
 {
-    static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
-    static _Thread_local uint8_t rank[SPRIG_DYNTREE_CAP];   /* among its parent's children, the drafter's order */
     key[0] = 0.0f;
     rank[0] = 0;
-    for (int i = 1; i < t->n; i++) {   /* a node's children are added together, best (or first drawn) first */
+    for (int i = 1; i < t->n; i++) {
         const double q = exp((double)t->score[i] - (double)t->real[t->parent[i]]);
         const int r = i > 1 && t->parent[i - 1] == t->parent[i] ? rank[i - 1] + 1 : 0;
         rank[i] = (uint8_t)(r < 255 ? r : 255);
         key[i] = key[t->parent[i]] + (float)log(sprig_shape_accept_at(s, q, t->depth[i], r));
     }
+}
+
+bool sprig_shape_draft_deeper(sprig_shape *s, const sprig_dyntree *t, const int *frontier, int nf, int max_nodes, int max_depth)
+{
+    if (nf < 1 || s->n_depths < 8 || s->n_depths % 8 == 0) return nf >= 1;   /* warm-up and exploration: as deep as allowed */
+    if (s->others_rows > 0 || s->moe.on) return true;   /* a shared step's level, or the experts' growth, decides */
+    static _Thread_local float key[SPRIG_DYNTREE_CAP];
+    static _Thread_local uint8_t rank[SPRIG_DYNTREE_CAP];
+    path_keys(s, t, key, rank);
+    if (max_nodes > SPRIG_TREE_MAX) max_nodes = SPRIG_TREE_MAX;
+    double g = 0;   /* no candidate deeper than the frontier is worth more than the best frontier node's path */
+    for (int j = 0; j < nf; j++) {
+        const double v = exp((double)key[frontier[j]]);
+        if (v > g) g = v;
+    }
+    int chosen[SPRIG_TREE_MAX];
+    const int n = sprig_dyntree_best(t, key, max_nodes, max_depth, chosen);
+    const double d = draft_at(s, s->width_now > 1);
+    double T[SPRIG_TREE_MAX + 1], E[SPRIG_TREE_MAX + 1], best = 0;
+    for (int m = 1; m <= max_nodes; m++) T[m] = sprig_shape_t(s, m) + d;
+    E[1] = 1.0;
+    for (int m = 1; m <= n; m++) {
+        if (m > 1) E[m] = E[m - 1] + exp((double)key[chosen[m - 1]]);
+        if (E[m] / T[m] > best) best = E[m] / T[m];
+    }
+    /* k more nodes, each worth at most g, beside the best m already drafted: the only way a deeper node is chosen */
+    for (int m = 1; m <= n; m++)
+        for (int k = 1; m + k <= max_nodes; k++)
+            if ((E[m] + k * g) / T[m + k] > best) return true;
+    s->draft_stops++;
+    return false;
+}
+
+void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, int max_depth, sprig_tree *out, int *map_out)
+{
+    static _Thread_local float key[SPRIG_DYNTREE_CAP];   /* log of the path's calibrated acceptance */
+    static _Thread_local uint8_t rank[SPRIG_DYNTREE_CAP];   /* among its parent's children, the drafter's order */
+    path_keys(s, t, key, rank);
     int chosen[SPRIG_TREE_MAX];
     double t_pred[SPRIG_TREE_MAX + 1];
     const int others = (int)(s->others_rows + 0.5);   /* a shared forward: everyone's tokens per everyone's time */
@@ -390,8 +428,10 @@ void sprig_shape_summary(const sprig_shape *s, char *buf, size_t cap)
     for (int n = 1; n <= SPRIG_TREE_MAX && o + 32 < cap; n++)
         if (s->chosen[n]) o += (size_t)snprintf(buf + o, cap - o, " %dx%lld", n, (long long)s->chosen[n]);
     if (o + 96 < cap)
-        o += (size_t)snprintf(buf + o, cap - o, "; T(n) ms: 1 %.2f, 4 %.2f, 8 %.2f, 16 %.2f; drafter %.2f ms/round", sprig_shape_t(s, 1),
-                              sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms);
+        o += (size_t)snprintf(buf + o, cap - o, "; T(n) ms: 1 %.2f, 4 %.2f, 8 %.2f, 16 %.2f; drafter %.2f ms/round (width 1 %.2f, "
+                              "wider %.2f; wide rounds' edge %+.3f; %lld drafts stopped short)", sprig_shape_t(s, 1),
+                              sprig_shape_t(s, 4), sprig_shape_t(s, 8), sprig_shape_t(s, 16), s->draft_ms, s->draft_w_ms[0],
+                              s->draft_w_ms[1], s->wide_edge, (long long)s->draft_stops);
     if (s->moe.on && o + 160 < cap)
         o += (size_t)snprintf(buf + o, cap - o, "; experts: %.3f ms each, %.1f per verify (random routing of 4 / 8 rows: %.1f / %.1f; "
                               "locality alpha %.2f; %lld trees grown for their experts, %lld of %lld candidates' routings known)",

@@ -115,6 +115,7 @@ typedef struct sprig_shape {
                                                did): the chosen tree's rate over the rate of the chain a width-1
                                                draft would have given, each with its own drafting time, less 1 */
     int64_t wide_n;                         /* the rounds drafted wide that taught it */
+    int64_t draft_stops;                    /* drafts stopped before their depth cap (sprig_shape_draft_deeper) */
     struct {                                /* a mixture-of-experts target (sprig_shape_set_experts), else off */
         bool on;
         double layers, e, k;                /* expert layers, experts per layer, experts a row runs */
@@ -180,6 +181,16 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
  * head's every depth is a forward of its own), but two every 8th round;
  * max_depth until 8 rounds were chosen. */
 int sprig_shape_expand_depth(const sprig_shape *s, int max_depth);
+/* Whether the drafter should expand the next depth's `frontier` (nf
+ * candidates, the ones it would feed) of t: false when no candidate it
+ * could bring would be chosen. Every deeper candidate's path is worth at
+ * most the best frontier node's (g), so a deeper node is chosen only if some
+ * m of the best already drafted plus k nodes worth g beat the best rate
+ * already drafted, E(m) + k g over T(m + k) + the drafting time. True in
+ * the warm-up, every 8th round (the deeper nodes' calibration keeps
+ * learning), in a shared step (the batch's level decides its depth) and on
+ * experts (grown for them). Counts the stops. */
+bool sprig_shape_draft_deeper(sprig_shape *s, const sprig_dyntree *t, const int *frontier, int nf, int max_nodes, int max_depth);
 /* How wide the drafter should expand this round (<= max_width), and
  * remembered as this round's width: 1 (the chain a fixed configuration
  * drafts, at its cost) while the rounds drafted wide earned less, on
