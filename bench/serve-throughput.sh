@@ -87,7 +87,9 @@ echo "== serve throughput: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 |
 for r in $(seq 1 "$ROUNDS"); do
     for c in $CS; do
         for cfg in $CONFIGS; do
-            start "$cfg" "$c" || continue
+            ok=0   # a port another process took meanwhile: the next one (a missing run would skew the per-round ratios)
+            for try in 1 2 3; do start "$cfg" "$c" && { ok=1; break; }; done
+            [ "$ok" = 1 ] || continue
             line=$(TEXTS_OUT="$OUT/texts-$c-$(echo "$cfg" | tr /: --)" node bench/serve-clients.mjs "http://127.0.0.1:$PORT" "$c" "$R" "$N")
             batch=""
             case $cfg in llama/*|*/nobatch) ;; *) batch=$(curl -s "http://127.0.0.1:$PORT/health") ;; esac

@@ -998,57 +998,83 @@ static void test_costs_prior(void)
     CHECKF(sprig_costs_t(&c, 20) > 100 * s * 1.5, "T(20) %.1f, prior x scale %.1f", sprig_costs_t(&c, 20), 100 * s);
 }
 
-/* The measured levels of a batch's joint plan (spec/joint.h): the best
- * median rate wins (ties to fewer drafts), a neighbour is tried while it has
- * few samples or is stale, a count of sequences with nothing measured
- * borrows the rows of the nearest one's best, a level tried once does not
- * lead, and the cost model's level stands while nothing is known. */
+/* The measured levels of a batch's joint plan (spec/joint.h): the cost
+ * model's level stands until it is measured, a measured level replaces it
+ * only when clearly better (SPRIG_JOINT_OVERRIDE; a 10% edge measured at
+ * other moments does not), a neighbour is tried while it has few samples or
+ * is stale, a count of sequences with nothing measured runs the model's
+ * level, and a level tried once does not lead. */
 static void test_joint_rates(void)
 {
     static sprig_joint_rates r;
     memset(&r, 0, sizeof r);
-    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 3, 6), 3);   /* nothing measured: the model's */
-    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 9, 6), 6);   /* within the offers */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 3, 6, NULL), 3);   /* nothing measured: the model's */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 9, 6, NULL), 6);   /* within the offers */
     for (int i = 0; i < 5; i++) {
         sprig_joint_rates_add(&r, 8, 1, 0.16 + 0.01 * (i % 2));
         sprig_joint_rates_add(&r, 8, 0, 0.12 + 0.05 * (i == 0));   /* one lucky step */
+        sprig_joint_rates_add(&r, 8, 3, 0.10);                      /* the model's level, clearly worse */
     }
     sprig_joint_rates_add(&r, 8, 2, 0.30);   /* one lucky step alone does not make level 2 the best */
     int picks[4] = { 0 };
     for (int step = 0; step < 64; step++) {
-        const int l = sprig_joint_rates_choose(&r, 8, 3, 6);
+        const int l = sprig_joint_rates_choose(&r, 8, 3, 6, NULL);
         CHECK(l >= 0 && l <= 2);
         if (l >= 0 && l <= 2) picks[l]++;
         if (l == 2) sprig_joint_rates_add(&r, 8, 2, 0.10);   /* the neighbour above tried, and found worse */
     }
     CHECKF(picks[1] >= 52 && picks[2] >= SPRIG_JOINT_MIN_SAMPLES - 1 && picks[2] <= 8, "levels 0-2 picked %d %d %d times",
            picks[0], picks[1], picks[2]);
-    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 7, 4, 6), 1);   /* seven sequences, nothing measured: eight's 16 rows */
-    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 4, 0, 6), 3);   /* four: 16 rows are four drafts each */
-    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 16, 4, 6), 0);   /* sixteen: the bonus rows alone */
+    r.steps = 2;   /* the next is not an exploring step */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 8, 0, 6, NULL), 1);   /* level 1 beats the model's 0 by 1.33x: it leads */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&r, 7, 4, 6, NULL), 4);   /* seven sequences, nothing measured: the model's */
     /* a level tried once does not lead, however lucky: the exploration stays beside the model's level until
      * a neighbour has its samples and beats it */
     static sprig_joint_rates u;
     memset(&u, 0, sizeof u);
     int most = 0, at2 = 0;
     for (int step = 0; step < 40; step++) {
-        const int l = sprig_joint_rates_choose(&u, 5, 2, 8);
+        const int l = sprig_joint_rates_choose(&u, 5, 2, 8, NULL);
         if (l > most) most = l;
         at2 += l == 2;
         sprig_joint_rates_add(&u, 5, l, l == 2 ? 0.15 : u.at[5][l].n_win == 0 ? 0.30 : 0.10);   /* each lucky once */
     }
     CHECKF(most <= 3 && at2 >= 24, "levels up to %d tried, level 2 %d times of 40", most, at2);
+    /* a neighbour the model prices far below the best is not tried; one it prices near is */
+    static sprig_joint_rates v;
+    memset(&v, 0, sizeof v);
+    const double model[4] = { 0.10, 0.16, 0.12, 0.15 };   /* level 0 at 0.63x of level 1, level 2 at 0.75x */
+    int tried[4] = { 0 };
+    for (int step = 0; step < 64; step++) {
+        const int l = sprig_joint_rates_choose(&v, 8, 1, 3, model);
+        if (l >= 0 && l <= 3) tried[l]++;
+        sprig_joint_rates_add(&v, 8, l, 0.16);
+    }
+    CHECKF(tried[0] == 0 && tried[2] == 0 && tried[1] == 64, "levels tried %d %d %d %d", tried[0], tried[1], tried[2], tried[3]);
+    const double near[4] = { 0.15, 0.16, 0.12, 0.15 };   /* level 0 at 0.94x: tried */
+    memset(&v, 0, sizeof v);
+    memset(tried, 0, sizeof tried);
+    for (int step = 0; step < 64; step++) {
+        const int l = sprig_joint_rates_choose(&v, 8, 1, 3, near);
+        if (l >= 0 && l <= 3) tried[l]++;
+        sprig_joint_rates_add(&v, 8, l, l == 1 ? 0.16 : 0.12);
+    }
+    CHECKF(tried[0] >= SPRIG_JOINT_MIN_SAMPLES && tried[0] <= 8 && tried[2] == 0, "levels tried %d %d %d %d", tried[0], tried[1], tried[2],
+           tried[3]);
     static sprig_joint_rates t;
     memset(&t, 0, sizeof t);
     for (int i = 0; i < 3; i++) { sprig_joint_rates_add(&t, 4, 2, 0.2); sprig_joint_rates_add(&t, 4, 3, 0.2); }
     t.steps = 2;   /* the next is not an exploring step */
-    CHECK_EQ_INT(sprig_joint_rates_choose(&t, 4, 0, 6), 2);   /* a tie: fewer drafts */
+    CHECK_EQ_INT(sprig_joint_rates_choose(&t, 4, 3, 6, NULL), 3);   /* a tie: the model's */
+    for (int i = 0; i < 3; i++) sprig_joint_rates_add(&t, 4, 1, 0.21);
+    t.steps = 2;
+    CHECK_EQ_INT(sprig_joint_rates_choose(&t, 4, 2, 6, NULL), 2);   /* 1.05x measured at other moments: not enough */
     int k = 0;
     CHECK(fabs(sprig_joint_rates_median(&t, 4, 3, &k) - 0.2) < 1e-12 && k == 3);
     sprig_joint_rates_add(&t, 0, 1, 1);   /* out of range: ignored */
     sprig_joint_rates_add(&t, 4, SPRIG_JOINT_LEVELS + 1, 1);
-    sprig_joint_rates_add(&t, 4, 1, NAN);
-    CHECK(sprig_joint_rates_median(&t, 4, 1, &k) == 0 && k == 0);
+    sprig_joint_rates_add(&t, 4, 5, NAN);
+    CHECK(sprig_joint_rates_median(&t, 4, 5, &k) == 0 && k == 0);
 }
 
 /* The drafter's expansion follows the choices: full width until 8 rounds

@@ -378,7 +378,10 @@ static void grant(sprig_batch *b, bool late)
     if (b->grant_ns && b->step_clean && b->step_fwds == 1 && !late && fixed == 0)   /* the last step, as it ran */
         sprig_joint_rates_add(&b->rates, b->grant_n, b->grant_level, b->step_tokens / ((double)(now - b->grant_ns) * 1e-6));
     /* every member planning: the level the measured steps favour (the cost model's to start); else the model's */
-    const int level = fixed == 0 ? sprig_joint_rates_choose(&b->rates, n, predicted, deepest) : predicted;
+    double model[SPRIG_JOINT_LEVELS + 1];
+    if (deepest > SPRIG_JOINT_LEVELS) deepest = SPRIG_JOINT_LEVELS;
+    if (fixed == 0) sprig_joint_level_rates(o, n, &b->costs, step, deepest, model);
+    const int level = fixed == 0 ? sprig_joint_rates_choose(&b->rates, n, predicted, deepest, model) : predicted;
     if (fixed == 0) rows = sprig_joint_grant_level(o, n, level);
     b->grant_ns = now;
     b->grant_level = level;

@@ -78,7 +78,23 @@ double sprig_joint_rates_median(const sprig_joint_rates *r, int n_offer, int lev
     return sprig_costs_median_of(w->win, w->n_win);
 }
 
-int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level)
+void sprig_joint_level_rates(const sprig_joint_offer *o, int n_offer, const sprig_costs *c, double step_ms, int max_level,
+                             double *out)
+{
+    for (int l = 0; l <= max_level; l++) {
+        double e = 0;
+        int rows = 0;
+        for (int i = 0; i < n_offer; i++) {
+            const int m = o[i].n < l + 1 ? o[i].n : l + 1;
+            for (int k = 0; k < m; k++) e += o[i].gain[k];
+            rows += m;
+        }
+        const double t = sprig_costs_t(c, rows) + step_ms;
+        out[l] = t > 0 ? e / t : 0;
+    }
+}
+
+int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level, const double *model)
 {
     if (max_level > SPRIG_JOINT_LEVELS) max_level = SPRIG_JOINT_LEVELS;
     if (max_level < 0) max_level = 0;
@@ -86,39 +102,29 @@ int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, i
     if (predicted < 0) predicted = 0;
     r->steps++;
     if (n_offer < 1 || n_offer > SPRIG_JOINT_MAX) return predicted;
-    int best = -1;
-    double bv = 0;
+    /* the model's level stands until it is measured; a measured level replaces it only when its median beats
+     * the model's by SPRIG_JOINT_OVERRIDE (levels measured at different moments of a drifting machine differ
+     * by more than the choice between neighbours turns on; the model's forward costs share one scale) */
+    int ka = 0;
+    const double va = sprig_joint_rates_median(r, n_offer, predicted, &ka);
+    if (ka < SPRIG_JOINT_MIN_SAMPLES) return predicted;
+    int best = predicted;
+    double bv = va * SPRIG_JOINT_OVERRIDE;
     for (int l = 0; l <= max_level; l++) {   /* levels with a few samples only: one lucky step does not lead */
         int k = 0;
         const double v = sprig_joint_rates_median(r, n_offer, l, &k);
-        if (v > 0 && k >= SPRIG_JOINT_MIN_SAMPLES && (best < 0 || v > bv)) { best = l; bv = v; }
-    }
-    if (best < 0) {   /* nothing at this count of sequences: the rows the nearest measured count's best level ran */
-        for (int d = 1; d < SPRIG_JOINT_MAX && best < 0; d++)
-            for (int s = -1; s <= 1 && best < 0; s += 2) {
-                const int k = n_offer + s * d;
-                if (k < 1 || k > SPRIG_JOINT_MAX) continue;
-                for (int l = 0; l <= max_level; l++) {
-                    int c = 0;
-                    const double v = sprig_joint_rates_median(r, k, l, &c);
-                    if (v > 0 && c >= SPRIG_JOINT_MIN_SAMPLES && (best < 0 || v > bv)) { best = l; bv = v; }
-                }
-                if (best >= 0) {   /* a level is a different number of rows at another count; the stair is in rows */
-                    const int rows = k * (best + 1), l = rows / n_offer - 1;
-                    best = l < 0 ? 0 : l > max_level ? max_level : l;
-                }
-            }
-        return best < 0 ? predicted : best;
+        if (l != predicted && k >= SPRIG_JOINT_MIN_SAMPLES && v > bv) { best = l; bv = v; }
     }
     int have = 0;   /* samples at this count: while few, neighbours are tried every other step */
     for (int l = 0; l <= max_level; l++) have += r->at[n_offer][l].n_win;
     if (r->steps % (have < 4 * SPRIG_JOINT_MIN_SAMPLES ? 2 : SPRIG_JOINT_EXPLORE) == 0) {   /* a neighbour not measured
                                                                                         lately: one more draft, then one less */
         const int up = best + 1, dn = best - 1;
-        const bool up_old = up <= max_level && (r->at[n_offer][up].n_win < SPRIG_JOINT_MIN_SAMPLES ||
-                                                r->steps - r->at[n_offer][up].last > SPRIG_JOINT_STALE);
-        const bool dn_old = dn >= 0 && (r->at[n_offer][dn].n_win < SPRIG_JOINT_MIN_SAMPLES ||
-                                        r->steps - r->at[n_offer][dn].last > SPRIG_JOINT_STALE);
+        /* and not one the model prices far below the best: the forward's stair is known to it */
+        const bool up_old = up <= max_level && (!model || model[up] >= SPRIG_JOINT_PLAUSIBLE * model[best]) &&
+                            (r->at[n_offer][up].n_win < SPRIG_JOINT_MIN_SAMPLES || r->steps - r->at[n_offer][up].last > SPRIG_JOINT_STALE);
+        const bool dn_old = dn >= 0 && (!model || model[dn] >= SPRIG_JOINT_PLAUSIBLE * model[best]) &&
+                            (r->at[n_offer][dn].n_win < SPRIG_JOINT_MIN_SAMPLES || r->steps - r->at[n_offer][dn].last > SPRIG_JOINT_STALE);
         if (up_old) { r->explored++; return up; }
         if (dn_old) { r->explored++; return dn; }
     }

@@ -94,23 +94,32 @@ typedef struct sprig_joint_rates {
 } sprig_joint_rates;
 
 void sprig_joint_rates_add(sprig_joint_rates *r, int n_offer, int level, double tok_per_ms);
-/* The level the next step of n_offer planning sequences runs (0..max_level): the level whose window's median
- * rate is the best, ties to the fewer drafts; a neighbour of it (one more, then one less) when its own has
- * fewer than SPRIG_JOINT_MIN_SAMPLES or is SPRIG_JOINT_STALE steps old, at most every SPRIG_JOINT_EXPLORE steps
- * (every other step while this count of sequences has fewer than 4 x SPRIG_JOINT_MIN_SAMPLES samples); `predicted` (the cost model's
- * level) while nothing is measured; with nothing measured at this count of
- * sequences, the level that runs at most the rows the nearest measured
- * count's best level ran (a request joining or leaving moves the count;
- * the cost model's guess there ran steps of 19 rows at 134 ms where 16
- * took 89; the forward's cost steps at a number of rows, not of drafts:
- * borrowing the level itself ran 8 sequences at 40 rows where 5 had run
- * 25). A level counts as measured with SPRIG_JOINT_MIN_SAMPLES samples,
- * and only a measured level can lead (a level tried once, lucky, led the
- * exploration up one level a step: 25, 30, 35 rows). */
+/* The level the next step of n_offer planning sequences runs (0..max_level): `predicted`, the cost model's level
+ * (its forward costs are the measured ones on one scale: spec/costs.h's prior), until that level has
+ * SPRIG_JOINT_MIN_SAMPLES samples at this count of sequences; then the measured level whose window's median rate
+ * beats the model's level's by SPRIG_JOINT_OVERRIDE, if any, else the model's. A neighbour of it (one more
+ * draft, then one less) is tried when its own window has fewer than SPRIG_JOINT_MIN_SAMPLES or is
+ * SPRIG_JOINT_STALE steps old, at most every SPRIG_JOINT_EXPLORE steps (every other step while this count of
+ * sequences has fewer than 4 x SPRIG_JOINT_MIN_SAMPLES samples). Why the model leads: on a machine whose speed
+ * drifts by 1.5x within minutes, medians of two levels measured at different moments differed by more than the
+ * 6% between 12 and 16 rows at 4 sequences, and the measured choice flipped between them; measured alone, a
+ * level tried once and lucky led the exploration up a level a step (25, 30, 35 rows at 5 sequences), and a
+ * level borrowed from another count ran 8 sequences at 40 rows. The measurements still overrule a model that
+ * is clearly wrong (it once ran 19 rows at 134 ms where 16 took 89). */
+#define SPRIG_JOINT_OVERRIDE 1.15   /* a measured level replaces the model's when its median beats the model's by this */
+#define SPRIG_JOINT_PLAUSIBLE 0.85   /* a neighbour is tried only if the model prices it at this share of the best or more */
 #define SPRIG_JOINT_STALE 48
 #define SPRIG_JOINT_EXPLORE 8
 #define SPRIG_JOINT_MIN_SAMPLES 3   /* a level is the best only with this many samples (while any has) */
-int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level);
+int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level, const double *model);
+/* model (NULL: none): the cost model's tokens per ms of each level 0..max_level (sprig_joint_level_rates); a
+ * neighbour it prices below SPRIG_JOINT_PLAUSIBLE x the best level's is not tried: at 8 sequences on the stair
+ * above, 24 rows (level 2) and 8 rows (level 0) are priced 0.8x and 0.7x of 16, and each try cost a step at
+ * that rate while a run was short. */
+/* The cost model's tokens per ms of each level 0..max_level (out[max_level + 1]): everyone's gains up to the
+ * level over T(their rows) + step_ms. */
+void sprig_joint_level_rates(const sprig_joint_offer *o, int n_offer, const sprig_costs *c, double step_ms, int max_level,
+                             double *out);
 /* A level's median rate for n_offer sequences (0: none), and its samples. */
 double sprig_joint_rates_median(const sprig_joint_rates *r, int n_offer, int level, int *samples);
 
