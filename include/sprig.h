@@ -382,6 +382,11 @@ struct sprig_stats {
     int plan_rows[SPRIG_PLAN_SIZES];
     double plan_ms[SPRIG_PLAN_SIZES];
     int64_t plan_samples[SPRIG_PLAN_SIZES];
+    /* and its drafting: the drafter's time per round at width 1 and wider (0: not measured), the rounds it
+     * drafted wide (the wide rounds earned more than their width-1 chain would have, or an 8th round's try),
+     * and the drafts it stopped before their depth cap (nothing deeper could have been chosen) */
+    double plan_draft_ms[2];
+    int64_t plan_wide_rounds, plan_draft_stops;
 };
 void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *out);
 

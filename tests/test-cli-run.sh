@@ -103,7 +103,9 @@ plan_ok=$(node -e '
 const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")), p = j.plan;
 const ok = p && p.chains + p.trees <= j.rounds && p.chains + p.trees >= j.rounds - 2 && j.rounds > 0 && p.verify_ms.length === 14 &&
   p.verify_ms.every((c, i) => c.ms > 0 && (i === 0 || c.rows > p.verify_ms[i - 1].rows)) &&
-  p.verify_ms.reduce((a, c) => a + c.samples, 0) > 2 * 11;   /* two profile runs per size up to the tree, and the rounds */
+  p.verify_ms.reduce((a, c) => a + c.samples, 0) > 2 * 11 &&   /* two profile runs per size up to the tree, and the rounds */
+  p.drafting && p.drafting.wider_ms > 0 && p.drafting.wide_rounds >= 8 && p.drafting.wide_rounds <= j.rounds &&
+  p.drafting.stopped_short >= 0 && p.drafting.stopped_short <= j.rounds;   /* the first 8 rounds draft wide */
 process.stdout.write(ok ? "ok" : JSON.stringify(p));' "$TMP/plan.json" 2>&1)
 check "tree auto: --stats-json reports the planner's choices and costs ($plan_ok)" [ "$plan_ok" = ok ]
 SPRIG_TREE=1 "$BIN" run --temp 0 -n 50 -t 1 -m "$M/stories260K.gguf" --draft-ngram --stats-json "$TMP/e.json" >/dev/null 2>&1

@@ -145,7 +145,7 @@ field "$TMP/t1" 'j.choices[0].text' >"$TMP/t1.txt"
 check "tree auto completion = sprig run" cmp -s "$TMP/t1.txt" "$TMP/want.txt"
 check "usage: tree path, drafts accepted" [ "$(field "$TMP/t1" 'j.usage.speculative.path + "/" + (j.usage.speculative.accepted > 10) + "/" + j.usage.speculative.drafter')" = "tree/true/draft-model" ]
 check "usage: tree auto's planner, a choice per round (not a last round the budget cut to the bare bonus) and its verify costs ($(field "$TMP/t1" 'JSON.stringify(j.usage.speculative.plan).slice(0, 160)'))" \
-    [ "$(field "$TMP/t1" '(p => p.chains + p.trees <= j.usage.speculative.rounds && p.chains + p.trees >= j.usage.speculative.rounds - 2 && p.verify_ms.length === 14 && p.verify_ms[0].rows === 1 && p.verify_ms.every((c) => c.ms > 0))(j.usage.speculative.plan)')" = true ]
+    [ "$(field "$TMP/t1" '(p => p.chains + p.trees <= j.usage.speculative.rounds && p.chains + p.trees >= j.usage.speculative.rounds - 2 && p.verify_ms.length === 14 && p.verify_ms[0].rows === 1 && p.verify_ms.every((c) => c.ms > 0) && p.drafting.wider_ms > 0 && p.drafting.wide_rounds > 0)(j.usage.speculative.plan)')" = true ]
 # streamed logprobs: each chunk carries its tokens' logprobs (from the verify rows of tree rounds);
 # together they equal the whole reply's, for completions and chat
 for ep in completions chat; do

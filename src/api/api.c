@@ -899,6 +899,10 @@ void sprig_session_get_stats(const sprig_session *s, struct sprig_stats *o)
         o->plan_chains = s->shape->plan_chains;
         o->plan_trees = s->shape->plan_trees;
         o->plan_joint = s->shape->plan_joint;
+        o->plan_draft_ms[0] = s->shape->draft_w_ms[0];
+        o->plan_draft_ms[1] = s->shape->draft_w_ms[1];
+        o->plan_wide_rounds = s->shape->wide_n;
+        o->plan_draft_stops = s->shape->draft_stops;
         for (int i = 0; i < SPRIG_PLAN_SIZES && sizes[i] <= SPRIG_TREE_MAX; i++) {
             o->plan_rows[o->plan_n] = sizes[i];
             o->plan_ms[o->plan_n] = sprig_shape_t(s->shape, sizes[i]);
@@ -989,7 +993,8 @@ int sprig_stats_to_json(const struct sprig_stats *t, char *buf, size_t cap)
         for (int i = 0; i < t->plan_n && i < SPRIG_PLAN_SIZES; i++)
             jcat(buf, cap, &o, "%s{\"rows\":%d,\"ms\":%.3f,\"samples\":%lld}", i ? "," : "", t->plan_rows[i], t->plan_ms[i],
                  (long long)t->plan_samples[i]);
-        jcat(buf, cap, &o, "]}");
+        jcat(buf, cap, &o, "],\"drafting\":{\"width_1_ms\":%.3f,\"wider_ms\":%.3f,\"wide_rounds\":%lld,\"stopped_short\":%lld}}",
+             t->plan_draft_ms[0], t->plan_draft_ms[1], (long long)t->plan_wide_rounds, (long long)t->plan_draft_stops);
     }
     jcat(buf, cap, &o, "}");
     return o;

@@ -69,8 +69,10 @@ json_t *sprig_serve_usage(const struct sprig_stats *st)
             json_array_append_new(costs, json_pack("{s:i, s:f, s:I}", "rows", st->plan_rows[i], "ms", st->plan_ms[i], "samples",
                                                    (json_int_t)st->plan_samples[i]));
         json_object_set_new(json_object_get(u, "speculative"), "plan",
-                            json_pack("{s:I, s:I, s:I, s:o}", "chains", (json_int_t)st->plan_chains, "trees", (json_int_t)st->plan_trees,
-                                      "joint", (json_int_t)st->plan_joint, "verify_ms", costs));
+                            json_pack("{s:I, s:I, s:I, s:o, s:{s:f, s:f, s:I, s:I}}", "chains", (json_int_t)st->plan_chains, "trees",
+                                      (json_int_t)st->plan_trees, "joint", (json_int_t)st->plan_joint, "verify_ms", costs, "drafting",
+                                      "width_1_ms", st->plan_draft_ms[0], "wider_ms", st->plan_draft_ms[1], "wide_rounds",
+                                      (json_int_t)st->plan_wide_rounds, "stopped_short", (json_int_t)st->plan_draft_stops));
     }
     return u;
 }
