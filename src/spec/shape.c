@@ -395,9 +395,12 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
     const bool linear = sprig_tree_is_linear(out);
     if (linear) s->plan_chains++;
     else s->plan_trees++;
-    if (s->width_now > 1 && cbest_n > 0) {   /* what drafting wide earned this round: a mean, then a moving one */
+    if (s->width_now > 1 && (cbest_n > 0 || experts)) {   /* what drafting wide earned this round: a mean, then a moving one
+                                                             (grown for its experts, the tree is not weighed against a
+                                                             chain: a branching choice counts as earning) */
+        const double edge = experts ? (linear ? -1.0 : 1.0) : got / cbest_n - 1.0;
         s->wide_n++;
-        s->wide_edge += (s->wide_n < 4 ? 1.0 / s->wide_n : 0.25) * (got / cbest_n - 1.0 - s->wide_edge);
+        s->wide_edge += (s->wide_n < 4 ? 1.0 / s->wide_n : 0.25) * (edge - s->wide_edge);
     }
     const int d = sprig_tree_max_depth(out);
     s->depths[s->n_depths++ % 8] = (uint8_t)(d < 255 ? d : 255);
