@@ -628,19 +628,24 @@ static void test_shape_shared_experts(void)
 
 /* Candidates for the shape tests: every node's children are a 0.6 and a 0.3
  * draft; the 0.6 one is expanded, depth after depth, to `depth`. */
-static void chain_06_03(sprig_dyntree *t, int depth)
+static void chain_06_03_width(sprig_dyntree *t, int depth, int w)
 {
     enum { V = 8 };
     float logits[V];
     for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
     sprig_dyntree_init(t, 1);
-    sprig_dyntree_expand(t, 0, logits, V, 2);
+    sprig_dyntree_expand(t, 0, logits, V, w);
     for (int d = 1; d < depth; d++) {
         int batch[SPRIG_DYNTREE_MAX_WIDTH];
         CHECK(sprig_dyntree_frontier(t, d, 1, batch) == 1);
         t->slot[batch[0]] = 0;
-        CHECK(sprig_dyntree_expand(t, batch[0], logits, V, 2) == 2);
+        CHECK(sprig_dyntree_expand(t, batch[0], logits, V, w) == w);
     }
+}
+
+static void chain_06_03(sprig_dyntree *t, int depth)
+{
+    chain_06_03_width(t, depth, 2);
 }
 
 /* A fresh shape whose q buckets are honest: 0.6 accepted 6 in 10, 0.3 3 in 10. */
@@ -1123,19 +1128,10 @@ static void test_expand_follows_choices(void)
  * every-8th-round narrow round), and come back once it costs no more */
 static void test_width_pays_for_drafting(void)
 {
-    enum { D = 5, V = 8 };
+    enum { D = 5 };
     static sprig_dyntree wide, narrow;
     chain_06_03(&wide, D);
-    float logits[V];
-    for (int i = 0; i < V; i++) logits[i] = i == 3 ? logf(0.6f) : i == 5 ? logf(0.3f) : logf(0.1f / (V - 2));
-    sprig_dyntree_init(&narrow, 1);
-    sprig_dyntree_expand(&narrow, 0, logits, V, 1);
-    for (int d = 1; d < D; d++) {
-        int batch[SPRIG_DYNTREE_MAX_WIDTH];
-        CHECK(sprig_dyntree_frontier(&narrow, d, 1, batch) == 1);
-        narrow.slot[batch[0]] = 0;
-        sprig_dyntree_expand(&narrow, batch[0], logits, V, 1);
-    }
+    chain_06_03_width(&narrow, D, 1);   /* what a width-1 draft of the same drafter gives */
     sprig_shape s;
     honest_06_03(&s);
     /* 4 rows for the time of one, dear past: the root, 0.6, 0.36 and the 0.3 runner-up (2.26 expected) beat the

@@ -110,7 +110,7 @@ void sprig_joint_rates_add(sprig_joint_rates *r, int n_offer, int level, double 
 #define SPRIG_JOINT_PLAUSIBLE 0.85   /* a neighbour is tried only if the model prices it at this share of the best or more */
 #define SPRIG_JOINT_STALE 48
 #define SPRIG_JOINT_EXPLORE 8
-#define SPRIG_JOINT_MIN_SAMPLES 3   /* a level is the best only with this many samples (while any has) */
+#define SPRIG_JOINT_MIN_SAMPLES 3   /* a level counts as measured (it may lead, or the model's may stand) with this many */
 int sprig_joint_rates_choose(sprig_joint_rates *r, int n_offer, int predicted, int max_level, const double *model);
 /* model (NULL: none): the cost model's tokens per ms of each level 0..max_level (sprig_joint_level_rates); a
  * neighbour it prices below SPRIG_JOINT_PLAUSIBLE x the best level's is not tried: at 8 sequences on the stair

@@ -369,7 +369,7 @@ void sprig_shape_select(sprig_shape *s, const sprig_dyntree *t, int max_nodes, i
             chain[len++] = cur = next;
             at = next + 1;
             ec += exp((double)key[next]);
-            const double rate = ec / (step_t(s, others, others + len) + fixed), rate_n = ec / (step_t(s, others, others + len) + fixed_n);
+            const double tl = step_t(s, others, others + len), rate = ec / (tl + fixed), rate_n = ec / (tl + fixed_n);
             if (rate > cbest) { cbest = rate; cm = len; }
             if (rate_n > cbest_n) cbest_n = rate_n;
         }
